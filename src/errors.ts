@@ -1,0 +1,143 @@
+// Every failure the agent can meet is one of these classes. Each carries a stable
+// string `code` (for logs and --json), and maps in ONE place (below) to the process
+// exit code and to the numeric `code` reported to the API (contract section 3).
+
+export type ErrorCode =
+  | 'WCF_ERR_USAGE'
+  | 'WCF_ERR_CONFIG'
+  | 'WCF_ERR_SERVER_CONFIG'
+  | 'WCF_ERR_API_UNREACHABLE'
+  | 'WCF_ERR_API_AUTH'
+  | 'WCF_ERR_API_STATUS'
+  | 'WCF_ERR_API_RESPONSE'
+  | 'WCF_ERR_FIREWALL'
+  | 'WCF_ERR_STATE'
+  | 'WCF_ERR_GUARD';
+
+export class WcfError extends Error {
+  readonly code: ErrorCode;
+  constructor(code: ErrorCode, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.code = code;
+    this.name = new.target.name;
+  }
+}
+
+/** Bad command line. */
+export class UsageError extends WcfError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('WCF_ERR_USAGE', message, options);
+  }
+}
+
+/** config.json is missing, unreadable or invalid. `problems` are `path: message` lines. */
+export class ConfigError extends WcfError {
+  readonly problems: string[];
+  constructor(message: string, problems: string[] = [], options?: { cause?: unknown }) {
+    super('WCF_ERR_CONFIG', problems.length ? `${message}\n  ${problems.join('\n  ')}` : message, options);
+    this.problems = problems;
+  }
+}
+
+/** The server's stored configuration for this agent (E7 `config`) has invalid values. */
+export class ServerConfigError extends WcfError {
+  readonly problems: string[];
+  constructor(problems: string[]) {
+    super('WCF_ERR_SERVER_CONFIG', `stored agent configuration rejected: ${problems.join('; ')}`);
+    this.problems = problems;
+  }
+}
+
+/** Network failure: DNS, refused, reset, timeout. */
+export class ApiUnreachableError extends WcfError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('WCF_ERR_API_UNREACHABLE', message, options);
+  }
+}
+
+/** 401/403 from the API. */
+export class ApiAuthError extends WcfError {
+  readonly status: number;
+  constructor(status: number, message: string) {
+    super('WCF_ERR_API_AUTH', message);
+    this.status = status;
+  }
+}
+
+/** Any other non-2xx status. */
+export class ApiStatusError extends WcfError {
+  readonly status: number;
+  constructor(status: number, message: string) {
+    super('WCF_ERR_API_STATUS', message);
+    this.status = status;
+  }
+}
+
+/** Body is not JSON, too large, or does not match the expected shape. */
+export class ApiResponseError extends WcfError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('WCF_ERR_API_RESPONSE', message, options);
+  }
+}
+
+/** A firewall command failed; `stderr` is the failing command's own words. */
+export class FirewallError extends WcfError {
+  readonly command: string | undefined;
+  readonly stderr: string | undefined;
+  constructor(message: string, details: { command?: string; stderr?: string; cause?: unknown } = {}) {
+    super('WCF_ERR_FIREWALL', message, { cause: details.cause });
+    this.command = details.command;
+    this.stderr = details.stderr;
+  }
+}
+
+/** The state directory cannot be read or written. */
+export class StateError extends WcfError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('WCF_ERR_STATE', message, options);
+  }
+}
+
+/** The shrink guard refused a pull that would remove too much at once (lifecycle). */
+export class GuardError extends WcfError {
+  constructor(message: string) {
+    super('WCF_ERR_GUARD', message);
+  }
+}
+
+interface CodeMapping {
+  exit: number;
+  report: number;
+  describe: string;
+}
+
+/** The one table mapping error classes to exit codes and reported codes. Documented in README. */
+export const ERROR_CODES: Record<ErrorCode, CodeMapping> = {
+  WCF_ERR_USAGE: { exit: 2, report: 10, describe: 'bad command line' },
+  WCF_ERR_CONFIG: { exit: 2, report: 11, describe: 'local config.json invalid' },
+  WCF_ERR_SERVER_CONFIG: { exit: 0, report: 12, describe: 'stored configuration from the API invalid; previous values kept' },
+  WCF_ERR_API_UNREACHABLE: { exit: 3, report: 20, describe: 'API unreachable (DNS, refused, reset, timeout)' },
+  WCF_ERR_API_AUTH: { exit: 3, report: 21, describe: 'API refused the token (401/403)' },
+  WCF_ERR_API_STATUS: { exit: 3, report: 22, describe: 'API answered with an error status' },
+  WCF_ERR_API_RESPONSE: { exit: 3, report: 23, describe: 'API answer unusable (bad JSON, wrong shape, too large)' },
+  WCF_ERR_FIREWALL: { exit: 4, report: 30, describe: 'firewall command failed; previous set kept' },
+  WCF_ERR_STATE: { exit: 4, report: 40, describe: 'state directory unreadable or unwritable' },
+  WCF_ERR_GUARD: { exit: 0, report: 50, describe: 'shrink guard held back a pull that would remove too much at once' },
+};
+
+export const EXIT_OK = 0;
+export const EXIT_INTERNAL = 1;
+
+export function exitCodeOf(err: unknown): number {
+  return err instanceof WcfError ? ERROR_CODES[err.code].exit : EXIT_INTERNAL;
+}
+
+/** Numeric `code` for the state report; 1 = unexpected internal error. */
+export function reportCodeOf(err: unknown): number {
+  return err instanceof WcfError ? ERROR_CODES[err.code].report : 1;
+}
+
+export function errorMessage(err: unknown): string {
+  if (err instanceof Error) return err.message;
+  return String(err);
+}
