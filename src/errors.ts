@@ -73,10 +73,16 @@ export class ApiStatusError extends WcfError {
   }
 }
 
-/** Body is not JSON, too large, or does not match the expected shape. */
+/**
+ * Body is not JSON, too large, or does not match the expected shape. `retryable`:
+ * a truncated body may be a passing fault; a well-formed wrong shape will not fix
+ * itself on an immediate retry.
+ */
 export class ApiResponseError extends WcfError {
-  constructor(message: string, options?: { cause?: unknown }) {
+  readonly retryable: boolean;
+  constructor(message: string, options?: { cause?: unknown; retryable?: boolean }) {
     super('WCF_ERR_API_RESPONSE', message, options);
+    this.retryable = options?.retryable ?? false;
   }
 }
 

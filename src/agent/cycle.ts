@@ -1,0 +1,237 @@
+import { hostname } from 'node:os';
+import { ServerConfigError, WcfError, errorMessage, reportCodeOf } from '../errors.js';
+import type { Logger } from '../log.js';
+import type { AgentConfig } from '../config/load.js';
+import { LOCAL_DEFAULT_SOURCES, resolveSettings, type Settings, type SettingSources } from '../config/server.js';
+import type { ThreatIntelApi } from '../api/threat-intel.js';
+import type { StateReport } from '../api/wire.js';
+import type { FirewallEntry, FirewallPlugin, ApplyResult } from '../firewall/types.js';
+import { createScoring, type Scoring } from '../score/decay.js';
+import { selectEntries, type Reason, type Selection } from '../policy/select.js';
+import { AGENT_VERSION } from '../version.js';
+import { pullAll, type PulledFeeds } from './pull-all.js';
+import { protectedNetworks } from './protected.js';
+import type { CycleRecord, StateStore } from './state.js';
+
+export interface CycleDeps {
+  config: AgentConfig;
+  api: ThreatIntelApi;
+  state: StateStore;
+  logger: Logger;
+  /** Epoch seconds. */
+  now?: () => number;
+  onProgress?: (what: string, pages: number, items: number) => void;
+}
+
+export interface PlanResult {
+  now: number;
+  settings: Settings;
+  sources: SettingSources;
+  agentRecord: 'present' | 'deleted';
+  scoring: Scoring['source'];
+  selection: Selection;
+  pulled: Pick<PulledFeeds, 'full' | 'cursor' | 'pages' | 'invalid'> & { feed: number; manual: number; whitelist: number };
+  settingProblems: string[];
+}
+
+export interface CycleOutcome {
+  record: CycleRecord;
+  plan?: PlanResult;
+  apply?: ApplyResult;
+  error?: WcfError | Error;
+  reported: boolean;
+}
+
+const rejectedFormulas = new Set<string>();
+
+function epochNow(): number {
+  return Math.floor(Date.now() / 1000);
+}
+
+export function localSettings(config: AgentConfig): Settings {
+  return {
+    maximum_rules: config.maximum_rules,
+    score_threshold: config.score_threshold,
+    sync_time: config.sync_time,
+    running: true,
+    version: null,
+  };
+}
+
+/** Settings in force before this cycle: the last ones stored, else the local defaults. */
+export function previousSettings(deps: Pick<CycleDeps, 'config' | 'state'>): { settings: Settings; sources: SettingSources } {
+  const s = deps.state.small;
+  return {
+    settings: s.settings ?? localSettings(deps.config),
+    sources: s.sources ?? LOCAL_DEFAULT_SOURCES,
+  };
+}
+
+/**
+ * Pull and select; touches neither the firewall nor the state. `useCache`:
+ * incremental from the cached feed where the cache is fresh enough.
+ */
+export async function computePlan(deps: CycleDeps, useCache: boolean): Promise<PlanResult & { feeds: PulledFeeds }> {
+  const { config, api, state, logger } = deps;
+  const now = (deps.now ?? epochNow)();
+  const prev = previousSettings(deps);
+
+  const record = await api.agent(config.agid);
+  if (record === null) {
+    logger.warn({ agid: config.agid }, 'agent record not found on the server (deleted?); keeping the last known configuration');
+  }
+  const resolved = resolveSettings(record?.config, prev.settings, prev.sources);
+  if (resolved.problems.length) logger.warn({ problems: resolved.problems }, 'stored configuration has invalid values; previous values kept');
+  if (resolved.settings.version && resolved.settings.version !== AGENT_VERSION) {
+    logger.info({ desired: resolved.settings.version, running: AGENT_VERSION }, 'the server asks for another agent version');
+  }
+
+  let cache: { items: ReturnType<StateStore['loadFeedCache']> & {}; cursor: number } | undefined;
+  if (useCache) {
+    const small = state.small;
+    const fullDue = small.lastFullPullAt === undefined || config.full_resync_hours === 0 || now - small.lastFullPullAt >= config.full_resync_hours * 3600;
+    const items = !fullDue && small.cursor !== undefined ? state.loadFeedCache() : undefined;
+    if (items && small.cursor !== undefined) cache = { items, cursor: small.cursor };
+  }
+
+  const feeds = await pullAll({ api, logger, pageSize: config.page_size, cache, onProgress: deps.onProgress });
+  const scoring = createScoring(feeds.header ?? {}, (field, error) => {
+    const key = `${field}\u0000${error}`;
+    if (rejectedFormulas.has(key)) return;
+    rejectedFormulas.add(key);
+    logger.warn({ field: `header.${field}`, error }, 'feed formula rejected; using the built-in decay formula');
+  });
+  const selection = selectEntries({
+    now,
+    feed: feeds.feed.values(),
+    manualBlocks: feeds.manualBlocks.values(),
+    whitelist: feeds.whitelist.values(),
+    protectedNets: await protectedNetworks(config.allowlist, config.base_url, logger),
+    minPrefix: config.min_prefix,
+    threshold: resolved.settings.score_threshold,
+    maximumRules: resolved.settings.maximum_rules,
+    scoring,
+  });
+  return {
+    now,
+    settings: resolved.settings,
+    sources: resolved.sources,
+    agentRecord: record === null ? 'deleted' : 'present',
+    scoring: scoring.source,
+    selection,
+    settingProblems: resolved.problems,
+    pulled: {
+      full: feeds.full,
+      cursor: feeds.cursor,
+      pages: feeds.pages,
+      invalid: feeds.invalid,
+      feed: feeds.feed.size,
+      manual: feeds.manualBlocks.size,
+      whitelist: feeds.whitelist.size,
+    },
+    feeds,
+  };
+}
+
+/** Seconds of kernel timeout for an entry: floor, so it leaves no later than its expiry. */
+export function toFirewallEntries(selection: Selection, now: number): FirewallEntry[] {
+  return selection.entries.map((e) => ({
+    cidr: e.cidr.text,
+    timeoutSeconds: e.expiresAt === null ? undefined : Math.max(1, Math.floor(e.expiresAt - now)),
+  }));
+}
+
+function countByReason(entries: readonly { reason: Reason }[]): Record<Reason, number> {
+  const out: Record<Reason, number> = { manual: 0, score: 0 };
+  for (const e of entries) out[e.reason]++;
+  return out;
+}
+
+/**
+ * One sync cycle: pull, select, apply, persist, report. A failed pull or apply
+ * leaves the previously applied set in place; the error is reported with a
+ * non-zero `code` when the report call can get through.
+ */
+export async function runCycle(deps: CycleDeps, plugin: FirewallPlugin): Promise<CycleOutcome> {
+  const { config, state, logger } = deps;
+  const started = Date.now();
+  const now = (deps.now ?? epochNow)();
+  const prev = previousSettings(deps);
+  const emptyCounts = { allowlist: 0, too_wide: 0, whitelist: 0, threshold: 0, cap: 0 };
+  let plan: (PlanResult & { feeds: PulledFeeds }) | undefined;
+  let apply: ApplyResult | undefined;
+  let error: WcfError | Error | undefined;
+  let appliedEntries: { cidr: string; reason: Reason; expiresAt: number | null }[] | undefined;
+
+  try {
+    plan = await computePlan({ ...deps, now: () => now }, true);
+    // The feed knowledge is kept even if the apply below fails: it is not firewall state.
+    state.saveFeedCache(plan.feeds.feed);
+    state.update({
+      cursor: plan.feeds.cursor,
+      settings: plan.settings,
+      sources: plan.sources,
+      ...(plan.feeds.full ? { lastFullPullAt: now } : {}),
+    });
+
+    if (plan.settings.running) {
+      apply = await plugin.apply(toFirewallEntries(plan.selection, now));
+      appliedEntries = plan.selection.entries.map((e) => ({ cidr: e.cidr.text, reason: e.reason, expiresAt: e.expiresAt }));
+      for (const what of apply.repaired) logger.warn({ repaired: what }, `firewall object was missing and has been re-created: ${what}`);
+    } else {
+      logger.info('running is disabled in the stored configuration: removing the agent rules, still syncing and reporting');
+      await plugin.flush();
+      appliedEntries = [];
+    }
+    state.saveApplied({ ts: now, plugin: plugin.name, entries: appliedEntries });
+    if (plan.settingProblems.length) error = new ServerConfigError(plan.settingProblems);
+  } catch (err) {
+    error = err instanceof Error ? err : new Error(String(err));
+    logger.error({ code: (error as WcfError).code ?? 'internal' }, `sync failed, previous firewall state kept: ${errorMessage(error)}`);
+  }
+
+  const settings = plan?.settings ?? prev.settings;
+  const ok = error === undefined || error instanceof ServerConfigError;
+  const current = appliedEntries ?? state.loadApplied()?.entries ?? [];
+  const record: CycleRecord = {
+    ts: now,
+    ok,
+    code: error ? reportCodeOf(error) : 0,
+    errorCode: (error as WcfError | undefined)?.code,
+    message: error ? errorMessage(error) : undefined,
+    durationMs: Date.now() - started,
+    plugin: plugin.name,
+    applied: current.length,
+    byReason: countByReason(current),
+    skipped: plan?.selection.skipped ?? emptyCounts,
+    fullPull: plan?.feeds.full ?? false,
+    running: settings.running,
+  };
+  state.update({ lastCycle: record, ...(ok ? { lastSuccessAt: now } : {}) });
+
+  const report: StateReport = {
+    agid: config.agid,
+    hostanme: hostname(),
+    plugin: plugin.name,
+    code: record.code,
+    blacklist: current.map((e) => e.cidr),
+    maximum_rules: settings.maximum_rules,
+    score_threshold: settings.score_threshold,
+    sync_time: String(settings.sync_time),
+    ts: now,
+    version: AGENT_VERSION,
+  };
+  let reported = false;
+  if (plan?.agentRecord === 'deleted') {
+    logger.info('not reporting: the agent record is deleted and the agent does not re-create it');
+  } else {
+    try {
+      reported = await deps.api.report(report);
+      if (!reported) logger.warn('the server has no record for this agent; report not stored');
+    } catch (err) {
+      logger.warn({ code: (err as WcfError).code }, `state report failed: ${errorMessage(err)}`);
+    }
+  }
+  const { feeds: _f, ...planOut } = plan ?? { feeds: undefined };
+  return { record, plan: plan ? (planOut as PlanResult) : undefined, apply, error, reported };
+}

@@ -1,0 +1,61 @@
+import type { Logger } from '../log.js';
+import { FEED_FILTER, type FeedHeader } from '../api/wire.js';
+import { IndicatorMap } from '../feed/indicator.js';
+import { pullFeed, type FeedSource } from '../feed/pull.js';
+
+export interface PullAllInput {
+  api: FeedSource;
+  logger: Logger;
+  pageSize: number;
+  /** Cached score-based feed and its cursor; undefined = full pull. */
+  cache: { items: IndicatorMap; cursor: number } | undefined;
+  onProgress?: (what: string, pages: number, items: number) => void;
+}
+
+export interface PulledFeeds {
+  /** The merged score-based feed (cache + this pull). */
+  feed: IndicatorMap;
+  cursor: number;
+  full: boolean;
+  header: FeedHeader | undefined;
+  manualBlocks: IndicatorMap;
+  whitelist: IndicatorMap;
+  pages: number;
+  invalid: number;
+}
+
+/**
+ * Pull the score feed (full, or incremental from the cached cursor) and the two
+ * manual-decision feeds. Either everything comes back or an error is thrown:
+ * nothing of a partial pull is kept, and the cache passed in is not modified.
+ */
+export async function pullAll(input: PullAllInput): Promise<PulledFeeds> {
+  const { api, logger, pageSize, cache } = input;
+  const common = { pageSize, logger };
+  const main = await pullFeed(api, {
+    ...common,
+    filter: FEED_FILTER.all,
+    fromTs: cache?.cursor ?? 0,
+    onPage: (p, n) => input.onProgress?.('feed', p, n),
+  });
+  const manual = await pullFeed(api, { ...common, filter: FEED_FILTER.manualBlock, fromTs: 0 });
+  const white = await pullFeed(api, { ...common, filter: FEED_FILTER.whitelist, fromTs: 0 });
+
+  let feed = main.items;
+  if (cache) {
+    // Merge into a copy so a later failure leaves the caller's cache untouched.
+    feed = new IndicatorMap();
+    for (const ind of cache.items.values()) feed.upsert(ind);
+    for (const ind of main.items.values()) feed.upsert(ind);
+  }
+  return {
+    feed,
+    cursor: Math.max(main.cursor, cache?.cursor ?? 0),
+    full: cache === undefined,
+    header: main.header,
+    manualBlocks: manual.items,
+    whitelist: white.items,
+    pages: main.pages + manual.pages + white.pages,
+    invalid: main.invalid + manual.invalid + white.invalid,
+  };
+}

@@ -1,0 +1,225 @@
+import { readFileSync } from 'node:fs';
+import pRetry from 'p-retry';
+import { Agent, EnvHttpProxyAgent, ProxyAgent, request, type Dispatcher } from 'undici';
+import type { z } from 'zod';
+import {
+  ApiAuthError,
+  ApiResponseError,
+  ApiStatusError,
+  ApiUnreachableError,
+  ConfigError,
+  WcfError,
+} from '../errors.js';
+import type { Logger } from '../log.js';
+import { formatIssues } from '../config/schema.js';
+
+export interface ClientOptions {
+  baseUrl: string;
+  token: string;
+  authScheme: 'bearer' | 'raw';
+  connectTimeoutMs: number;
+  requestTimeoutMs: number;
+  retries: number;
+  maxResponseBytes: number;
+  caFile?: string | undefined;
+  proxy?: string | undefined;
+  userAgent: string;
+  logger: Logger;
+  /** Base delay of the first retry; tests shorten it. */
+  retryMinDelayMs?: number;
+}
+
+export interface CallOptions {
+  method?: 'GET' | 'POST' | 'DELETE';
+  query?: Record<string, string | number>;
+  body?: unknown;
+  auth?: boolean;
+  /** Status codes answered with `undefined` instead of an error (e.g. 404 for a deleted agent). */
+  allowStatus?: readonly number[];
+  /** Retry this call (safe for GET; the state report is retried too since it is idempotent). */
+  retry?: boolean;
+}
+
+export interface Response<T> {
+  status: number;
+  data: T | undefined;
+  /** The server's Date header, for clock-skew checks. */
+  date: string | undefined;
+}
+
+const NETWORK_CODES = new Set([
+  'ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH',
+  'UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'UND_ERR_SOCKET', 'UND_ERR_CLOSED',
+]);
+
+function errorCodeOf(err: unknown): string | undefined {
+  let e: unknown = err;
+  for (let i = 0; i < 4 && e && typeof e === 'object'; i++) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === 'string' && NETWORK_CODES.has(code)) return code;
+    e = (e as { cause?: unknown }).cause;
+  }
+  return undefined;
+}
+
+function isRetryable(err: unknown): boolean {
+  if (err instanceof ApiUnreachableError) return true;
+  if (err instanceof ApiStatusError) return err.status >= 500 || err.status === 429;
+  // Truncated or garbled bodies are usually a transient proxy/server problem.
+  if (err instanceof ApiResponseError) return err.retryable;
+  return false;
+}
+
+/** Thin, strict HTTP client: timeouts, keep-alive, bounded jittered retries, size cap, schema validation. */
+export class ApiClient {
+  private readonly dispatcher: Dispatcher;
+  private readonly opts: ClientOptions;
+  private readonly base: string;
+
+  constructor(opts: ClientOptions) {
+    this.opts = opts;
+    this.base = opts.baseUrl.replace(/\/+$/, '');
+    let ca: string | undefined;
+    if (opts.caFile) {
+      try {
+        ca = readFileSync(opts.caFile, 'utf8');
+      } catch (err) {
+        throw new ConfigError(`cannot read ca_file ${opts.caFile}: ${(err as Error).message}`, [], { cause: err });
+      }
+    }
+    // TLS verification stays on; a custom CA is added, never a bypass.
+    const connect = { timeout: opts.connectTimeoutMs, ...(ca ? { ca } : {}) };
+    const common = {
+      connect,
+      headersTimeout: opts.requestTimeoutMs,
+      bodyTimeout: opts.requestTimeoutMs,
+      keepAliveTimeout: 30_000,
+    };
+    if (opts.proxy) this.dispatcher = new ProxyAgent({ uri: opts.proxy, ...common, requestTls: connect });
+    else if (process.env.HTTPS_PROXY || process.env.https_proxy || process.env.HTTP_PROXY || process.env.http_proxy)
+      this.dispatcher = new EnvHttpProxyAgent({ ...common, requestTls: connect });
+    else this.dispatcher = new Agent(common);
+  }
+
+  get baseUrl(): string {
+    return this.base;
+  }
+
+  async close(): Promise<void> {
+    await this.dispatcher.close();
+  }
+
+  /** Call a route and validate the JSON answer with `schema`. */
+  async call<S extends z.ZodType>(route: string, schema: S | null, options: CallOptions = {}): Promise<Response<z.infer<S>>> {
+    const attempt = () => this.once(route, schema, options);
+    if (options.retry === false || this.opts.retries === 0) return attempt();
+    return pRetry(attempt, {
+      retries: this.opts.retries,
+      minTimeout: this.opts.retryMinDelayMs ?? 500,
+      maxTimeout: 10_000,
+      factor: 2,
+      randomize: true,
+      shouldRetry: ({ error }) => isRetryable(error),
+      onFailedAttempt: ({ error, attemptNumber, retriesLeft, retryDelay }) => {
+        if (retriesLeft > 0 && isRetryable(error)) {
+          this.opts.logger.warn(
+            { route, attempt: attemptNumber, retryInMs: Math.round(retryDelay), code: (error as WcfError).code },
+            `API call failed, retrying: ${error.message}`,
+          );
+        }
+      },
+    });
+  }
+
+  private url(route: string, query?: Record<string, string | number>): string {
+    const u = new URL(this.base + route);
+    for (const [k, v] of Object.entries(query ?? {})) u.searchParams.set(k, String(v));
+    return u.toString();
+  }
+
+  private async once<S extends z.ZodType>(route: string, schema: S | null, options: CallOptions): Promise<Response<z.infer<S>>> {
+    const method = options.method ?? 'GET';
+    const headers: Record<string, string> = { 'user-agent': this.opts.userAgent, accept: 'application/json' };
+    if (options.auth !== false) {
+      headers.authorization = this.opts.authScheme === 'raw' ? this.opts.token : `Bearer ${this.opts.token}`;
+    }
+    let body: string | undefined;
+    if (options.body !== undefined) {
+      body = JSON.stringify(options.body);
+      headers['content-type'] = 'application/json';
+    }
+    const where = `${method} ${route}`;
+    let res: Dispatcher.ResponseData;
+    try {
+      res = await request(this.url(route, options.query), { method, headers, body, dispatcher: this.dispatcher });
+    } catch (err) {
+      throw new ApiUnreachableError(`${where}: ${describeNetworkError(err)}`, { cause: err });
+    }
+    const date = typeof res.headers.date === 'string' ? res.headers.date : undefined;
+    const text = await this.readCapped(res, where);
+
+    if (options.allowStatus?.includes(res.statusCode)) return { status: res.statusCode, data: undefined, date };
+    if (res.statusCode === 401 || res.statusCode === 403) {
+      throw new ApiAuthError(res.statusCode, `${where}: ${res.statusCode} ${serverMessage(text) ?? 'token refused'} (check token / auth_scheme)`);
+    }
+    if (res.statusCode < 200 || res.statusCode >= 300) {
+      throw new ApiStatusError(res.statusCode, `${where}: HTTP ${res.statusCode}${serverMessage(text) ? ` (${serverMessage(text)})` : ''}`);
+    }
+    if (schema === null) return { status: res.statusCode, data: undefined, date };
+
+    let json: unknown;
+    try {
+      json = JSON.parse(text);
+    } catch (err) {
+      throw new ApiResponseError(`${where}: response is not valid JSON (${(err as Error).message})`, { cause: err, retryable: true });
+    }
+    const parsed = schema.safeParse(json);
+    if (!parsed.success) {
+      const problems = formatIssues(parsed.error);
+      const shown = problems.slice(0, 5).join('; ') + (problems.length > 5 ? `; and ${problems.length - 5} more` : '');
+      throw new ApiResponseError(`${where}: unexpected response shape: ${shown}`);
+    }
+    return { status: res.statusCode, data: parsed.data, date };
+  }
+
+  private async readCapped(res: Dispatcher.ResponseData, where: string): Promise<string> {
+    const max = this.opts.maxResponseBytes;
+    const declared = Number(res.headers['content-length']);
+    if (Number.isFinite(declared) && declared > max) {
+      res.body.destroy();
+      throw new ApiResponseError(`${where}: response of ${declared} bytes exceeds max_response_mb`);
+    }
+    const chunks: Buffer[] = [];
+    let size = 0;
+    try {
+      for await (const chunk of res.body) {
+        size += (chunk as Buffer).length;
+        if (size > max) {
+          res.body.destroy();
+          throw new ApiResponseError(`${where}: response exceeds max_response_mb (${Math.round(max / 1048576)} MiB)`);
+        }
+        chunks.push(chunk as Buffer);
+      }
+    } catch (err) {
+      if (err instanceof ApiResponseError) throw err;
+      throw new ApiUnreachableError(`${where}: connection lost while reading the response: ${describeNetworkError(err)}`, { cause: err });
+    }
+    return Buffer.concat(chunks, size).toString('utf8');
+  }
+}
+
+function serverMessage(text: string): string | undefined {
+  try {
+    const j = JSON.parse(text) as { message?: unknown };
+    if (typeof j.message === 'string') return j.message.slice(0, 200);
+  } catch {
+    /* not JSON: no message to show */
+  }
+  return undefined;
+}
+
+function describeNetworkError(err: unknown): string {
+  const code = errorCodeOf(err);
+  const msg = err instanceof Error ? err.message : String(err);
+  return code && !msg.includes(code) ? `${code}: ${msg}` : msg;
+}

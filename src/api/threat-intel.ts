@@ -1,0 +1,72 @@
+import { z } from 'zod';
+import type { ApiClient } from './client.js';
+import {
+  AGENT_QUERY,
+  FEED_FILTER,
+  IPS_QUERY,
+  ROUTES,
+  agentListSchema,
+  feedPageSchema,
+  type AgentRecord,
+  type FeedFilter,
+  type FeedPage,
+  type StateReport,
+  type StoredConfigBody,
+} from './wire.js';
+
+/** The API calls the agent and its admin commands make, one method per endpoint. */
+export class ThreatIntelApi {
+  constructor(readonly client: ApiClient) {}
+
+  /** E1: health probe, no auth. The body is opaque. */
+  async version(): Promise<{ body: unknown; date: string | undefined }> {
+    const r = await this.client.call(ROUTES.version, z.unknown(), { auth: false });
+    return { body: r.data, date: r.date };
+  }
+
+  /** E3: one page of the IPv4 feed. */
+  async feedPage(filter: FeedFilter, ts: number, limit: number): Promise<FeedPage> {
+    const r = await this.client.call(ROUTES.ips, feedPageSchema, {
+      query: { [IPS_QUERY.limit]: limit, [IPS_QUERY.filter]: filter, [IPS_QUERY.ts]: ts, [IPS_QUERY.full]: 'no' },
+    });
+    return r.data!;
+  }
+
+  /** E7 for one agent; `null` when the record was deleted (404 or empty array). */
+  async agent(agid: string): Promise<AgentRecord | null> {
+    const r = await this.client.call(ROUTES.feedback, agentListSchema, { query: { [AGENT_QUERY]: agid }, allowStatus: [404] });
+    if (r.status === 404 || !r.data) return null;
+    return r.data.find((a) => a.agid === agid) ?? null;
+  }
+
+  /** E7 without filter: every agent (admin). */
+  async agents(): Promise<AgentRecord[]> {
+    return (await this.client.call(ROUTES.feedback, agentListSchema)).data!;
+  }
+
+  /**
+   * State report (contract section 3). Answers false when the server says the
+   * record does not exist (404): the agent never re-creates a deleted record itself.
+   */
+  async report(state: StateReport): Promise<boolean> {
+    const r = await this.client.call(ROUTES.feedback, null, {
+      method: 'POST',
+      query: { [AGENT_QUERY]: state.agid },
+      body: state,
+      allowStatus: [404],
+    });
+    return r.status !== 404;
+  }
+
+  /** E8 (admin). */
+  async storeConfig(agid: string, body: StoredConfigBody): Promise<void> {
+    await this.client.call(ROUTES.feedbackConfig, null, { method: 'POST', query: { [AGENT_QUERY]: agid }, body, retry: false });
+  }
+
+  /** E9 (admin). */
+  async deleteAgent(agid: string): Promise<void> {
+    await this.client.call(ROUTES.feedback, null, { method: 'DELETE', query: { [AGENT_QUERY]: agid }, retry: false });
+  }
+}
+
+export { FEED_FILTER };

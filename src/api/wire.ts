@@ -1,0 +1,97 @@
+import { z } from 'zod';
+
+/**
+ * Everything the agent knows about the API's wire format lives here: routes,
+ * query parameter names, and the schemas every response is parsed with. The
+ * spec leaves query names "not shown"; the contract fixes them (README,
+ * "Assumptions"), so a deployment with other names changes only this file.
+ */
+
+export const ROUTES = {
+  version: '/version',
+  ips: '/ips',
+  feedback: '/feedback',
+  feedbackConfig: '/feedback/config',
+} as const;
+
+export const IPS_QUERY = {
+  limit: 'limit',
+  filter: 'filter',
+  ts: 'ts',
+  full: 'full',
+} as const;
+
+export const AGENT_QUERY = 'agid';
+
+/** E3 selector values. */
+export const FEED_FILTER = { all: 0, ownOrg: 1, manualBlock: 2, whitelist: 3 } as const;
+export type FeedFilter = (typeof FEED_FILTER)[keyof typeof FEED_FILTER];
+
+export const MAX_PAGE_SIZE = 1000;
+
+const epochSeconds = z.number().int().min(0);
+
+/** One indicator as the agent uses it. Other spec fields are accepted and ignored. */
+export const feedItemSchema = z.looseObject({
+  ip: z.string().max(64),
+  ts: epochSeconds,
+  score: z.number().refine(Number.isFinite, 'must be a finite number'),
+  is_network: z.boolean().optional(),
+  // No documented meaning (contract section 1): logged, never decided on.
+  dec: z.number().optional(),
+  delay: z.number().optional(),
+});
+export type FeedItem = z.infer<typeof feedItemSchema>;
+
+export const feedHeaderSchema = z.looseObject({
+  type: z.string().optional(),
+  version: z.number().optional(),
+  ts: z.union([z.string(), z.number()]).optional(),
+  page_size: z.number().optional(),
+  delay: z.number().optional(),
+  eval: z.string().optional(),
+  exec_python: z.string().optional(),
+});
+export type FeedHeader = z.infer<typeof feedHeaderSchema>;
+
+export const feedPageSchema = z.object({
+  header: feedHeaderSchema,
+  body: z.array(feedItemSchema),
+});
+export type FeedPage = z.infer<typeof feedPageSchema>;
+
+/**
+ * E7 agent record. `config` values arrive as numbers or numeric strings; they
+ * are checked one by one in config/server.ts so one bad value does not discard
+ * the others.
+ */
+export const agentRecordSchema = z.looseObject({
+  agid: z.string(),
+  config: z.record(z.string(), z.unknown()).optional(),
+  active: z.boolean().optional(),
+});
+export type AgentRecord = z.infer<typeof agentRecordSchema>;
+export const agentListSchema = z.array(agentRecordSchema);
+
+/** Body of POST /feedback (contract section 3). `hostanme` is spelled as the API spells it. */
+export interface StateReport {
+  agid: string;
+  hostanme: string;
+  plugin: string;
+  code: number;
+  blacklist: string[];
+  maximum_rules: number;
+  score_threshold: number;
+  sync_time: string;
+  ts: number;
+  version: string;
+}
+
+/** Body of POST /feedback/config (E8): five strings. */
+export interface StoredConfigBody {
+  maximum_rules?: string;
+  running?: string;
+  score_threshold?: string;
+  sync_time?: string;
+  version?: string;
+}

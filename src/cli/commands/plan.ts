@@ -1,0 +1,67 @@
+import type { PlanResult } from '../../agent/cycle.js';
+import { computePlan } from '../../agent/cycle.js';
+import { createApi, loadContext, openState, type GlobalOptions } from '../context.js';
+import { duration, isoTime, printJson, table } from '../format.js';
+
+export function planToJson(agid: string, plan: PlanResult) {
+  const { selection, now } = plan;
+  return {
+    agid,
+    generated_at: now,
+    settings: plan.settings,
+    sources: plan.sources,
+    agent_record: plan.agentRecord,
+    scoring: plan.scoring,
+    counts: {
+      selected: selection.entries.length,
+      manual: selection.entries.filter((e) => e.reason === 'manual').length,
+      score: selection.entries.filter((e) => e.reason === 'score').length,
+      skipped: selection.skipped,
+      feed: plan.pulled.feed,
+      manual_blocks: plan.pulled.manual,
+      whitelisted: plan.pulled.whitelist,
+      invalid: plan.pulled.invalid,
+    },
+    entries: selection.entries.map((e) => ({
+      ip: e.cidr.text,
+      reason: e.reason,
+      score: e.score,
+      expires: e.expiresAt,
+      expires_in: e.expiresAt === null ? null : e.expiresAt - now,
+    })),
+  };
+}
+
+export function printPlanTable(plan: PlanResult, limit: number): void {
+  const { selection, now } = plan;
+  const rows = selection.entries.slice(0, limit).map((e) => [
+    e.reason,
+    e.cidr.text,
+    e.score === null ? '-' : e.score.toFixed(2),
+    e.expiresAt === null ? 'never' : duration(e.expiresAt - now),
+  ]);
+  process.stdout.write(table(['reason', 'ip', 'score now', 'expires in'], rows, ['l', 'l', 'r', 'r']) + '\n');
+  if (selection.entries.length > limit) process.stdout.write(`... and ${selection.entries.length - limit} more (use --json or --limit)\n`);
+  const s = selection.skipped;
+  const manual = selection.entries.filter((e) => e.reason === 'manual').length;
+  process.stdout.write(
+    `\n${selection.entries.length} entries (${manual} manual, ${selection.entries.length - manual} score) of ${plan.pulled.feed} feed indicators at ${isoTime(now)}\n` +
+      `threshold ${plan.settings.score_threshold}, maximum_rules ${plan.settings.maximum_rules}, formula: ${plan.scoring}\n` +
+      `skipped: ${s.threshold} below threshold, ${s.cap} over the cap, ${s.whitelist} whitelisted, ${s.allowlist} protected/allowlisted, ${s.too_wide} too wide\n`,
+  );
+}
+
+export async function planCommand(opts: GlobalOptions & { json?: boolean; limit?: string }): Promise<number> {
+  const { config, logger } = loadContext(opts);
+  const api = createApi(config, logger);
+  try {
+    // plan touches nothing: no state writes, no firewall; it reads the state only for the last settings.
+    const state = openState(config, logger);
+    const plan = await computePlan({ config, api, state, logger }, false);
+    if (opts.json) printJson(planToJson(config.agid, plan));
+    else printPlanTable(plan, opts.limit ? Math.max(1, Number(opts.limit) || 50) : 50);
+    return 0;
+  } finally {
+    await api.client.close();
+  }
+}

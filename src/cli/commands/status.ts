@@ -1,0 +1,54 @@
+import { loadContext, openState, type GlobalOptions } from '../context.js';
+import { duration, isoTime, printJson, table } from '../format.js';
+import { localSettings } from '../../agent/cycle.js';
+import { LOCAL_DEFAULT_SOURCES } from '../../config/server.js';
+
+/** What the agent did last and will do next, from the state dir only (no network, no firewall). */
+export async function statusCommand(opts: GlobalOptions & { json?: boolean }): Promise<number> {
+  const { config, logger } = loadContext(opts);
+  const state = openState(config, logger);
+  const s = state.small;
+  const settings = s.settings ?? localSettings(config);
+  const sources = s.sources ?? LOCAL_DEFAULT_SOURCES;
+  const c = s.lastCycle;
+  const now = Math.floor(Date.now() / 1000);
+  const out = {
+    agid: config.agid,
+    config_path: config.configPath,
+    state_dir: config.state_dir,
+    last_sync: c?.ts ?? null,
+    last_success: s.lastSuccessAt ?? null,
+    ok: c?.ok ?? null,
+    code: c?.code ?? null,
+    error: c?.errorCode ?? null,
+    message: c?.message ?? null,
+    plugin: c?.plugin ?? null,
+    applied: c?.applied ?? 0,
+    by_reason: c?.byReason ?? { manual: 0, score: 0 },
+    skipped: c?.skipped ?? null,
+    next_sync: s.nextSyncAt ?? null,
+    cursor: s.cursor ?? null,
+    last_full_pull: s.lastFullPullAt ?? null,
+    settings,
+    sources,
+  };
+  if (opts.json) {
+    printJson(out);
+    return 0;
+  }
+  const rows: string[][] = [
+    ['agent', config.agid],
+    ['last sync', c ? `${isoTime(c.ts)} (${duration(now - c.ts)} ago), ${c.ok ? 'ok' : `FAILED code ${c.code}: ${c.message ?? ''}`}` : 'never'],
+    ['last success', isoTime(s.lastSuccessAt)],
+    ['next sync', s.nextSyncAt ? `${isoTime(s.nextSyncAt)} (in ${duration(s.nextSyncAt - now)})` : '-'],
+    ['plugin', c?.plugin ?? '-'],
+    ['entries applied', c ? `${c.applied} (${c.byReason.manual} manual, ${c.byReason.score} score)` : '0'],
+    ['enforcing', settings.running ? 'yes' : 'no (running disabled)'],
+    ['maximum_rules', `${settings.maximum_rules} (${sources.maximum_rules})`],
+    ['score_threshold', `${settings.score_threshold} (${sources.score_threshold})`],
+    ['sync_time', `${settings.sync_time} min (${sources.sync_time})`],
+    ['last full pull', isoTime(s.lastFullPullAt)],
+  ];
+  process.stdout.write(table(['', ''], rows).split('\n').slice(2).join('\n') + '\n');
+  return 0;
+}

@@ -1,0 +1,67 @@
+import { join } from 'node:path';
+import type { Logger } from '../log.js';
+import { createLogger } from '../log.js';
+import { loadConfig, resolveConfigPath, type AgentConfig } from '../config/load.js';
+import { ApiClient } from '../api/client.js';
+import { ThreatIntelApi } from '../api/threat-intel.js';
+import { StateStore } from '../agent/state.js';
+import { createPlugin } from '../firewall/index.js';
+import { detectPlugin } from '../firewall/detect.js';
+import { createRunner } from '../firewall/exec.js';
+import type { FirewallPlugin, PluginName } from '../firewall/types.js';
+import { AGENT_VERSION } from '../version.js';
+
+export interface GlobalOptions {
+  config?: string;
+}
+
+/** Load config.json and build a logger at its level. */
+export function loadContext(opts: GlobalOptions): { config: AgentConfig; logger: Logger } {
+  const path = resolveConfigPath(opts.config);
+  const config = loadConfig(path);
+  const logger = createLogger({ level: process.env.WCF_LOG_LEVEL ? undefined : config.log_level });
+  return { config, logger };
+}
+
+export function createApi(config: AgentConfig, logger: Logger): ThreatIntelApi {
+  return new ThreatIntelApi(
+    new ApiClient({
+      baseUrl: config.base_url,
+      token: config.token,
+      authScheme: config.auth_scheme,
+      connectTimeoutMs: config.connect_timeout_ms,
+      requestTimeoutMs: config.request_timeout_ms,
+      retries: config.retries,
+      maxResponseBytes: Math.floor(config.max_response_mb * 1024 * 1024),
+      caFile: config.ca_file,
+      proxy: config.proxy,
+      userAgent: `wcf-agent/${AGENT_VERSION}`,
+      logger,
+      retryMinDelayMs: process.env.WCF_RETRY_MIN_DELAY_MS ? Number(process.env.WCF_RETRY_MIN_DELAY_MS) : undefined,
+    }),
+  );
+}
+
+export function openState(config: AgentConfig, logger: Logger): StateStore {
+  return new StateStore(config.state_dir, logger);
+}
+
+/** The plugin named by config (or --dry-run); `auto` probes nftables, then ipset, then iptables. */
+export async function openPlugin(config: AgentConfig, logger: Logger, dryRun: boolean): Promise<FirewallPlugin> {
+  let name: PluginName;
+  if (dryRun || config.plugin === 'dry-run') name = 'dry-run';
+  else if (config.plugin === 'auto') {
+    name = await detectPlugin(createRunner());
+    logger.info({ plugin: name }, `plugin auto-detected: ${name}`);
+  } else name = config.plugin;
+  return createPlugin(name, {
+    names: { setName: config.set_name, chainName: config.chain_name, tableName: config.table_name },
+    hookChains: config.hook_chains,
+    action: config.action,
+    logBlocked: config.log_blocked,
+    capacity: config.maximum_rules,
+    logger,
+    dryRunOutput: config.dry_run_output ?? join(config.state_dir, `dry-run.${config.dry_run_format}`),
+    dryRunFormat: config.dry_run_format,
+  });
+}

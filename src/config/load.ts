@@ -1,0 +1,81 @@
+import { readFileSync } from 'node:fs';
+import { dirname, isAbsolute, resolve } from 'node:path';
+import { ConfigError } from '../errors.js';
+import { validateOwnedNames } from '../firewall/names.js';
+import { configSchema, formatIssues, type ConfigFile } from './schema.js';
+
+export const DEFAULT_CONFIG_PATH = '/etc/wcf-agent/config.json';
+
+export interface AgentConfig extends Omit<ConfigFile, 'token' | 'token_file'> {
+  /** The API token, read from `token` or `token_file`. */
+  readonly token: string;
+  readonly token_file?: string | undefined;
+  /** Absolute path of the file this came from. */
+  readonly configPath: string;
+}
+
+/** Precedence: --config, then WCF_AGENT_CONFIG, then /etc/wcf-agent/config.json. */
+export function resolveConfigPath(flag: string | undefined, env: NodeJS.ProcessEnv = process.env): string {
+  return resolve(flag ?? env.WCF_AGENT_CONFIG ?? DEFAULT_CONFIG_PATH);
+}
+
+function readText(path: string, what: string): string {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    const why = code === 'ENOENT' ? 'no such file' : code === 'EACCES' ? 'permission denied' : String((err as Error).message);
+    throw new ConfigError(`cannot read ${what} ${path}: ${why}`, [], { cause: err });
+  }
+}
+
+/** Parse and validate config text; every problem is one `path: message` line. */
+export function parseConfig(text: string, configPath: string): AgentConfig {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch (err) {
+    throw new ConfigError(`${configPath} is not valid JSON`, [`(root): ${(err as Error).message}`], { cause: err });
+  }
+  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) {
+    throw new ConfigError(`${configPath} is not valid`, ['(root): expected a JSON object']);
+  }
+  // Keys starting with "//" are comments (the npm package.json convention), so
+  // config.json.example can document every key in the file itself.
+  const withoutComments = Object.fromEntries(Object.entries(raw).filter(([k]) => !k.startsWith('//')));
+  const parsed = configSchema.safeParse(withoutComments);
+  if (!parsed.success) throw new ConfigError(`${configPath} is not valid`, formatIssues(parsed.error));
+  const file = parsed.data;
+
+  const nameProblems = validateOwnedNames(
+    { setName: file.set_name, chainName: file.chain_name, tableName: file.table_name },
+    file.hook_chains,
+  );
+  if (nameProblems.length) throw new ConfigError(`${configPath} is not valid`, nameProblems);
+
+  const baseDir = dirname(configPath);
+  // Relative paths are taken relative to the config file, so a config and its
+  // state dir can travel together (demo, tests); production configs use absolute paths.
+  const abs = (p: string) => (isAbsolute(p) ? p : resolve(baseDir, p));
+
+  let token = file.token;
+  const tokenFile = file.token_file === undefined ? undefined : abs(file.token_file);
+  if (token === undefined && tokenFile !== undefined) {
+    token = readText(tokenFile, 'token_file').trim();
+    if (!token) throw new ConfigError(`${configPath} is not valid`, [`token_file: ${tokenFile} is empty`]);
+  }
+  const { token: _t, token_file: _tf, ...rest } = file;
+  return {
+    ...rest,
+    token: token!,
+    token_file: tokenFile,
+    state_dir: abs(file.state_dir),
+    ca_file: file.ca_file === undefined ? undefined : abs(file.ca_file),
+    dry_run_output: file.dry_run_output === undefined || file.dry_run_output === '-' ? file.dry_run_output : abs(file.dry_run_output),
+    configPath,
+  };
+}
+
+export function loadConfig(configPath: string): AgentConfig {
+  return parseConfig(readText(configPath, 'config file'), configPath);
+}

@@ -1,0 +1,80 @@
+import { z } from 'zod';
+import { parseCidr } from '../net/ipv4.js';
+
+/**
+ * config.json: a flat object (contract section 6). Unknown keys are an error so a
+ * typo (`maximun_rules`) cannot pass silently. Every key is documented in
+ * config.json.example; defaults here are the ones the README lists.
+ */
+
+const cidrString = z.string().superRefine((s, ctx) => {
+  const r = parseCidr(s);
+  if (!r.ok) ctx.addIssue({ code: 'custom', message: r.error });
+});
+
+const positiveInt = (max: number) => z.number().int().min(1).max(max);
+
+export const HARD_LIMITS = {
+  maximum_rules: 2_000_000,
+  score_threshold: 1_000_000,
+  sync_time: 10_080, // one week in minutes
+} as const;
+
+export const configSchema = z
+  .strictObject({
+    agid: z.string().min(1).max(200),
+    base_url: z.url({ protocol: /^https?$/ }),
+    token: z.string().min(1).optional(),
+    token_file: z.string().min(1).optional(),
+    auth_scheme: z.enum(['bearer', 'raw']).default('bearer'),
+    plugin: z.enum(['auto', 'ipset', 'nftables', 'iptables', 'dry-run']).default('auto'),
+    state_dir: z.string().min(1).default('/var/lib/wcf-agent'),
+    allowlist: z.array(cidrString).default([]),
+    min_prefix: z.number().int().min(0).max(32).default(8),
+    set_name: z.string().min(1).default('wcf-blocklist'),
+    chain_name: z.string().min(1).default('WCF-AGENT'),
+    table_name: z.string().min(1).default('wcf_agent'),
+    hook_chains: z.array(z.string().min(1)).min(1).default(['INPUT', 'FORWARD']),
+    action: z.enum(['DROP', 'REJECT']).default('DROP'),
+    log_blocked: z.boolean().default(false),
+    // Local defaults, used until the API's stored configuration says otherwise.
+    maximum_rules: positiveInt(HARD_LIMITS.maximum_rules).default(10_000),
+    score_threshold: positiveInt(HARD_LIMITS.score_threshold).default(3),
+    sync_time: positiveInt(HARD_LIMITS.sync_time).default(15),
+    full_resync_hours: z.number().min(0).max(24 * 30).default(24),
+    page_size: z.number().int().min(1).max(1000).default(1000),
+    connect_timeout_ms: z.number().int().min(100).max(120_000).default(10_000),
+    request_timeout_ms: z.number().int().min(100).max(600_000).default(30_000),
+    retries: z.number().int().min(0).max(10).default(3),
+    max_response_mb: z.number().min(1).max(1024).default(64),
+    ca_file: z.string().min(1).optional(),
+    proxy: z.url().optional(),
+    dry_run_output: z.string().min(1).optional(),
+    dry_run_format: z.enum(['ipset', 'nft']).default('ipset'),
+    jitter_seconds: z.number().min(0).max(3600).default(30),
+    shrink_guard_ratio: z.number().min(0).max(1).default(0.5),
+    on_stop: z.enum(['keep', 'flush']).default('keep'),
+    metrics_listen: z.string().min(1).optional(),
+    log_level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  })
+  .superRefine((c, ctx) => {
+    if (c.token === undefined && c.token_file === undefined) {
+      ctx.addIssue({ code: 'custom', path: ['token'], message: 'one of token or token_file is required' });
+    }
+    if (c.token !== undefined && c.token_file !== undefined) {
+      ctx.addIssue({ code: 'custom', path: ['token_file'], message: 'give token or token_file, not both' });
+    }
+  });
+
+export type ConfigFile = z.infer<typeof configSchema>;
+
+/** zod issues as `path: message` lines, the one format every input error uses. */
+export function formatIssues(error: z.ZodError): string[] {
+  return error.issues.map((i) => {
+    const path = i.path.length ? i.path.map(String).join('.') : '(root)';
+    if (i.code === 'unrecognized_keys') {
+      return `${i.keys.map((k) => (i.path.length ? `${path}.${k}` : k)).join(', ')}: unknown key${i.keys.length > 1 ? 's' : ''}`;
+    }
+    return `${path}: ${i.message}`;
+  });
+}

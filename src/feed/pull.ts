@@ -1,0 +1,96 @@
+import { ApiResponseError } from '../errors.js';
+import type { Logger } from '../log.js';
+import { MAX_PAGE_SIZE, type FeedFilter, type FeedHeader, type FeedPage } from '../api/wire.js';
+import { IndicatorMap, toIndicator } from './indicator.js';
+
+export interface FeedSource {
+  feedPage(filter: FeedFilter, ts: number, limit: number): Promise<FeedPage>;
+}
+
+export interface PullOptions {
+  filter: FeedFilter;
+  /** Start of the pull (inclusive), epoch s. 0 = full pull. */
+  fromTs: number;
+  pageSize: number;
+  logger: Logger;
+  /** Safety bound against a server that never stops paging. */
+  maxPages?: number;
+  onPage?: (pages: number, items: number) => void;
+}
+
+export interface PullResult {
+  items: IndicatorMap;
+  /** Largest item ts seen (the next incremental pull starts here), or fromTs. */
+  cursor: number;
+  /** Header of the first page (carries the decay formula). */
+  header: FeedHeader | undefined;
+  pages: number;
+  /** Items skipped because their address is not a valid IPv4 address or network. */
+  invalid: number;
+  /** Timestamps at which more items shared one ts than a page can hold; some may be missed. */
+  overfullTs: number[];
+}
+
+/**
+ * Pull every page of one feed selector from `fromTs` (contract section 1): pages
+ * come ordered by ts; while a page is full, ask again from its largest ts (the
+ * overlap is de-duplicated). A full page whose items all share the requested ts
+ * cannot advance by ts: ask once with the largest page size, then step past that
+ * ts with a warning, so equal timestamps never loop forever.
+ *
+ * Throws on any failed page: the caller applies nothing from a partial pull.
+ */
+export async function pullFeed(api: FeedSource, o: PullOptions): Promise<PullResult> {
+  const items = new IndicatorMap();
+  const maxPages = o.maxPages ?? 20_000;
+  let ts = o.fromTs;
+  let limit = o.pageSize;
+  let cursor = o.fromTs;
+  let header: FeedHeader | undefined;
+  let pages = 0;
+  let invalid = 0;
+  const overfullTs: number[] = [];
+
+  for (;;) {
+    if (pages >= maxPages) throw new ApiResponseError(`GET /ips: still paging after ${maxPages} pages; refusing to continue`);
+    const page = await api.feedPage(o.filter, ts, limit);
+    pages++;
+    header ??= page.header;
+    const body = page.body;
+    if (body.length > limit) {
+      throw new ApiResponseError(`GET /ips: body: page holds ${body.length} items, more than the requested limit ${limit}`);
+    }
+    let maxTs = ts;
+    for (let i = 0; i < body.length; i++) {
+      const item = body[i]!;
+      if (item.ts > maxTs) maxTs = item.ts;
+      const r = toIndicator(item);
+      if (!r.ok) {
+        if (invalid < 5) o.logger.warn({ filter: o.filter, index: i }, `feed item skipped: body.${i}.ip: ${r.error}`);
+        invalid++;
+        continue;
+      }
+      items.upsert(r.indicator);
+    }
+    if (maxTs > cursor) cursor = maxTs;
+    o.onPage?.(pages, items.size);
+
+    if (body.length < limit) break;
+    if (maxTs > ts) {
+      ts = maxTs;
+      continue;
+    }
+    if (limit < MAX_PAGE_SIZE) {
+      limit = MAX_PAGE_SIZE;
+      continue;
+    }
+    o.logger.warn(
+      { filter: o.filter, ts },
+      `more than ${limit} feed items share ts ${ts}; the API has no offset to page through them, so items beyond the first ${limit} at that ts are skipped`,
+    );
+    overfullTs.push(ts);
+    ts += 1;
+  }
+  if (invalid > 0) o.logger.warn({ filter: o.filter, invalid }, `${invalid} feed items skipped for an invalid address`);
+  return { items, cursor, header, pages, invalid, overfullTs };
+}
