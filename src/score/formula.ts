@@ -39,7 +39,8 @@ for (const [fn, min, max] of [['exp', 1, 1], ['log', 1, 1], ['abs', 1, 1], ['pow
 class ParseError extends Error {}
 const show = (s: string): string => JSON.stringify(s.length > 32 ? `${s.slice(0, 32)}...` : s);
 
-type Tok = { readonly kind: 'num' | 'id' | 'op' | 'end'; readonly text: string; readonly pos: number };
+/** A lexical error becomes an 'err' token, thrown only when the parser reaches it: the first error in the text wins. */
+type Tok = { readonly kind: 'num' | 'id' | 'op' | 'end' | 'err'; readonly text: string; readonly pos: number };
 const NUM_RE = /(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?/y;
 const ID_RE = /[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*/y;
 const OPS = ['**', '*', '/', '+', '-', '^', '(', ')', ','];
@@ -47,6 +48,7 @@ const OPS = ['**', '*', '/', '+', '-', '^', '(', ')', ','];
 function tokenize(text: string): Tok[] {
   const toks: Tok[] = [];
   let i = 0;
+  const fail = (error: string): Tok[] => { toks.push({ kind: 'err', text: error, pos: i }); return toks; };
   while (i < text.length) {
     const c = text[i]!;
     if (c === ' ' || c === '\t' || c === '\n' || c === '\r') { i++; continue; }
@@ -55,14 +57,14 @@ function tokenize(text: string): Tok[] {
       re.lastIndex = i;
       const m = re.exec(text);
       if (m) {
-        if (re === NUM_RE && /[A-Za-z0-9_.]/.test(text[re.lastIndex] ?? '')) throw new ParseError(`malformed number at position ${i}`);
+        if (re === NUM_RE && /[A-Za-z0-9_.]/.test(text[re.lastIndex] ?? '')) return fail(`malformed number at position ${i}`);
         toks.push({ kind: re === NUM_RE ? 'num' : 'id', text: m[0], pos: i });
         i = re.lastIndex;
         continue;
       }
     }
     const op = OPS.find((o) => text.startsWith(o, i));
-    if (!op) throw new ParseError(`unexpected character ${show(String.fromCodePoint(text.codePointAt(i)!))} at position ${i}`);
+    if (!op) return fail(`unexpected character ${show(String.fromCodePoint(text.codePointAt(i)!))} at position ${i}`);
     toks.push({ kind: 'op', text: op, pos: i });
     i += op.length;
   }
@@ -82,7 +84,11 @@ class Parser {
     if (tk.kind !== 'end') throw new ParseError(`unexpected ${show(tk.text)} at position ${tk.pos}`);
     return n;
   }
-  private peek(): Tok { return this.toks[this.i]!; }
+  private peek(): Tok {
+    const tk = this.toks[this.i]!;
+    if (tk.kind === 'err') throw new ParseError(tk.text);
+    return tk;
+  }
   private isOp(...ops: string[]): string | undefined {
     const tk = this.peek();
     return tk.kind === 'op' && ops.includes(tk.text) ? tk.text : undefined;
@@ -93,7 +99,7 @@ class Parser {
     this.i++;
   }
   private node(n: Node): Node {
-    if (++this.nodes > MAX_FORMULA_NODES) throw new ParseError(`formula has more than ${MAX_FORMULA_NODES} nodes`);
+    if (++this.nodes > MAX_FORMULA_NODES) throw new ParseError(`formula has more than ${MAX_FORMULA_NODES} nodes at position ${this.toks[this.i - 1]?.pos ?? 0}`);
     return n;
   }
   private expr(): Node {
