@@ -1,5 +1,5 @@
 import { hostname } from 'node:os';
-import { ServerConfigError, WcfError, errorMessage, reportCodeOf } from '../errors.js';
+import { ApiUnreachableError, GuardError, ServerConfigError, WcfError, errorMessage, reportCodeOf } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { AgentConfig } from '../config/load.js';
 import { LOCAL_DEFAULT_SOURCES, resolveSettings, type Settings, type SettingSources } from '../config/server.js';
@@ -11,7 +11,8 @@ import { selectEntries, type Reason, type Selection } from '../policy/select.js'
 import { AGENT_VERSION } from '../version.js';
 import { pullAll, type PulledFeeds } from './pull-all.js';
 import { protectedNetworks } from './protected.js';
-import type { CycleRecord, StateStore } from './state.js';
+import type { AppliedSet, CycleRecord, StateStore } from './state.js';
+import { checkShrink } from './guard.js';
 
 export interface CycleDeps {
   config: AgentConfig;
@@ -21,6 +22,8 @@ export interface CycleDeps {
   /** Epoch seconds. */
   now?: () => number;
   onProgress?: (what: string, pages: number, items: number) => void;
+  /** Skip the shrink guard (an operator's explicit `sync --once --force`). */
+  force?: boolean;
 }
 
 export interface PlanResult {
@@ -141,6 +144,11 @@ export function toFirewallEntries(selection: Selection, now: number): FirewallEn
   }));
 }
 
+/** Entries of an applied set that have not expired by `now`. */
+export function liveEntries(set: AppliedSet | undefined, now: number): AppliedSet['entries'] {
+  return (set?.entries ?? []).filter((e) => e.expiresAt === null || e.expiresAt > now);
+}
+
 function countByReason(entries: readonly { reason: Reason }[]): Record<Reason, number> {
   const out: Record<Reason, number> = { manual: 0, score: 0 };
   for (const e of entries) out[e.reason]++;
@@ -175,6 +183,13 @@ export async function runCycle(deps: CycleDeps, plugin: FirewallPlugin): Promise
     });
 
     if (plan.settings.running) {
+      const before = liveEntries(state.loadApplied(plugin.name), now).length;
+      const verdict = deps.force
+        ? { allow: true, pending: undefined }
+        : checkShrink(before, plan.selection.entries.length, config.shrink_guard_ratio, state.small.pendingShrink, now);
+      state.update({ pendingShrink: verdict.pending });
+      if (!verdict.allow) throw new GuardError(verdict.message!);
+      if ('message' in verdict && verdict.message) logger.warn(verdict.message);
       apply = await plugin.apply(toFirewallEntries(plan.selection, now));
       appliedEntries = plan.selection.entries.map((e) => ({ cidr: e.cidr.text, reason: e.reason, expiresAt: e.expiresAt }));
       for (const what of apply.repaired) logger.warn({ repaired: what }, `firewall object was missing and has been re-created: ${what}`);
@@ -191,8 +206,9 @@ export async function runCycle(deps: CycleDeps, plugin: FirewallPlugin): Promise
   }
 
   const settings = plan?.settings ?? prev.settings;
-  const ok = error === undefined || error instanceof ServerConfigError;
-  const current = appliedEntries ?? state.loadApplied()?.entries ?? [];
+  // A server-config problem or a held-back shrink still leaves a protected, consistent host.
+  const ok = error === undefined || error instanceof ServerConfigError || error instanceof GuardError;
+  const current = appliedEntries ?? liveEntries(state.loadApplied(plugin.name), now);
   const record: CycleRecord = {
     ts: now,
     ok,
@@ -224,9 +240,11 @@ export async function runCycle(deps: CycleDeps, plugin: FirewallPlugin): Promise
   let reported = false;
   if (plan?.agentRecord === 'deleted') {
     logger.info('not reporting: the agent record is deleted and the agent does not re-create it');
+  } else if (error instanceof ApiUnreachableError && deps.api.client.aborted) {
+    logger.info('not reporting: the agent is stopping');
   } else {
     try {
-      reported = await deps.api.report(report);
+      reported = await deps.api.report(report, { retry: error === undefined });
       if (!reported) logger.warn('the server has no record for this agent; report not stored');
     } catch (err) {
       logger.warn({ code: (err as WcfError).code }, `state report failed: ${errorMessage(err)}`);

@@ -150,11 +150,12 @@ export class StateStore {
     this.writeJson('feed-cache.json', { version: FEED_CACHE_VERSION, rows });
   }
 
-  loadApplied(): AppliedSet | undefined {
-    const raw = this.readJson('applied.json') as AppliedSet | undefined;
+  /** Per plugin, so a dry run never stands in for what the kernel holds. */
+  loadApplied(plugin: string): AppliedSet | undefined {
+    const raw = this.readJson(`applied-${plugin}.json`) as AppliedSet | undefined;
     if (raw === undefined) return undefined;
     if (!Array.isArray(raw.entries) || typeof raw.ts !== 'number') {
-      this.logger.warn('applied.json has an unknown format; ignored');
+      this.logger.warn(`applied-${plugin}.json has an unknown format; ignored`);
       return undefined;
     }
     const entries = raw.entries.filter(
@@ -164,6 +165,6 @@ export class StateStore {
   }
 
   saveApplied(set: AppliedSet): void {
-    this.writeJson('applied.json', set);
+    this.writeJson(`applied-${set.plugin}.json`, set);
   }
 }

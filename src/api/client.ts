@@ -75,6 +75,7 @@ export class ApiClient {
   private readonly dispatcher: Dispatcher;
   private readonly opts: ClientOptions;
   private readonly base: string;
+  private readonly controller = new AbortController();
 
   constructor(opts: ClientOptions) {
     this.opts = opts;
@@ -105,8 +106,18 @@ export class ApiClient {
     return this.base;
   }
 
+  /** Abort every request in flight and refuse new ones (daemon shutdown). */
+  abort(): void {
+    this.controller.abort(new Error('agent is stopping'));
+  }
+
+  get aborted(): boolean {
+    return this.controller.signal.aborted;
+  }
+
   async close(): Promise<void> {
-    await this.dispatcher.close();
+    if (this.aborted) await this.dispatcher.destroy();
+    else await this.dispatcher.close();
   }
 
   /** Call a route and validate the JSON answer with `schema`. */
@@ -119,9 +130,10 @@ export class ApiClient {
       maxTimeout: 10_000,
       factor: 2,
       randomize: true,
-      shouldRetry: ({ error }) => isRetryable(error),
+      shouldRetry: ({ error }) => !this.aborted && isRetryable(error),
+      signal: this.controller.signal,
       onFailedAttempt: ({ error, attemptNumber, retriesLeft, retryDelay }) => {
-        if (retriesLeft > 0 && isRetryable(error)) {
+        if (retriesLeft > 0 && !this.aborted && isRetryable(error)) {
           this.opts.logger.warn(
             { route, attempt: attemptNumber, retryInMs: Math.round(retryDelay), code: (error as WcfError).code },
             `API call failed, retrying: ${error.message}`,
@@ -151,8 +163,9 @@ export class ApiClient {
     const where = `${method} ${route}`;
     let res: Dispatcher.ResponseData;
     try {
-      res = await request(this.url(route, options.query), { method, headers, body, dispatcher: this.dispatcher });
+      res = await request(this.url(route, options.query), { method, headers, body, dispatcher: this.dispatcher, signal: this.controller.signal });
     } catch (err) {
+      if (this.aborted) throw new ApiUnreachableError(`${where}: aborted, the agent is stopping`, { cause: err });
       throw new ApiUnreachableError(`${where}: ${describeNetworkError(err)}`, { cause: err });
     }
     const date = typeof res.headers.date === 'string' ? res.headers.date : undefined;

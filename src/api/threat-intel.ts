@@ -48,8 +48,9 @@ export class ThreatIntelApi {
    * State report (contract section 3). Answers false when the server says the
    * record does not exist (404): the agent never re-creates a deleted record itself.
    */
-  async report(state: StateReport): Promise<boolean> {
+  async report(state: StateReport, options: { retry?: boolean } = {}): Promise<boolean> {
     const r = await this.client.call(ROUTES.feedback, null, {
+      retry: options.retry ?? true,
       method: 'POST',
       query: { [AGENT_QUERY]: state.agid },
       body: state,

@@ -22,7 +22,11 @@ export function buildProgram(): Command {
     .description('long-running daemon: apply the last known good set, then sync every sync_time minutes')
     .addOption(configOption())
     .option('--dry-run', 'use the dry-run backend (render rules to a file, touch no firewall)')
-    .action(async (o) => setExit(await runCommand(o)));
+    .action(async (o) => {
+      setExit(await runCommand(o));
+      // Nothing may keep a stopped daemon alive (a timer, a socket): exit now. Logs are written synchronously.
+      process.exit(exitCode);
+    });
 
   program
     .command('sync')
@@ -30,6 +34,7 @@ export function buildProgram(): Command {
     .requiredOption('--once', 'one cycle, then exit (required: the daemon is `run`)')
     .addOption(configOption())
     .option('--dry-run', 'use the dry-run backend (render rules to a file, touch no firewall)')
+    .option('--force', 'apply even if the shrink guard would hold the pull back')
     .option('--json', 'print the outcome as one JSON object on stdout')
     .action(async (o) => setExit(await syncCommand(o)));
 

@@ -1,8 +1,52 @@
-import { loadContext, type GlobalOptions } from '../context.js';
+import { Daemon } from '../../agent/daemon.js';
+import { errorMessage } from '../../errors.js';
+import { loadConfig } from '../../config/load.js';
+import type { AgentConfig } from '../../config/load.js';
+import { createApi, loadContext, openPlugin, openState, type GlobalOptions } from '../context.js';
 
-/** The daemon arrives with the lifecycle work; until then it says so instead of pretending. */
+/**
+ * The long-running daemon. systemd sends SIGTERM to stop (exit 0 within a few
+ * seconds) and SIGHUP to reload config.json.
+ */
 export async function runCommand(opts: GlobalOptions & { dryRun?: boolean }): Promise<number> {
-  loadContext(opts);
-  process.stderr.write('wcf-agent run: the daemon is not available in this version yet; use `wcf-agent sync --once` from a timer\n');
-  return 2;
+  const { config, logger } = loadContext(opts);
+  const minuteMs = process.env.WCF_AGENT_MINUTE_MS ? Number(process.env.WCF_AGENT_MINUTE_MS) : 60_000;
+  const daemon = new Daemon({
+    logger,
+    initialConfig: config,
+    minuteMs: Number.isFinite(minuteMs) && minuteMs > 0 ? minuteMs : 60_000,
+    reload: () => loadConfig(config.configPath),
+    open: async (c: AgentConfig) => ({
+      config: c,
+      state: openState(c, logger),
+      api: createApi(c, logger),
+      plugin: await openPlugin(c, logger, Boolean(opts.dryRun)),
+    }),
+  });
+
+  let resolveDone!: (code: number) => void;
+  const done = new Promise<number>((r) => (resolveDone = r));
+  const onStop = (signal: string) => {
+    logger.info({ signal }, 'stopping');
+    daemon.stop().then(
+      () => resolveDone(0),
+      (err: unknown) => {
+        logger.error(`stop failed: ${errorMessage(err)}`);
+        resolveDone(1);
+      },
+    );
+  };
+  process.once('SIGTERM', () => onStop('SIGTERM'));
+  process.once('SIGINT', () => onStop('SIGINT'));
+  process.on('SIGHUP', () => {
+    logger.info({ signal: 'SIGHUP' }, 'reloading config.json');
+    void daemon.reload();
+  });
+
+  await daemon.start();
+  logger.info({ plugin: config.plugin, agid: config.agid, pid: process.pid }, 'wcf-agent daemon started');
+  const code = await done;
+  logger.info('stopped');
+  logger.flush?.();
+  return code;
 }

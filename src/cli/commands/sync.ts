@@ -5,14 +5,14 @@ import { createApi, loadContext, openPlugin, openState, type GlobalOptions } fro
 import { printJson } from '../format.js';
 import { planToJson } from './plan.js';
 
-export async function syncCommand(opts: GlobalOptions & { once?: boolean; dryRun?: boolean; json?: boolean }): Promise<number> {
+export async function syncCommand(opts: GlobalOptions & { once?: boolean; dryRun?: boolean; json?: boolean; force?: boolean }): Promise<number> {
   const { config, logger } = loadContext(opts);
   const state = openState(config, logger);
   const api = createApi(config, logger);
   try {
     return await withLock(config.state_dir, async () => {
       const plugin = await openPlugin(config, logger, Boolean(opts.dryRun));
-      const outcome = await runCycle({ config, api, state, logger }, plugin);
+      const outcome = await runCycle({ config, api, state, logger, force: Boolean(opts.force) }, plugin);
       const r = outcome.record;
       if (opts.json) {
         printJson({

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# The README's test command (`npm ci && npm test`) ends here. It runs EVERY test:
+# unit, integration against the simulator, and the netfilter tests inside network
+# namespaces, which need root and the netfilter tools. Nothing is skipped silently:
+# without root or the tools, the netns tests fail and say why.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+missing=()
+command -v ip >/dev/null 2>&1 || missing+=(iproute2)
+command -v iptables >/dev/null 2>&1 || missing+=(iptables)
+command -v ipset >/dev/null 2>&1 || missing+=(ipset)
+command -v nft >/dev/null 2>&1 || missing+=(nftables)
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "test: installing ${missing[*]} for the netfilter tests" >&2
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+  else
+    echo "test: missing ${missing[*]}; the netfilter tests will fail (install them, run as root)" >&2
+  fi
+fi
+
+npm run --silent build
+npx tsc -p tsconfig.test.json
+npx vitest run "$@"

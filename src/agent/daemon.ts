@@ -1,0 +1,173 @@
+import { errorMessage, WcfError } from '../errors.js';
+import type { Logger } from '../log.js';
+import type { AgentConfig } from '../config/load.js';
+import type { ThreatIntelApi } from '../api/threat-intel.js';
+import type { FirewallPlugin } from '../firewall/types.js';
+import { liveEntries, previousSettings, runCycle, type CycleOutcome } from './cycle.js';
+import { withLock } from './lock.js';
+import type { StateStore } from './state.js';
+import { Scheduler } from './scheduler.js';
+
+export interface DaemonParts {
+  config: AgentConfig;
+  api: ThreatIntelApi;
+  plugin: FirewallPlugin;
+  state: StateStore;
+}
+
+export interface DaemonOptions {
+  logger: Logger;
+  /** Builds the parts from a config; called at start and on each reload. */
+  open: (config: AgentConfig) => Promise<DaemonParts>;
+  /** Re-reads config.json (SIGHUP); throws ConfigError on a bad file. */
+  reload: () => AgentConfig;
+  initialConfig: AgentConfig;
+  /** Milliseconds in a minute (tests shorten it; always 60000 in production). */
+  minuteMs?: number;
+  /** Called after each cycle (tests, metrics). */
+  onCycle?: (outcome: CycleOutcome) => void;
+  random?: () => number;
+}
+
+/**
+ * `wcf-agent run`: restore the last known good set before any network call,
+ * sync at once, then every sync_time minutes plus jitter. Failures back off
+ * (bounded, jittered) and never remove what is applied. stop() ends the cycle
+ * in flight (API calls are aborted; an apply is atomic and is let finish).
+ */
+export class Daemon {
+  private parts!: DaemonParts;
+  private readonly logger: Logger;
+  private readonly opts: DaemonOptions;
+  private readonly scheduler: Scheduler;
+  private failures = 0;
+  private stopping = false;
+
+  constructor(opts: DaemonOptions) {
+    this.opts = opts;
+    this.logger = opts.logger;
+    const minute = opts.minuteMs ?? 60_000;
+    const random = opts.random ?? Math.random;
+    this.scheduler = new Scheduler({
+      logger: this.logger,
+      run: () => this.cycle(),
+      delayAfter: (ok) => {
+        const syncMs = previousSettings(this.parts).settings.sync_time * minute;
+        const jitterMs = this.parts.config.jitter_seconds * 1000 * (minute / 60_000) * random();
+        if (ok) return syncMs + jitterMs;
+        // Bounded exponential backoff with full jitter, never later than the regular schedule.
+        const backoff = Math.min(syncMs, (minute / 2) * 2 ** Math.min(this.failures - 1, 10));
+        return Math.max(minute / 60, backoff * (0.5 + random() / 2));
+      },
+      onScheduled: (atMs) => this.safeUpdate({ nextSyncAt: Math.floor(atMs / 1000) }),
+    });
+  }
+
+  get config(): AgentConfig {
+    return this.parts.config;
+  }
+
+  async start(): Promise<void> {
+    this.parts = await this.opts.open(this.opts.initialConfig);
+    await this.restore();
+    if (!this.stopping) this.scheduler.start();
+  }
+
+  /** Re-apply the last known good set so a reboot without network keeps the host protected. */
+  private async restore(): Promise<void> {
+    const { plugin, state } = this.parts;
+    const now = Math.floor(Date.now() / 1000);
+    const last = state.loadApplied(plugin.name);
+    if (!last || !previousSettings(this.parts).settings.running) {
+      this.logger.info({ plugin: plugin.name }, 'no last known good set to restore');
+      return;
+    }
+    const entries = liveEntries(last, now).map((e) => ({
+      cidr: e.cidr,
+      timeoutSeconds: e.expiresAt === null ? undefined : Math.max(1, Math.floor(e.expiresAt - now)),
+    }));
+    try {
+      const r = await plugin.apply(entries);
+      this.logger.info({ plugin: plugin.name, entries: entries.length, added: r.added, since: last.ts }, `restored the last known good set (${entries.length} entries) before any network call`);
+    } catch (err) {
+      this.logger.error({ code: (err as WcfError).code }, `could not restore the last known good set: ${errorMessage(err)}`);
+    }
+  }
+
+  private async cycle(): Promise<boolean> {
+    if (this.stopping) return true;
+    const outcome = await withLock(this.parts.config.state_dir, () =>
+      runCycle({ config: this.parts.config, api: this.parts.api, state: this.parts.state, logger: this.logger }, this.parts.plugin),
+    ).catch((err: unknown) => {
+      // The lock is held by a manual `sync --once`, or the state dir broke: try again later.
+      this.logger.warn(`cycle skipped: ${errorMessage(err)}`);
+      return undefined;
+    });
+    const ok = outcome?.record.ok ?? false;
+    this.failures = ok ? 0 : this.failures + 1;
+    if (outcome) {
+      const r = outcome.record;
+      if (r.ok) this.logger.info({ applied: r.applied, manual: r.byReason.manual, score: r.byReason.score, code: r.code, ms: r.durationMs }, 'cycle done');
+      this.opts.onCycle?.(outcome);
+    }
+    return ok;
+  }
+
+  /** SIGHUP: take a new config.json if it is valid; keep the old one otherwise. */
+  async reload(): Promise<boolean> {
+    let next: AgentConfig;
+    try {
+      next = this.opts.reload();
+    } catch (err) {
+      this.logger.error(`config reload refused, keeping the running configuration: ${errorMessage(err)}`);
+      return false;
+    }
+    const old = this.parts;
+    const namesChanged =
+      next.set_name !== old.config.set_name || next.chain_name !== old.config.chain_name || next.table_name !== old.config.table_name || next.plugin !== old.config.plugin;
+    await this.scheduler.pause();
+    try {
+      const parts = await this.opts.open(next);
+      if (namesChanged) {
+        this.logger.warn('owned object names or plugin changed: removing the old objects');
+        await old.plugin.flush().catch((err: unknown) => this.logger.error(`flush of the old objects failed: ${errorMessage(err)}`));
+      }
+      await old.api.client.close().catch(() => undefined);
+      this.parts = parts;
+      this.logger.info({ config: next.configPath }, 'configuration reloaded');
+    } catch (err) {
+      this.logger.error(`config reload failed, keeping the running configuration: ${errorMessage(err)}`);
+      this.scheduler.resume(false);
+      return false;
+    }
+    this.scheduler.resume(true);
+    return true;
+  }
+
+  /** SIGTERM/SIGINT: abort the cycle in flight, wait for it, apply on_stop. */
+  async stop(): Promise<void> {
+    if (this.stopping) return;
+    this.stopping = true;
+    if (!this.parts) return; // stopped before start() had built anything
+    this.parts.api.client.abort();
+    await this.scheduler.stop();
+    if (this.parts.config.on_stop === 'flush') {
+      try {
+        await this.parts.plugin.flush();
+        this.logger.info('on_stop=flush: removed the agent rules');
+      } catch (err) {
+        this.logger.error(`on_stop flush failed: ${errorMessage(err)}`);
+      }
+    }
+    await this.parts.api.client.close().catch(() => undefined);
+    this.safeUpdate({ nextSyncAt: undefined });
+  }
+
+  private safeUpdate(patch: Parameters<StateStore['update']>[0]): void {
+    try {
+      this.parts.state.update(patch);
+    } catch (err) {
+      this.logger.warn(`state write failed: ${errorMessage(err)}`);
+    }
+  }
+}

@@ -1,0 +1,57 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { execa, type ResultPromise } from 'execa';
+
+export const ROOT = join(import.meta.dirname, '../..');
+export const CLI = join(ROOT, 'dist/cli.js');
+
+export interface CliResult {
+  exitCode: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Run the built CLI (`node dist/cli.js`) with the Node running the tests (24). */
+export async function runCli(args: string[], env: Record<string, string> = {}, prefix: string[] = []): Promise<CliResult> {
+  const [file, ...rest] = [...prefix, process.execPath, CLI, ...args];
+  const r = await execa(file!, rest, {
+    reject: false,
+    env: { WCF_LOG_LEVEL: 'info', WCF_RETRY_MIN_DELAY_MS: '20', ...env },
+    extendEnv: true,
+    timeout: 120_000,
+  });
+  return { exitCode: r.exitCode ?? -1, stdout: String(r.stdout), stderr: String(r.stderr) };
+}
+
+/** Start the CLI as a long-running child (the daemon). */
+export function spawnCli(args: string[], env: Record<string, string> = {}, prefix: string[] = []): ResultPromise {
+  const [file, ...rest] = [...prefix, process.execPath, CLI, ...args];
+  return execa(file!, rest, {
+    reject: false,
+    env: { WCF_LOG_LEVEL: 'info', WCF_RETRY_MIN_DELAY_MS: '20', ...env },
+    extendEnv: true,
+    buffer: false,
+    stdout: 'pipe',
+    stderr: 'pipe',
+  });
+}
+
+/** A temp dir with a config.json; returns its path and the dir. */
+export function writeConfig(values: Record<string, unknown>): { path: string; dir: string } {
+  const dir = mkdtempSync(join(tmpdir(), 'wcf-it-'));
+  const path = join(dir, 'config.json');
+  writeFileSync(path, JSON.stringify({ state_dir: 'state', plugin: 'dry-run', retries: 1, ...values }, null, 2));
+  return { path, dir };
+}
+
+/** Poll `check` until it returns a truthy value or the deadline passes. */
+export async function waitFor<T>(check: () => T | Promise<T>, what: string, timeoutMs = 20_000, everyMs = 50): Promise<NonNullable<T>> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await check();
+    if (v) return v as NonNullable<T>;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+}

@@ -1,0 +1,242 @@
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { startSimulator, type Simulator } from '../simulator/index.js';
+import type { FaultMode, FaultOptions } from '../simulator/faults.js';
+import { writeConfig, waitFor } from '../helpers/cli.js';
+import { DaemonProcess } from '../helpers/daemon.js';
+
+let sim: Simulator;
+const running: DaemonProcess[] = [];
+
+beforeAll(async () => {
+  sim = await startSimulator({
+    indicators: 3000,
+    seed: 11,
+    agentConfig: { maximum_rules: '300', score_threshold: '4', sync_time: '5', running: 'true', version: '0.1.0' },
+  });
+});
+afterAll(async () => {
+  await sim?.close();
+});
+afterEach(async () => {
+  sim.setFault(null);
+  await Promise.all(running.splice(0).map((d) => d.stop()));
+});
+
+function setup(extra: Record<string, unknown> = {}) {
+  const cfg = writeConfig({
+    agid: sim.agid,
+    base_url: sim.url,
+    token: sim.token,
+    retries: 0,
+    jitter_seconds: 0,
+    request_timeout_ms: 1000,
+    connect_timeout_ms: 500,
+    ...extra,
+  });
+  return { ...cfg, rules: join(cfg.dir, 'state', 'dry-run.ipset') };
+}
+function start(path: string, env: Record<string, string> = {}): DaemonProcess {
+  const d = new DaemonProcess(path, env);
+  running.push(d);
+  return d;
+}
+const entriesOf = (text: string) =>
+  text
+    .split('\n')
+    .filter((l) => l.startsWith('add '))
+    .map((l) => l.split(' ')[2])
+    .sort();
+
+describe('daemon schedule', () => {
+  it('syncs at once, then every sync_time, and reports each cycle', async () => {
+    const { path, rules } = setup();
+    const before = sim.reports.length;
+    const d = start(path);
+    await d.waitForLog(/^cycle done/, 3);
+    expect(sim.reports.length - before).toBeGreaterThanOrEqual(3);
+    expect(entriesOf(readFileSync(rules, 'utf8')).length).toBeGreaterThan(0);
+    // Cycles never overlap: each "cycle done" follows its own pull.
+    expect(d.count(/sync failed/)).toBe(0);
+    expect(await d.stop()).toBe(0);
+  });
+
+  it('a new sync_time from the server reschedules', async () => {
+    const { path, dir } = setup();
+    const d = start(path);
+    await d.waitForLog(/^cycle done/);
+    sim.setAgentConfig(sim.agid, { sync_time: '50' }); // 5 s at the test's 100 ms minute
+    try {
+      await d.waitForLog(/^cycle done/, 3);
+      const status = JSON.parse(readFileSync(join(dir, 'state', 'state.json'), 'utf8')) as { nextSyncAt: number; lastCycle: { ts: number } };
+      expect(status.nextSyncAt - status.lastCycle.ts).toBeGreaterThanOrEqual(4);
+    } finally {
+      sim.setAgentConfig(sim.agid, { sync_time: '5' });
+    }
+  });
+});
+
+describe('daemon under API faults keeps the applied set and recovers', () => {
+  const faults: [FaultMode, FaultOptions, RegExp][] = [
+    ['http500', {}, /HTTP 500/],
+    ['truncated', {}, /not valid JSON|connection lost/],
+    ['wrongTypes', {}, /unexpected response shape/],
+    ['badJson', {}, /not valid JSON/],
+    ['reset', {}, /socket|ECONNRESET|other side closed/i],
+    ['unauthorized', { afterRequests: 1 }, /401/],
+    ['slow', { delayMs: 5000 }, /timeout/i],
+    ['oversized', { oversize: 'items' }, /more than the requested limit/],
+  ];
+
+  it.each(faults)('%s', async (mode, options, message) => {
+    const { path, rules } = setup();
+    const d = start(path);
+    await d.waitForLog(/^cycle done/);
+    const good = readFileSync(rules, 'utf8');
+    sim.setFault(mode, options);
+    const failedBefore = d.count(/^sync failed/);
+    const failure = await d.waitForLog(/^sync failed/, failedBefore + 2);
+    expect(failure.msg).toMatch(message);
+    expect(readFileSync(rules, 'utf8')).toBe(good);
+    sim.setFault(null);
+    const done = d.count(/^cycle done/);
+    await d.waitForLog(/^cycle done/, done + 1);
+    expect(entriesOf(readFileSync(rules, 'utf8')).length).toBeGreaterThan(0);
+  });
+
+  it('an empty full pull is held back one cycle and applied only when the next pull agrees', async () => {
+    // Always full pulls: an incremental pull that comes back empty only means "nothing new".
+    const { path, rules } = setup({ full_resync_hours: 0 });
+    const d = start(path);
+    await d.waitForLog(/^cycle done/);
+    const good = readFileSync(rules, 'utf8');
+    sim.setFault('empty');
+    await d.waitForLog(/shrink guard/);
+    expect(readFileSync(rules, 'utf8')).toBe(good);
+    const last = sim.reports.at(-1)!.body as { code: number; blacklist: string[] };
+    expect(last.code).toBe(50);
+    expect(last.blacklist.length).toBe(entriesOf(good).length);
+    // The next pull agrees: now the shrink is applied (manual blocks remain).
+    await d.waitForLog(/two pulls agree/);
+    await waitFor(() => entriesOf(readFileSync(rules, 'utf8')).length < entriesOf(good).length, 'shrunk set applied');
+  });
+});
+
+describe('incremental pulls', () => {
+  it('an empty incremental pull means nothing new: the set stays as it was', async () => {
+    const { path, rules } = setup();
+    const d = start(path);
+    await d.waitForLog(/^cycle done/);
+    const good = entriesOf(readFileSync(rules, 'utf8'));
+    sim.setFault('empty');
+    const done = d.count(/^cycle done/);
+    await d.waitForLog(/^cycle done/, done + 2);
+    expect(d.count(/shrink guard/)).toBe(0);
+    // Decay may retire an entry or two meanwhile, never the whole set.
+    expect(entriesOf(readFileSync(rules, 'utf8')).length).toBeGreaterThanOrEqual(good.length - 5);
+  });
+});
+
+describe('daemon lifecycle', () => {
+  it('SIGTERM during a slow pull exits 0 promptly without touching the set', async () => {
+    const { path, rules } = setup({ request_timeout_ms: 60_000 });
+    const d = start(path);
+    await d.waitForLog(/^cycle done/);
+    const good = readFileSync(rules, 'utf8');
+    const mark = sim.requests.length;
+    sim.setFault('slow', { delayMs: 30_000 });
+    await waitFor(() => sim.requests.length > mark, 'a request in flight');
+    d.signal('SIGTERM');
+    const code = await Promise.race([d.exit(), new Promise((r) => setTimeout(() => r('still running after 5 s'), 5000))]);
+    expect(code).toBe(0);
+    expect(readFileSync(rules, 'utf8')).toBe(good);
+  });
+
+  it('on_stop=flush removes the rules on SIGTERM', async () => {
+    const { path, rules } = setup({ on_stop: 'flush' });
+    const d = start(path);
+    await d.waitForLog(/^cycle done/);
+    expect(existsSync(rules)).toBe(true);
+    expect(await d.stop()).toBe(0);
+    expect(existsSync(rules)).toBe(false);
+  });
+
+  it('SIGHUP takes a valid new config and refuses a bad one', async () => {
+    const cfg = setup();
+    const d = start(cfg.path);
+    await d.waitForLog(/^cycle done/);
+    const victim = entriesOf(readFileSync(cfg.rules, 'utf8')).find((e) => !e!.includes('/'))!;
+    const base = JSON.parse(readFileSync(cfg.path, 'utf8')) as Record<string, unknown>;
+    writeFileSync(cfg.path, JSON.stringify({ ...base, allowlist: [victim] }));
+    d.signal('SIGHUP');
+    await d.waitForLog(/configuration reloaded/);
+    await waitFor(() => !entriesOf(readFileSync(cfg.rules, 'utf8')).includes(victim), 'allowlisted entry removed');
+
+    writeFileSync(cfg.path, '{"agid": ');
+    d.signal('SIGHUP');
+    await d.waitForLog(/config reload refused/);
+    const done = d.count(/^cycle done/);
+    await d.waitForLog(/^cycle done/, done + 1);
+    expect(entriesOf(readFileSync(cfg.rules, 'utf8'))).not.toContain(victim);
+  });
+
+  it('restart without network restores the last set before any request', async () => {
+    const cfg = setup();
+    const d = start(cfg.path);
+    await d.waitForLog(/^cycle done/);
+    expect(await d.stop()).toBe(0);
+    const applied = entriesOf(readFileSync(cfg.rules, 'utf8'));
+    rmSync(cfg.rules);
+    const base = JSON.parse(readFileSync(cfg.path, 'utf8')) as Record<string, unknown>;
+    writeFileSync(cfg.path, JSON.stringify({ ...base, base_url: 'http://127.0.0.1:9/api/v1' }));
+    const d2 = start(cfg.path);
+    const restored = await d2.waitForLog(/restored the last known good set/);
+    const firstFailure = await d2.waitForLog(/^sync failed/);
+    expect(d2.logs.indexOf(restored)).toBeLessThan(d2.logs.indexOf(firstFailure));
+    expect(entriesOf(readFileSync(cfg.rules, 'utf8'))).toEqual(applied);
+  });
+
+  it('kill -9 mid-cycle, then restart: no corrupt state, keeps working', async () => {
+    const cfg = setup();
+    for (let i = 0; i < 3; i++) {
+      const d = start(cfg.path);
+      await d.waitForLog(/^cycle done/);
+      await d.waitForLog(/^cycle done/, 2);
+      d.signal('SIGKILL');
+      await d.exit();
+      rmSync(join(cfg.dir, 'state', 'agent.lock'), { force: true });
+    }
+    const d = start(cfg.path);
+    await d.waitForLog(/^cycle done/);
+    expect(d.count(/set aside/)).toBe(0);
+  });
+
+  it('a corrupt state file is set aside with a warning, not a crash loop', async () => {
+    const cfg = setup();
+    const d = start(cfg.path);
+    await d.waitForLog(/^cycle done/);
+    expect(await d.stop()).toBe(0);
+    writeFileSync(join(cfg.dir, 'state', 'state.json'), '{"cursor": 12, "lastCy');
+    writeFileSync(join(cfg.dir, 'state', 'applied-dry-run.json'), '\u0000\u0001garbage');
+    const d2 = start(cfg.path);
+    await d2.waitForLog(/set aside/);
+    await d2.waitForLog(/^cycle done/);
+  });
+
+  it('a deleted agent record: keeps enforcing, never re-creates the record', async () => {
+    const cfg = setup();
+    const d = start(cfg.path);
+    await d.waitForLog(/^cycle done/);
+    const good = entriesOf(readFileSync(cfg.rules, 'utf8'));
+    sim.deleteAgent(sim.agid);
+    try {
+      await d.waitForLog(/agent record not found/, 2);
+      expect(sim.getAgent(sim.agid)).toBeUndefined();
+      expect(entriesOf(readFileSync(cfg.rules, 'utf8')).length).toBeGreaterThan(0);
+      expect(entriesOf(readFileSync(cfg.rules, 'utf8')).length).toBeGreaterThanOrEqual(good.length - 5);
+    } finally {
+      sim.setAgentConfig(sim.agid, { maximum_rules: '300', score_threshold: '4', sync_time: '5', running: 'true', version: '0.1.0' });
+    }
+  });
+});

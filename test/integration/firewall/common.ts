@@ -1,0 +1,39 @@
+import type { Logger } from 'pino';
+import type { CommandRunner, FirewallEntry, PluginOptions } from '../../../src/firewall/types.js';
+import { toCidr } from '../../../src/firewall/render.js';
+import { compareCidr } from '../../../src/net/ipv4.js';
+import { captureLogger } from '../../netns/netns.js';
+
+export const NAMES = { setName: 'wcf-blocklist', chainName: 'WCF-AGENT', tableName: 'wcf_agent' } as const;
+
+export function options(runner: CommandRunner, overrides: Partial<PluginOptions> = {}): PluginOptions & { lines: Array<Record<string, unknown>> } {
+  const { logger, lines } = captureLogger();
+  return {
+    names: NAMES,
+    hookChains: ['INPUT', 'FORWARD'],
+    action: 'DROP',
+    logBlocked: false,
+    capacity: 10_000,
+    logger: logger as Logger,
+    runner,
+    ...overrides,
+    lines,
+  };
+}
+
+/** `n` distinct /32s in 100.64.0.0/10 (shared address space), never the lab's 198.18.0.0/15 addresses. */
+export function fillers(n: number, timeoutSeconds?: number, base = 0): FirewallEntry[] {
+  const out: FirewallEntry[] = [];
+  for (let i = base; i < base + n; i++) {
+    const v = (100 << 24) + (64 << 16) + i;
+    out.push({ cidr: `${v >>> 24}.${(v >>> 16) & 255}.${(v >>> 8) & 255}.${v & 255}`, timeoutSeconds });
+  }
+  return out;
+}
+
+export function sortedCidrs(entries: readonly FirewallEntry[]): string[] {
+  return entries
+    .map((e) => toCidr(e.cidr)!)
+    .sort(compareCidr)
+    .map((c) => c.text);
+}

@@ -1,0 +1,281 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { FirewallError } from '../../../src/errors.js';
+import { IpsetPlugin } from '../../../src/firewall/ipset.js';
+import { tempSetName } from '../../../src/firewall/names.js';
+import type { FirewallEntry } from '../../../src/firewall/types.js';
+import { ADDR, Netns, createLab, destroyAll, isRoot, snapshot, waitFor, wrapRunner, type Lab } from '../../netns/netns.js';
+import { NAMES, fillers, options, sortedCidrs } from './common.js';
+
+/** `ipset save` read independently of the plugin: CIDR -> timeout (0 = permanent). */
+async function kernelSet(ns: Netns): Promise<Map<string, number>> {
+  const out = new Map<string, number>();
+  for (const line of (await ns.exec('ipset', ['list', NAMES.setName, '-output', 'save'])).split('\n')) {
+    const m = /^add \S+ (\S+)(?: timeout (\d+))?$/.exec(line);
+    if (m) out.set(m[1]!, Number(m[2] ?? 0));
+  }
+  return out;
+}
+
+async function hookCount(ns: Netns, chain: string): Promise<number> {
+  return (await ns.exec('iptables', ['-S', chain])).split('\n').filter((l) => l === `-A ${chain} -j ${NAMES.chainName}`).length;
+}
+
+async function setNames(ns: Netns): Promise<string[]> {
+  return (await ns.exec('ipset', ['list', '-n'])).split('\n').filter(Boolean);
+}
+
+describe.skipIf(!isRoot)('ipset plugin on real netfilter', () => {
+  let lab: Lab;
+  let plugin: IpsetPlugin;
+  let opts: ReturnType<typeof options>;
+  const base: FirewallEntry[] = [
+    ...fillers(40),
+    { cidr: ADDR.blocked, timeoutSeconds: 300 },
+    { cidr: ADDR.net24 },
+    { cidr: '192.0.2.0/24', timeoutSeconds: 600 },
+  ];
+
+  beforeAll(async () => {
+    lab = await createLab();
+    opts = options(lab.host.runner());
+    plugin = new IpsetPlugin(opts);
+  });
+  afterAll(async () => {
+    await destroyAll();
+  });
+
+  it('puts exactly the given entries into the kernel, a /24 staying a network', async () => {
+    const r = await plugin.apply(base);
+    expect(r).toMatchObject({ added: base.length, removed: 0, mode: 'full', repaired: [] });
+    expect(await plugin.list()).toEqual(sortedCidrs(base));
+
+    const kernel = await kernelSet(lab.host);
+    expect([...kernel.keys()].sort()).toEqual(base.map((e) => e.cidr).sort());
+    expect(kernel.get(ADDR.net24)).toBe(0); // permanent
+    expect(kernel.get(ADDR.blocked)).toBeGreaterThan(290);
+    expect(kernel.get(ADDR.blocked)).toBeLessThanOrEqual(300);
+
+    const rules = await lab.host.exec('iptables', ['-S', NAMES.chainName]);
+    expect(rules).toContain(`-A ${NAMES.chainName} -m set --match-set ${NAMES.setName} src -j DROP`);
+    expect(await hookCount(lab.host, 'INPUT')).toBe(1);
+    expect(await hookCount(lab.host, 'FORWARD')).toBe(1);
+    expect((await lab.host.exec('iptables', ['-S', 'INPUT'])).split('\n')[1]).toBe(`-A INPUT -j ${NAMES.chainName}`);
+    expect(await setNames(lab.host)).toEqual([NAMES.setName]); // no temp set left
+  });
+
+  it('drops real TCP from a blocked address and from inside a blocked /24, lets others through', async () => {
+    expect(await lab.connect(ADDR.allowed)).toBe('connected');
+    expect(await lab.connect(ADDR.other)).toBe('connected');
+    expect(await lab.connect(ADDR.blocked)).toBe('timeout');
+    expect(await lab.connect(ADDR.inNet)).toBe('timeout');
+  });
+
+  it('a small change takes the delta path: removes an entry (traffic passes again) and updates a changed timeout', async () => {
+    const next = base
+      .filter((e) => e.cidr !== ADDR.blocked)
+      .map((e) => (e.cidr === '192.0.2.0/24' ? { cidr: e.cidr, timeoutSeconds: 5000 } : e));
+    const r = await plugin.apply(next);
+    expect(r).toMatchObject({ added: 0, removed: 1, updated: 1, mode: 'delta', repaired: [] });
+    expect(await plugin.list()).toEqual(sortedCidrs(next));
+    const kernel = await kernelSet(lab.host);
+    expect(kernel.has(ADDR.blocked)).toBe(false);
+    expect(kernel.get('192.0.2.0/24')).toBeGreaterThan(4990);
+    expect(await lab.connect(ADDR.blocked)).toBe('connected');
+
+    // timeout -> permanent and back are updates too
+    const perm = next.map((e) => (e.cidr === '192.0.2.0/24' ? { cidr: e.cidr } : e));
+    expect(await plugin.apply(perm)).toMatchObject({ updated: 1, mode: 'delta' });
+    expect((await kernelSet(lab.host)).get('192.0.2.0/24')).toBe(0);
+    expect(await plugin.apply(next)).toMatchObject({ updated: 1, mode: 'delta' });
+    expect((await kernelSet(lab.host)).get('192.0.2.0/24')).toBeGreaterThan(4990);
+  });
+
+  it('an entry with a short timeout leaves by itself', async () => {
+    await plugin.apply([...base, { cidr: '198.51.100.77', timeoutSeconds: 2 }]);
+    expect(await plugin.list()).toContain('198.51.100.77');
+    const gone = await waitFor(async () => !(await plugin.list()).includes('198.51.100.77'), 10_000);
+    expect(gone).toBe(true);
+    expect(await plugin.list()).toEqual(sortedCidrs(base));
+  });
+
+  it('large changes swap a rebuilt set in, small ones apply a delta; both give the right content', async () => {
+    const big = [...base, ...fillers(3000, 3600, 1000)];
+    expect(await plugin.apply(big)).toMatchObject({ mode: 'full', added: 3000 });
+    expect(await plugin.list()).toEqual(sortedCidrs(big));
+
+    const small = [...big.slice(0, -10), ...fillers(5, 60, 9000)];
+    expect(await plugin.apply(small)).toMatchObject({ mode: 'delta', added: 5, removed: 10 });
+    expect(await plugin.list()).toEqual(sortedCidrs(small));
+    expect((await kernelSet(lab.host)).size).toBe(small.length);
+
+    const shrink = base;
+    expect(await plugin.apply(shrink)).toMatchObject({ mode: 'full', removed: 2995 });
+    expect(await plugin.list()).toEqual(sortedCidrs(shrink));
+    expect(await setNames(lab.host)).toEqual([NAMES.setName]);
+  });
+
+  it('grows the set beyond its maxelem by swapping in a larger one', async () => {
+    const small = new IpsetPlugin(options(lab.host.runner(), { capacity: 10 }));
+    const many = [...base, ...fillers(70_000, undefined, 20_000)];
+    expect(await small.apply(many)).toMatchObject({ mode: 'full' });
+    expect((await plugin.list()).length).toBe(many.length);
+    expect(await lab.host.exec('ipset', ['list', NAMES.setName, '-t'])).toMatch(/maxelem 7\d{4}/);
+    expect(await plugin.apply(base)).toMatchObject({ mode: 'full' });
+  });
+
+  it('applying twice, or from a second instance, adds no duplicate hook or rule', async () => {
+    expect(await plugin.apply(base)).toMatchObject({ mode: 'none', repaired: [] });
+    const second = new IpsetPlugin(options(lab.host.runner()));
+    expect(await second.apply(base)).toMatchObject({ mode: 'none', repaired: [] });
+    expect(await hookCount(lab.host, 'INPUT')).toBe(1);
+    expect(await hookCount(lab.host, 'FORWARD')).toBe(1);
+    expect((await lab.host.exec('iptables', ['-S', NAMES.chainName])).split('\n').filter((l) => l.startsWith('-A'))).toHaveLength(1);
+  });
+
+  it('repairs hooks, rule and chain removed by someone else, and reports them', async () => {
+    await lab.host.exec('iptables', ['-F', 'INPUT']);
+    const r1 = await plugin.apply(base);
+    expect(r1.repaired).toEqual([`hook INPUT -> ${NAMES.chainName}`]);
+    expect(opts.lines.some((l) => l.level === 40 && JSON.stringify(l.repaired).includes('hook INPUT'))).toBe(true);
+    expect(await hookCount(lab.host, 'INPUT')).toBe(1);
+    expect(await lab.connect(ADDR.inNet)).toBe('timeout');
+
+    // duplicate hooks (someone re-ran an old script) are reduced to one
+    await lab.host.exec('iptables', ['-A', 'FORWARD', '-j', NAMES.chainName]);
+    expect((await plugin.apply(base)).repaired).toEqual([`duplicate hook FORWARD -> ${NAMES.chainName} removed`]);
+    expect(await hookCount(lab.host, 'FORWARD')).toBe(1);
+
+    await lab.host.exec('iptables', ['-F', NAMES.chainName]);
+    expect((await plugin.apply(base)).repaired).toEqual([`rule in iptables chain ${NAMES.chainName}`]);
+
+    // everything gone (iptables flushed, set destroyed): all re-created
+    await lab.host.exec('iptables', ['-F']);
+    await lab.host.exec('iptables', ['-X', NAMES.chainName]);
+    await lab.host.exec('ipset', ['destroy', NAMES.setName]);
+    const r2 = await plugin.apply(base);
+    expect(r2.repaired).toEqual(
+      expect.arrayContaining([`ipset set ${NAMES.setName}`, `iptables chain ${NAMES.chainName}`, `hook INPUT -> ${NAMES.chainName}`, `hook FORWARD -> ${NAMES.chainName}`]),
+    );
+    expect(r2.mode).toBe('full');
+    expect(await plugin.list()).toEqual(sortedCidrs(base));
+    expect(await lab.connect(ADDR.inNet)).toBe('timeout');
+    expect(await lab.connect(ADDR.allowed)).toBe('connected');
+  });
+
+  it('a failed full apply leaves the previous set in place and throws FirewallError with stderr', async () => {
+    const before = await plugin.list();
+    // hash:net cannot hold /0: the kernel rejects the line, the swap never runs.
+    const bad = [...fillers(2000, 60, 30_000), { cidr: '0.0.0.0/0' }];
+    const err = await plugin.apply(bad).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(FirewallError);
+    expect((err as FirewallError).message).toMatch(/ipset restore/);
+    expect((err as FirewallError).message).toMatch(/CIDR/);
+    expect((err as FirewallError).stderr).toMatch(/Error in line/);
+    expect(await plugin.list()).toEqual(before);
+    expect(await setNames(lab.host)).toEqual([NAMES.setName]);
+    expect(await lab.connect(ADDR.inNet)).toBe('timeout');
+  });
+
+  it('a delta that fails midway is rolled back to the previous set', async () => {
+    const before = await kernelSet(lab.host);
+    // One removal and one add the kernel rejects: the `del` line runs, then the `add` fails.
+    const bad = [...base.filter((e) => e.cidr !== '192.0.2.0/24'), { cidr: '0.0.0.0/0' }];
+    const err = await plugin.apply(bad).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(FirewallError);
+    expect((err as FirewallError).stderr).toMatch(/CIDR/);
+    const after = await kernelSet(lab.host);
+    expect([...after.keys()].sort()).toEqual([...before.keys()].sort());
+    expect(after.get('192.0.2.0/24')).toBeGreaterThan(0);
+    expect(opts.lines.some((l) => l.msg === 'ipset delta failed; previous set contents restored')).toBe(true);
+    expect(await setNames(lab.host)).toEqual([NAMES.setName]);
+
+    // A runner failing the second command (the restore) also leaves the set untouched.
+    const failing = new IpsetPlugin(
+      options(
+        wrapRunner(lab.host.runner(), ({ file, args }) => {
+          if (file === 'ipset' && args.includes('restore')) throw new FirewallError('injected failure', { command: 'ipset restore', stderr: 'injected' });
+        }),
+      ),
+    );
+    await expect(failing.apply(fillers(10))).rejects.toBeInstanceOf(FirewallError);
+    expect([...(await kernelSet(lab.host)).keys()].sort()).toEqual([...before.keys()].sort());
+  });
+
+  it('REJECT and rate-limited LOG rules when configured', async () => {
+    const p = new IpsetPlugin(options(lab.host.runner(), { action: 'REJECT', logBlocked: true }));
+    const r = await p.apply(base);
+    expect(r.repaired).toEqual([`rules of iptables chain ${NAMES.chainName} (differed from expected)`]);
+    const rules = (await lab.host.exec('iptables', ['-S', NAMES.chainName])).split('\n').filter((l) => l.startsWith('-A'));
+    expect(rules).toHaveLength(2);
+    expect(rules[0]).toMatch(/--match-set wcf-blocklist src -m limit --limit 10\/min -j LOG --log-prefix "wcf-agent: "/);
+    expect(rules[1]).toMatch(/--match-set wcf-blocklist src -j REJECT/);
+    expect(await lab.connect(ADDR.inNet)).toBe('error:ECONNREFUSED');
+    expect(await p.apply(base)).toMatchObject({ mode: 'none', repaired: [] });
+    await plugin.apply(base); // back to DROP for the next tests
+  });
+
+  it('flush removes the hooks, chain and sets, and tolerates their absence', async () => {
+    await plugin.flush();
+    expect(await setNames(lab.host)).toEqual([]);
+    expect(await lab.host.exec('iptables', ['-S'])).not.toContain(NAMES.chainName);
+    expect(await plugin.list()).toEqual([]);
+    await plugin.flush();
+    expect(await lab.connect(ADDR.inNet)).toBe('connected');
+  });
+});
+
+describe.skipIf(!isRoot)('ipset plugin: ownership', () => {
+  afterAll(async () => {
+    await destroyAll();
+  });
+
+  it('flush restores the exact original ruleset (unrelated chains, rules, sets and tables untouched)', async () => {
+    const ns = await Netns.create();
+    await ns.exec('iptables', ['-N', 'USER-CHAIN']);
+    await ns.exec('iptables', ['-A', 'USER-CHAIN', '-s', '203.0.113.50', '-j', 'ACCEPT']);
+    await ns.exec('iptables', ['-A', 'INPUT', '-p', 'tcp', '--dport', '22', '-j', 'ACCEPT']);
+    await ns.exec('iptables', ['-A', 'FORWARD', '-j', 'USER-CHAIN']);
+    await ns.exec('ipset', ['create', 'unrelated', 'hash:ip']);
+    await ns.exec('ipset', ['add', 'unrelated', '203.0.113.1']);
+    await ns.exec('nft', ['add', 'table', 'inet', 'unrelated']);
+    await ns.exec('nft', ['add', 'chain', 'inet', 'unrelated', 'c', '{ type filter hook input priority 10; policy accept; }']);
+    await ns.exec('nft', ['add', 'rule', 'inet', 'unrelated', 'c', 'tcp', 'dport', '23', 'drop']);
+    const before = await snapshot(ns);
+
+    const p = new IpsetPlugin(options(ns.runner()));
+    await p.apply([...fillers(20), { cidr: '192.0.2.0/24', timeoutSeconds: 100 }]);
+    await p.apply(fillers(5));
+    // hooks at position 1, above the user's rules
+    expect((await ns.exec('iptables', ['-S', 'INPUT'])).split('\n')[1]).toBe(`-A INPUT -j ${NAMES.chainName}`);
+    // a leftover temp set (interrupted run) is the agent's too
+    await ns.exec('ipset', ['create', tempSetName(NAMES.setName), 'hash:net', 'timeout', '0']);
+    await p.flush();
+    expect(await snapshot(ns)).toEqual(before);
+    await p.flush();
+    expect(await snapshot(ns)).toEqual(before);
+  });
+
+  it('hooks DOCKER-USER when that chain exists', async () => {
+    const ns = await Netns.create();
+    await ns.exec('iptables', ['-N', 'DOCKER-USER']);
+    await ns.exec('iptables', ['-A', 'DOCKER-USER', '-j', 'RETURN']);
+    await ns.exec('iptables', ['-A', 'FORWARD', '-j', 'DOCKER-USER']);
+    const p = new IpsetPlugin(options(ns.runner()));
+    await p.apply(fillers(3));
+    expect((await ns.exec('iptables', ['-S', 'DOCKER-USER'])).split('\n')[1]).toBe(`-A DOCKER-USER -j ${NAMES.chainName}`);
+    expect(await hookCount(ns, 'DOCKER-USER')).toBe(1);
+    await p.apply(fillers(3));
+    expect(await hookCount(ns, 'DOCKER-USER')).toBe(1);
+    await p.flush();
+    expect(await ns.exec('iptables', ['-S', 'DOCKER-USER'])).toBe('-N DOCKER-USER\n-A DOCKER-USER -j RETURN');
+  });
+
+  it('without DOCKER-USER, only the configured chains are hooked', async () => {
+    const ns = await Netns.create();
+    const p = new IpsetPlugin(options(ns.runner(), { hookChains: ['INPUT', 'DOCKER-USER'] }));
+    await p.apply(fillers(3));
+    expect(await hookCount(ns, 'INPUT')).toBe(1);
+    expect(await hookCount(ns, 'FORWARD')).toBe(0);
+    expect(await ns.exec('iptables', ['-S'])).not.toContain('DOCKER-USER');
+  });
+});
