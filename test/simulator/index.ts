@@ -1,0 +1,198 @@
+/**
+ * Threat-intelligence API simulator: programmatic API.
+ *
+ *   const sim = await startSimulator({ indicators: 5000, seed: 7 });
+ *   // config: { base_url: sim.url, token: sim.token, agid: sim.agid }
+ *   sim.setFault('http500', { count: 1 });
+ *   await sim.close();
+ *
+ * Not part of the shipped agent; imports nothing from src/.
+ */
+import type { AddressInfo } from 'node:net';
+import { AgentStore, type AgentRecord, type ConfigValue, type DeletedAgentResponse, type ReportEntry } from './agents.js';
+import { controlHandler } from './control.js';
+import { IndicatorData, type SameTsRun } from './data.js';
+import { FaultState, type FaultMode, type FaultOptions } from './faults.js';
+import { renderUser } from './render.js';
+import { API_PREFIX, RequestLog, SimServer, type RequestEntry, type ServerStats } from './server.js';
+import { Clock, FeedStore, type Decision, type FeedItemLite } from './store.js';
+
+export type { AgentRecord, ReportEntry, DeletedAgentResponse } from './agents.js';
+export type { SameTsRun } from './data.js';
+export { FAULT_MODES, type FaultMode, type FaultOptions } from './faults.js';
+export type { RequestEntry } from './server.js';
+export type { Decision, FeedItemLite } from './store.js';
+export { DEFAULT_EVAL, DEFAULT_EXEC_PYTHON } from './render.js';
+export { DEFAULT_AGENT_CONFIG } from './agents.js';
+
+export interface SimulatorOptions {
+  /** 0 (default) = a free port. */
+  port?: number;
+  host?: string;
+  /** Base data size (default 1000). */
+  indicators?: number;
+  seed?: number;
+  /** Default 'sim-token'. */
+  token?: string;
+  /** The agent record created at start (default 'agent-1'). */
+  agid?: string;
+  /** Initial config of that agent, stored verbatim (numbers or strings). */
+  agentConfig?: Partial<Record<'maximum_rules' | 'score_threshold' | 'sync_time' | 'running' | 'version', ConfigValue>>;
+  /** Initial clock (epoch s); freezes the clock. Default: real time, running. */
+  now?: number;
+  /** How E7 answers for a deleted/unknown agid (default '404'). */
+  deletedAgentResponse?: DeletedAgentResponse;
+  /** Capacity of the `requests` ring (default 10000). */
+  requestLogSize?: number;
+}
+
+export interface UpsertItem {
+  ip: string;
+  score?: number;
+  /** Default: clock now. */
+  ts?: number;
+  is_network?: boolean;
+  gid?: string;
+}
+
+export interface SimStats {
+  requests: number;
+  /** Time spent inside the request handler, summed (ms). */
+  handlerMs: number;
+}
+
+export interface Simulator {
+  /** base_url, ends in /api/v1. */
+  readonly url: string;
+  /** http://HOST:PORT */
+  readonly origin: string;
+  readonly token: string;
+  readonly agid: string;
+  /** Closes all sockets promptly, even those of slow or streaming requests. */
+  close(): Promise<void>;
+  setFault(mode: FaultMode | null, options?: FaultOptions): void;
+  readonly clock: { now(): number; set(epoch: number): void; advance(seconds: number): void };
+  /** Adds or updates an indicator (new ts = `ts` or clock now; it moves to that place in the feed). */
+  upsertIndicator(item: UpsertItem): void;
+  /** Removes an indicator from the feed (no-op if absent). */
+  removeIndicator(ip: string): void;
+  /** Manual decision; an ip not in the feed is first added (score 1, ts now) unless decision is -1. */
+  setDecision(ip: string, decision: Decision, ttl?: number): void;
+  /** Merges config values VERBATIM into the agent's record (created if missing). */
+  setAgentConfig(agid: string, cfg: Record<string, string | number>): void;
+  getAgent(agid: string): AgentRecord | undefined;
+  deleteAgent(agid: string): void;
+  setDeletedAgentResponse(mode: DeletedAgentResponse): void;
+  /** Every POST /feedback that passed validation (status 200 merged, 404 record missing). */
+  readonly reports: ReadonlyArray<ReportEntry>;
+  /** Bounded ring of API requests (not /version or /_sim), oldest first. */
+  readonly requests: ReadonlyArray<RequestEntry>;
+  clearRequests(): void;
+  /** Every indicator currently in the feed, in feed order, computed lazily. */
+  indicators(filter?: 0 | 1 | 2 | 3): Iterable<FeedItemLite>;
+  stats(): SimStats;
+  resetStats(): void;
+  readonly data: { readonly sameTsRuns: ReadonlyArray<SameTsRun>; readonly count: number; readonly start: number; readonly ownGid: string };
+}
+
+function checkUpsert(item: UpsertItem): void {
+  if (item.score !== undefined && !Number.isFinite(item.score)) throw new TypeError('score must be a finite number');
+  if (item.ts !== undefined && !(Number.isSafeInteger(item.ts) && item.ts >= 0)) throw new TypeError('ts must be a non-negative integer');
+}
+
+export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simulator> {
+  const clock = new Clock(opts.now);
+  const data = new IndicatorData({ seed: opts.seed ?? 1, count: opts.indicators ?? 1000, start: clock.now() });
+  const feed = new FeedStore(data, clock);
+  const agents = new AgentStore(data.ownGid);
+  agents.deletedAgentResponse = opts.deletedAgentResponse ?? '404';
+  const agid = opts.agid ?? 'agent-1';
+  agents.setConfig(agid, (opts.agentConfig ?? {}) as Record<string, ConfigValue>);
+  const faults = new FaultState();
+  const requests = new RequestLog(opts.requestLogSize ?? 10_000);
+  const stats: ServerStats = { requests: 0, handlerNs: 0n };
+  const token = opts.token ?? 'sim-token';
+
+  let control: ReturnType<typeof controlHandler> | undefined;
+  const server = new SimServer({
+    token,
+    feed,
+    agents,
+    faults,
+    clock,
+    requests,
+    stats,
+    userJson: renderUser(data.ownGid),
+    control: (m, r, q, b) => control!(m, r, q, b),
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.server.once('error', reject);
+    server.server.listen(opts.port ?? 0, opts.host ?? '127.0.0.1', () => {
+      server.server.off('error', reject);
+      resolve();
+    });
+  });
+  const addr = server.server.address() as AddressInfo;
+  const host = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
+  const origin = `http://${host}:${addr.port}`;
+
+  const sim: Simulator = {
+    url: origin + API_PREFIX,
+    origin,
+    token,
+    agid,
+    close: () => server.close(),
+    setFault: (mode, options) => faults.set(mode, options),
+    clock: {
+      now: () => clock.now(),
+      set: (e) => clock.set(e),
+      advance: (s) => clock.advance(s),
+    },
+    upsertIndicator(item) {
+      checkUpsert(item);
+      feed.upsert(item.ip, { score: item.score, ts: item.ts, is_network: item.is_network, gid: item.gid });
+    },
+    removeIndicator: (ip) => void feed.remove(ip),
+    setDecision(ip, decision, ttl) {
+      if (decision !== -1 && decision !== 0 && decision !== 1) throw new TypeError('decision must be -1, 0 or 1');
+      if (ttl !== undefined && !Number.isFinite(ttl)) throw new TypeError('ttl must be a finite number');
+      if (decision !== -1 && !feed.has(ip)) feed.upsert(ip, { score: 1 });
+      feed.setDecision(ip, decision, ttl);
+    },
+    setAgentConfig: (id, cfg) => agents.setConfig(id, cfg),
+    getAgent: (id) => agents.get(id),
+    deleteAgent: (id) => void agents.delete(id),
+    setDeletedAgentResponse(mode) {
+      if (mode !== '404' && mode !== 'empty') throw new TypeError("mode must be '404' or 'empty'");
+      agents.deletedAgentResponse = mode;
+    },
+    get reports() {
+      return agents.reports;
+    },
+    get requests() {
+      return requests.toArray();
+    },
+    clearRequests: () => requests.clear(),
+    indicators(filter = 0) {
+      return {
+        *[Symbol.iterator]() {
+          const now = clock.now();
+          for (const r of feed.refs(filter, 0)) yield feed.lite(r, now);
+        },
+      };
+    },
+    stats: () => ({ requests: stats.requests, handlerMs: Number(stats.handlerNs) / 1e6 }),
+    resetStats() {
+      stats.requests = 0;
+      stats.handlerNs = 0n;
+    },
+    data: {
+      sameTsRuns: data.sameTsRuns,
+      count: data.count,
+      start: data.start,
+      ownGid: data.ownGid,
+    },
+  };
+  control = controlHandler(sim);
+  return sim;
+}
