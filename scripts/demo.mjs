@@ -39,7 +39,7 @@ const plan = cli('plan', '--limit', '25');
 const rules = join(dir, 'state', 'dry-run.ipset');
 let head = '';
 try {
-  head = readFileSync(rules, 'utf8').split('\n').slice(0, 6).join('\n');
+  head = readFileSync(rules, 'utf8').split('\n').slice(0, 12).join('\n');
 } catch {
   head = '(no rules file written)';
 }
