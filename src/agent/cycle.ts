@@ -109,7 +109,7 @@ export async function computePlan(deps: CycleDeps, useCache: boolean): Promise<P
     feed: feeds.feed.values(),
     manualBlocks: feeds.manualBlocks.values(),
     whitelist: feeds.whitelist.values(),
-    protectedNets: await protectedNetworks(config.allowlist, config.base_url, logger),
+    protectedNets: await protectedNetworks(config.allowlist, config.base_url, logger, config.netns),
     minPrefix: config.min_prefix,
     threshold: resolved.settings.score_threshold,
     maximumRules: resolved.settings.maximum_rules,

@@ -1,6 +1,7 @@
 import { lookup } from 'node:dns/promises';
 import { isIPv4 } from 'node:net';
 import { networkInterfaces } from 'node:os';
+import { execa } from 'execa';
 import type { Logger } from '../log.js';
 import { mustParseCidr, parseCidr, type Cidr } from '../net/ipv4.js';
 
@@ -34,11 +35,24 @@ export async function apiAddresses(baseUrl: string, logger: Logger): Promise<Cid
   }
 }
 
+/** The IPv4 addresses inside a network namespace (when `netns` is set, those are the host being protected). */
+export async function namespaceAddresses(netns: string, logger: Logger): Promise<Cidr[]> {
+  try {
+    const { stdout } = await execa('ip', ['-j', '-4', '-n', netns, 'addr', 'show']);
+    const links = JSON.parse(stdout) as { addr_info?: { local?: string }[] }[];
+    return links.flatMap((l) => (l.addr_info ?? []).map((a) => parseCidr(a.local ?? ''))).flatMap((r) => (r.ok ? [r.cidr] : []));
+  } catch (err) {
+    logger.warn({ netns }, `could not read the addresses of network namespace ${netns}: ${(err as Error).message}`);
+    return [];
+  }
+}
+
 /** Everything rule 1 of the selection protects besides the built-in ranges. */
-export async function protectedNetworks(allowlist: readonly string[], baseUrl: string, logger: Logger): Promise<Cidr[]> {
+export async function protectedNetworks(allowlist: readonly string[], baseUrl: string, logger: Logger, netns?: string): Promise<Cidr[]> {
   return [
     ...allowlist.map((a, i) => mustParseCidr(a, `allowlist.${i}`)),
     ...hostAddresses(),
+    ...(netns ? await namespaceAddresses(netns, logger) : []),
     ...(await apiAddresses(baseUrl, logger)),
   ];
 }

@@ -49,9 +49,10 @@ export function openState(config: AgentConfig, logger: Logger): StateStore {
 /** The plugin named by config (or --dry-run); `auto` probes nftables, then ipset, then iptables. */
 export async function openPlugin(config: AgentConfig, logger: Logger, dryRun: boolean): Promise<FirewallPlugin> {
   let name: PluginName;
+  const runner = createRunner(config.netns ? ['ip', 'netns', 'exec', config.netns] : []);
   if (dryRun || config.plugin === 'dry-run') name = 'dry-run';
   else if (config.plugin === 'auto') {
-    name = await detectPlugin(createRunner());
+    name = await detectPlugin(runner);
     logger.info({ plugin: name }, `plugin auto-detected: ${name}`);
   } else name = config.plugin;
   return createPlugin(name, {
@@ -61,6 +62,7 @@ export async function openPlugin(config: AgentConfig, logger: Logger, dryRun: bo
     logBlocked: config.log_blocked,
     capacity: config.maximum_rules,
     logger,
+    runner,
     dryRunOutput: config.dry_run_output ?? join(config.state_dir, `dry-run.${config.dry_run_format}`),
     dryRunFormat: config.dry_run_format,
   });

@@ -37,6 +37,8 @@ export const configSchema = z
     hook_chains: z.array(z.string().min(1)).min(1).default(['INPUT', 'FORWARD']),
     action: z.enum(['DROP', 'REJECT']).default('DROP'),
     log_blocked: z.boolean().default(false),
+    // Apply the rules inside this network namespace (`ip netns exec NAME`) instead of the host's own.
+    netns: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/, 'a network namespace name (letters, digits, _ . -)').optional(),
     // Local defaults, used until the API's stored configuration says otherwise.
     maximum_rules: positiveInt(HARD_LIMITS.maximum_rules).default(10_000),
     score_threshold: positiveInt(HARD_LIMITS.score_threshold).default(3),
