@@ -27,7 +27,19 @@ export interface ClientOptions {
   logger: Logger;
   /** Base delay of the first retry; tests shorten it. */
   retryMinDelayMs?: number;
+  /** Observer called once per attempt (metrics). Must not throw; errors are ignored. */
+  onRequest?: RequestObserver;
 }
+
+/** What the observer learns about one attempt. `status` is absent when no answer came (network error). */
+export interface RequestInfo {
+  route: string;
+  method: string;
+  status?: number;
+  errorCode?: WcfError['code'];
+  durationMs: number;
+}
+export type RequestObserver = (info: RequestInfo) => void;
 
 export interface CallOptions {
   method?: 'GET' | 'POST' | 'DELETE';
@@ -76,9 +88,12 @@ export class ApiClient {
   private readonly opts: ClientOptions;
   private readonly base: string;
   private readonly controller = new AbortController();
+  /** Per-attempt observer; settable after construction (the daemon attaches metrics to a client built elsewhere). */
+  onRequest: RequestObserver | undefined;
 
   constructor(opts: ClientOptions) {
     this.opts = opts;
+    this.onRequest = opts.onRequest;
     this.base = opts.baseUrl.replace(/\/+$/, '');
     let ca: string | undefined;
     if (opts.caFile) {
@@ -122,7 +137,7 @@ export class ApiClient {
 
   /** Call a route and validate the JSON answer with `schema`. */
   async call<S extends z.ZodType>(route: string, schema: S | null, options: CallOptions = {}): Promise<Response<z.infer<S>>> {
-    const attempt = () => this.once(route, schema, options);
+    const attempt = () => this.observed(route, schema, options);
     if (options.retry === false || this.opts.retries === 0) return attempt();
     return pRetry(attempt, {
       retries: this.opts.retries,
@@ -147,6 +162,30 @@ export class ApiClient {
     const u = new URL(this.base + route);
     for (const [k, v] of Object.entries(query ?? {})) u.searchParams.set(k, String(v));
     return u.toString();
+  }
+
+  private async observed<S extends z.ZodType>(route: string, schema: S | null, options: CallOptions): Promise<Response<z.infer<S>>> {
+    if (!this.onRequest) return this.once(route, schema, options);
+    const started = performance.now();
+    const method = options.method ?? 'GET';
+    try {
+      const r = await this.once(route, schema, options);
+      this.notify({ route, method, status: r.status, durationMs: performance.now() - started });
+      return r;
+    } catch (err) {
+      const status = err instanceof ApiAuthError || err instanceof ApiStatusError ? err.status : undefined;
+      const errorCode = err instanceof WcfError ? err.code : undefined;
+      this.notify({ route, method, status, errorCode, durationMs: performance.now() - started });
+      throw err;
+    }
+  }
+
+  private notify(info: RequestInfo): void {
+    try {
+      this.onRequest?.(info);
+    } catch {
+      /* an observer must never break an API call */
+    }
   }
 
   private async once<S extends z.ZodType>(route: string, schema: S | null, options: CallOptions): Promise<Response<z.infer<S>>> {

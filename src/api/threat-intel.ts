@@ -14,6 +14,18 @@ import {
   type StoredConfigBody,
 } from './wire.js';
 
+/** Body of POST /ips (E2): an IPv4 report. Which fields are required is not shown; the CLI sends ip, confidence and decision. */
+export interface IpReportBody {
+  ip: string;
+  confidence: number;
+  /** -1 no decision (score-based), 0 whitelist, 1 block. */
+  decision: -1 | 0 | 1;
+  /** Epoch seconds in the future until which the decision holds. */
+  ttl?: number;
+  source?: string;
+  notes?: string;
+}
+
 /** The API calls the agent and its admin commands make, one method per endpoint. */
 export class ThreatIntelApi {
   constructor(readonly client: ApiClient) {}
@@ -22,6 +34,11 @@ export class ThreatIntelApi {
   async version(): Promise<{ body: unknown; date: string | undefined }> {
     const r = await this.client.call(ROUTES.version, z.unknown(), { auth: false });
     return { body: r.data, date: r.date };
+  }
+
+  /** E2 (admin): report an indicator or override its decision. No response body. Not retried: the operator sees the failure and re-runs. */
+  async reportIndicator(body: IpReportBody): Promise<void> {
+    await this.client.call(ROUTES.ips, null, { method: 'POST', body, retry: false });
   }
 
   /** E3: one page of the IPv4 feed. */

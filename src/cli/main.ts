@@ -6,6 +6,10 @@ import { syncCommand } from './commands/sync.js';
 import { statusCommand } from './commands/status.js';
 import { flushCommand } from './commands/flush.js';
 import { runCommand } from './commands/run.js';
+import { doctorCommand } from './commands/doctor.js';
+import { checkConfigCommand } from './commands/check-config.js';
+import { agentsConfigureCommand, agentsDeleteCommand, agentsListCommand } from './commands/agents.js';
+import { reportCommand } from './commands/report.js';
 
 const configOption = () => new Option('-c, --config <path>', 'config file (default: $WCF_AGENT_CONFIG, then /etc/wcf-agent/config.json)');
 
@@ -15,7 +19,9 @@ export function buildProgram(): Command {
     .version(AGENT_VERSION, '-V, --version')
     .showHelpAfterError()
     .exitOverride()
-    .configureOutput({ writeErr: (s) => process.stderr.write(s) });
+    .configureOutput({ writeErr: (s) => process.stderr.write(s) })
+    // Program options only before the command name, so `agents configure --version V` is that command's option.
+    .enablePositionalOptions();
 
   program
     .command('run')
@@ -59,6 +65,57 @@ export function buildProgram(): Command {
     .addOption(configOption())
     .option('--dry-run', 'flush the dry-run backend files instead')
     .action(async (o) => setExit(await flushCommand(o)));
+
+  program
+    .command('doctor')
+    .description('check that this host can run the agent: config, API, token, clock, firewall tools, capability, state dir (read-only)')
+    .addOption(configOption())
+    .option('--json', 'print {checks: [{name, status, message, hint}], ok} on stdout')
+    .action(async (o) => setExit(await doctorCommand(o)));
+
+  program
+    .command('check-config')
+    .description('validate config.json (and token_file, names, metrics_listen); no network, no firewall, no state writes (systemd ExecStartPre)')
+    .addOption(configOption())
+    .action(async (o) => setExit(await checkConfigCommand(o)));
+
+  const agents = program.command('agents').description('admin: list, configure and delete agent records (uses base_url and token from config.json)');
+  agents
+    .command('list')
+    .description('every agent record: host, plugin, code, entries, last sync, stored configuration (E7)')
+    .addOption(configOption())
+    .option('--json', 'print {agents: [...]} as the API returns them')
+    .action(async (o) => setExit(await agentsListCommand(o)));
+  agents
+    .command('configure')
+    .description("store an agent's configuration (E8); the agent applies it at its next sync")
+    .addOption(configOption())
+    .requiredOption('--agid <id>', 'the agent ID')
+    .option('--maximum-rules <n>', 'maximum entries in the firewall (1..2000000)')
+    .option('--score-threshold <n>', 'minimum decayed score to block (1..1000000)')
+    .option('--sync-time <minutes>', 'minutes between syncs (1..10080)')
+    .option('--running <on|off>', 'on: enforce; off: remove the rules, keep syncing (also true/false, yes/no, enabled/disabled)')
+    .option('--version <v>', 'desired agent version (logged by the agent when it differs)')
+    .action(async (o) => setExit(await agentsConfigureCommand(o)));
+  agents
+    .command('delete')
+    .description('delete an agent record (E9); does not stop the agent: set --running off first')
+    .addOption(configOption())
+    .requiredOption('--agid <id>', 'the agent ID')
+    .option('--yes', 'do not ask for confirmation (required when stdin is not a terminal)')
+    .action(async (o) => setExit(await agentsDeleteCommand(o)));
+
+  program
+    .command('report')
+    .description('report an IPv4 indicator or set its decision (E2)')
+    .argument('<ip>', 'IPv4 address or network (host bits zero)')
+    .addOption(configOption())
+    .requiredOption('--confidence <c>', 'confidence that it is malicious, 0..1')
+    .option('--decision <d>', 'block, allow or none (1, 0, -1); default none (score-based)')
+    .option('--ttl <t>', 'how long the decision holds: seconds from now (3600, 90m, 12h, 7d) or an epoch timestamp')
+    .option('--notes <text>', 'free notes')
+    .option('--source <text>', 'where the actor was seen')
+    .action(async (ip: string, o) => setExit(await reportCommand(ip, o)));
 
   program.addHelpText(
     'after',

@@ -2,6 +2,7 @@ import type { PlanResult } from '../../agent/cycle.js';
 import { computePlan } from '../../agent/cycle.js';
 import { createApi, loadContext, openState, type GlobalOptions } from '../context.js';
 import { duration, isoTime, printJson, table } from '../format.js';
+import { createProgress } from '../progress.js';
 
 export function planToJson(agid: string, plan: PlanResult) {
   const { selection, now } = plan;
@@ -57,7 +58,8 @@ export async function planCommand(opts: GlobalOptions & { json?: boolean; limit?
   try {
     // plan touches nothing: no state writes, no firewall; it reads the state only for the last settings.
     const state = openState(config, logger);
-    const plan = await computePlan({ config, api, state, logger }, false);
+    const progress = createProgress({ json: opts.json });
+    const plan = await computePlan({ config, api, state, logger, onProgress: progress.onProgress }, false).finally(() => progress.done());
     if (opts.json) printJson(planToJson(config.agid, plan));
     else printPlanTable(plan, opts.limit ? Math.max(1, Number(opts.limit) || 50) : 50);
     return 0;

@@ -3,6 +3,7 @@ import { errorMessage } from '../../errors.js';
 import { loadConfig } from '../../config/load.js';
 import type { AgentConfig } from '../../config/load.js';
 import { createApi, loadContext, openPlugin, openState, type GlobalOptions } from '../context.js';
+import { setupDaemonMetrics } from '../../metrics/index.js';
 
 /**
  * The long-running daemon. systemd sends SIGTERM to stop (exit 0 within a few
@@ -10,25 +11,26 @@ import { createApi, loadContext, openPlugin, openState, type GlobalOptions } fro
  */
 export async function runCommand(opts: GlobalOptions & { dryRun?: boolean }): Promise<number> {
   const { config, logger } = loadContext(opts);
+  // Validates metrics_listen before anything starts (ConfigError, exit 2).
+  const metrics = setupDaemonMetrics(config, logger);
   const minuteMs = process.env.WCF_AGENT_MINUTE_MS ? Number(process.env.WCF_AGENT_MINUTE_MS) : 60_000;
   const daemon = new Daemon({
     logger,
     initialConfig: config,
     minuteMs: Number.isFinite(minuteMs) && minuteMs > 0 ? minuteMs : 60_000,
     reload: () => loadConfig(config.configPath),
-    open: async (c: AgentConfig) => ({
-      config: c,
-      state: openState(c, logger),
-      api: createApi(c, logger),
-      plugin: await openPlugin(c, logger, Boolean(opts.dryRun)),
-    }),
+    open: async (c: AgentConfig) => {
+      const parts = { config: c, state: openState(c, logger), api: createApi(c, logger), plugin: await openPlugin(c, logger, Boolean(opts.dryRun)) };
+      return metrics ? metrics.instrument(parts) : parts;
+    },
+    onCycle: metrics?.onCycle,
   });
 
   let resolveDone!: (code: number) => void;
   const done = new Promise<number>((r) => (resolveDone = r));
   const onStop = (signal: string) => {
     logger.info({ signal }, 'stopping');
-    daemon.stop().then(
+    daemon.stop().then(() => metrics?.stop()).then(
       () => resolveDone(0),
       (err: unknown) => {
         logger.error(`stop failed: ${errorMessage(err)}`);
@@ -43,6 +45,7 @@ export async function runCommand(opts: GlobalOptions & { dryRun?: boolean }): Pr
     void daemon.reload();
   });
 
+  await metrics?.start();
   await daemon.start();
   logger.info({ plugin: config.plugin, agid: config.agid, pid: process.pid }, 'wcf-agent daemon started');
   const code = await done;

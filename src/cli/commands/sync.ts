@@ -3,6 +3,7 @@ import { runCycle } from '../../agent/cycle.js';
 import { withLock } from '../../agent/lock.js';
 import { createApi, loadContext, openPlugin, openState, type GlobalOptions } from '../context.js';
 import { printJson } from '../format.js';
+import { createProgress } from '../progress.js';
 import { planToJson } from './plan.js';
 
 export async function syncCommand(opts: GlobalOptions & { once?: boolean; dryRun?: boolean; json?: boolean; force?: boolean }): Promise<number> {
@@ -12,7 +13,10 @@ export async function syncCommand(opts: GlobalOptions & { once?: boolean; dryRun
   try {
     return await withLock(config.state_dir, async () => {
       const plugin = await openPlugin(config, logger, Boolean(opts.dryRun));
-      const outcome = await runCycle({ config, api, state, logger, force: Boolean(opts.force) }, plugin);
+      const progress = createProgress({ json: opts.json });
+      const outcome = await runCycle({ config, api, state, logger, force: Boolean(opts.force), onProgress: progress.onProgress }, plugin).finally(() =>
+        progress.done(),
+      );
       const r = outcome.record;
       if (opts.json) {
         printJson({

@@ -1,0 +1,83 @@
+import { loadConfig, resolveConfigPath, type AgentConfig } from '../../config/load.js';
+import { errorMessage } from '../../errors.js';
+import { createRunner } from '../../firewall/exec.js';
+import { createLogger, type Logger } from '../../log.js';
+import type { GlobalOptions } from '../context.js';
+import { printJson } from '../format.js';
+import { apiChecks } from '../doctor/api-checks.js';
+import { check, doctorExitCode, type CheckResult } from '../doctor/check.js';
+import { objectsCheck, pluginCheck, probeTools, toolsCheck } from '../doctor/firewall-checks.js';
+import { allowlistCheck, capabilityCheck, stateDirCheck } from '../doctor/host-checks.js';
+import { extraConfigProblems } from './check-config.js';
+
+/** Firewall tools answer `--version` and read-only listings quickly; a hung one must not hang doctor. */
+const COMMAND_TIMEOUT_MS = 15_000;
+
+function configCheck(path: string): { result: CheckResult; config: AgentConfig | undefined } {
+  let config: AgentConfig;
+  try {
+    config = loadConfig(path);
+  } catch (err) {
+    return { result: check('config', 'config', 'fail', errorMessage(err), 'fix the lines above (`wcf-agent check-config` re-checks); the checks that need the config were skipped'), config: undefined };
+  }
+  const { problems, notes } = extraConfigProblems(config);
+  if (problems.length) return { result: check('config', 'config', 'fail', `${path} is not valid\n  ${problems.join('\n  ')}`, 'fix the lines above'), config };
+  const extra = notes.filter((n) => !n.startsWith('allowlist')); // the allowlist check says it
+  return { result: check('config', 'config', 'ok', `${path} is valid${extra.length ? `; ${extra.join('; ')}` : ''}`), config };
+}
+
+/** Every check, in display order. Read-only: no firewall change, no state write (bar a removed temp file), no API write. */
+export async function runChecks(path: string, logger: Logger): Promise<CheckResult[]> {
+  const { result, config } = configCheck(path);
+  const runner = createRunner([], { timeoutMs: COMMAND_TIMEOUT_MS });
+  const plugin = config?.plugin ?? 'auto';
+  const [api, tools, detected] = await Promise.all([
+    config ? apiChecks(config, logger) : Promise.resolve([]),
+    probeTools(runner),
+    pluginCheck(plugin, runner),
+  ]);
+  const out: CheckResult[] = [result, ...api, toolsCheck(plugin, tools), detected.result, capabilityCheck(plugin)];
+  if (config) {
+    if (detected.effective) {
+      const names = { setName: config.set_name, chainName: config.chain_name, tableName: config.table_name };
+      out.push(await objectsCheck(detected.effective, names, runner, config));
+    }
+    out.push(stateDirCheck(config.state_dir), await allowlistCheck(config, logger));
+  }
+  return out;
+}
+
+const MARK = { ok: 'ok  ', warn: 'WARN', fail: 'FAIL' } as const;
+
+export function printChecks(results: readonly CheckResult[]): void {
+  const width = Math.max(...results.map((r) => r.name.length));
+  const lines: string[] = [];
+  for (const r of results) {
+    const [first, ...rest] = r.message.split('\n');
+    lines.push(`${MARK[r.status]}  ${r.name.padEnd(width)}  ${first}`);
+    const indent = ' '.repeat(width + 8);
+    for (const l of rest) lines.push(`${indent}${l.trim()}`);
+    if (r.hint && r.status !== 'ok') lines.push(`${indent}hint: ${r.hint}`);
+  }
+  const n = (s: CheckResult['status']) => results.filter((r) => r.status === s).length;
+  lines.push('', `${n('ok')} ok, ${n('warn')} warn, ${n('fail')} fail`);
+  process.stdout.write(lines.join('\n') + '\n');
+}
+
+/**
+ * `wcf-agent doctor`: is this host ready to run the agent? Exit 0 when nothing
+ * failed (warnings allowed), else the code of the most basic failure:
+ * 2 config, 3 API, 4 firewall or state dir, 1 anything else (clock).
+ */
+export async function doctorCommand(opts: GlobalOptions & { json?: boolean }): Promise<number> {
+  const path = resolveConfigPath(opts.config);
+  const logger = createLogger({ level: process.env.WCF_LOG_LEVEL ? undefined : 'warn' });
+  const results = await runChecks(path, logger);
+  const code = doctorExitCode(results);
+  if (opts.json) {
+    printJson({ checks: results.map(({ name, status, message, hint }) => ({ name, status, message, hint })), ok: code === 0 });
+  } else {
+    printChecks(results);
+  }
+  return code;
+}

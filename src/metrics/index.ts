@@ -1,0 +1,97 @@
+import type { CycleOutcome } from '../agent/cycle.js';
+import type { DaemonParts } from '../agent/daemon.js';
+import type { AgentConfig } from '../config/load.js';
+import { errorMessage } from '../errors.js';
+import { createRunner } from '../firewall/exec.js';
+import type { FirewallPlugin } from '../firewall/types.js';
+import type { Logger } from '../log.js';
+import { readDropCounters } from './counters.js';
+import { parseListen } from './listen.js';
+import { AgentMetrics } from './registry.js';
+import { startMetricsServer, type MetricsServer } from './server.js';
+
+export { AgentMetrics } from './registry.js';
+export { parseListen, isLoopbackHost, type ListenAddress } from './listen.js';
+export { readDropCounters, type DropCounters } from './counters.js';
+
+/** Reading counters must stay quick: a scrape waits for it. */
+const COUNTER_READ_TIMEOUT_MS = 5000;
+
+/** The firewall plugin with each apply timed into `metrics`. Everything else passes through. */
+export function instrumentPlugin(plugin: FirewallPlugin, metrics: AgentMetrics): FirewallPlugin {
+  return {
+    name: plugin.name,
+    async apply(entries) {
+      const started = performance.now();
+      try {
+        return await plugin.apply(entries);
+      } finally {
+        metrics.observeApply((performance.now() - started) / 1000);
+      }
+    },
+    list: () => plugin.list(),
+    flush: () => plugin.flush(),
+  };
+}
+
+export interface DaemonMetrics {
+  readonly metrics: AgentMetrics;
+  /** Wrap the daemon's parts (called from `open`, at start and on each reload). */
+  instrument(parts: DaemonParts): DaemonParts;
+  onCycle(outcome: CycleOutcome): void;
+  /** Start listening; a bind failure is logged, never fatal (enforcement matters more than metrics). */
+  start(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/**
+ * The `run` command's Prometheus endpoint, or undefined when `metrics_listen`
+ * is not set. A malformed `metrics_listen` throws ConfigError (exit 2) before
+ * anything starts; a non-loopback host the operator chose is allowed with a warning.
+ */
+export function setupDaemonMetrics(config: AgentConfig, logger: Logger): DaemonMetrics | undefined {
+  if (!config.metrics_listen) return undefined;
+  const listen = parseListen(config.metrics_listen);
+  const metrics = new AgentMetrics();
+  const runner = createRunner([], { timeoutMs: COUNTER_READ_TIMEOUT_MS });
+  let server: MetricsServer | undefined;
+  let firstOpen = true;
+  let lastReadError: string | undefined;
+
+  return {
+    metrics,
+    instrument(parts) {
+      parts.api.client.onRequest = metrics.observeRequest;
+      if (firstOpen) metrics.setLastSuccess(parts.state.small.lastSuccessAt);
+      firstOpen = false;
+      const plugin = instrumentPlugin(parts.plugin, metrics);
+      const names = { setName: parts.config.set_name, chainName: parts.config.chain_name, tableName: parts.config.table_name };
+      metrics.setCounterReader(
+        () => readDropCounters(plugin.name, names, runner),
+        (err) => {
+          // Once per distinct problem: a scrape every 15 s must not flood the journal.
+          const msg = errorMessage(err);
+          if (msg !== lastReadError) logger.warn(`cannot read the firewall drop counters (metrics keep the last values): ${msg}`);
+          lastReadError = msg;
+        },
+      );
+      return { ...parts, plugin };
+    },
+    onCycle: (outcome) => metrics.observeCycle(outcome),
+    async start() {
+      if (!listen.loopback) {
+        logger.warn({ host: listen.host }, `metrics_listen ${config.metrics_listen} is not a loopback address: the endpoint is reachable from the network`);
+      }
+      try {
+        server = await startMetricsServer(listen, metrics.registry, logger);
+        logger.info({ url: server.url }, `metrics listening on ${server.url}`);
+      } catch (err) {
+        logger.error(`metrics endpoint not started (${config.metrics_listen}): ${errorMessage(err)}; the agent keeps running without it`);
+      }
+    },
+    async stop() {
+      await server?.close();
+      server = undefined;
+    },
+  };
+}

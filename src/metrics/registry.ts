@@ -1,0 +1,146 @@
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { CycleOutcome } from '../agent/cycle.js';
+import type { RequestInfo } from '../api/client.js';
+import type { DropCounters } from './counters.js';
+
+export const PREFIX = 'wcf_agent_';
+const SKIP_REASONS = ['allowlist', 'whitelist', 'threshold', 'cap', 'too_wide'] as const;
+const API_ERROR_CLASSES = ['WCF_ERR_API_UNREACHABLE', 'WCF_ERR_API_AUTH', 'WCF_ERR_API_STATUS', 'WCF_ERR_API_RESPONSE'] as const;
+/** A scrape reuses a counter read younger than this (the two dropped_* metrics share one read). */
+const COUNTER_READ_TTL_MS = 1000;
+
+export type CounterReader = () => Promise<DropCounters>;
+
+/**
+ * The agent's Prometheus metrics, in a Registry of their own (never the
+ * global one). Values are pushed in by observe*() from the daemon, except the
+ * dropped-packet counters, which are read from the kernel at scrape time.
+ */
+export class AgentMetrics {
+  readonly registry = new Registry();
+  private readCounters: CounterReader | undefined;
+  private lastRead: { at: number; value: Promise<DropCounters | undefined> } | undefined;
+  private last: DropCounters = { packets: 0, bytes: 0 };
+  private onReadError: ((err: unknown) => void) | undefined;
+
+  private readonly cycles = new Counter({ name: `${PREFIX}cycles_total`, help: 'Sync cycles by result', labelNames: ['result'], registers: [this.registry] });
+  private readonly cycleDuration = new Histogram({
+    name: `${PREFIX}cycle_duration_seconds`,
+    help: 'Duration of a sync cycle (pull, select, apply, report)',
+    buckets: [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300],
+    registers: [this.registry],
+  });
+  private readonly applied = new Gauge({ name: `${PREFIX}entries_applied`, help: 'Entries in the firewall after the last cycle, by reason', labelNames: ['reason'], registers: [this.registry] });
+  private readonly skipped = new Gauge({ name: `${PREFIX}entries_skipped`, help: 'Indicators left out by the last selection, by reason', labelNames: ['reason'], registers: [this.registry] });
+  private readonly lastSuccess = new Gauge({ name: `${PREFIX}last_success_timestamp_seconds`, help: 'Epoch seconds of the last successful cycle (0 = none yet)', registers: [this.registry] });
+  private readonly apiDuration = new Histogram({
+    name: `${PREFIX}api_request_duration_seconds`,
+    help: 'Duration of each API request attempt',
+    labelNames: ['route', 'method'],
+    buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    registers: [this.registry],
+  });
+  private readonly apiErrors = new Counter({ name: `${PREFIX}api_errors_total`, help: 'Failed API request attempts by error class', labelNames: ['class'], registers: [this.registry] });
+  private readonly applyDuration = new Histogram({
+    name: `${PREFIX}firewall_apply_duration_seconds`,
+    help: 'Duration of each firewall apply (restore at start-up included)',
+    buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120],
+    registers: [this.registry],
+  });
+  private readonly countersOk: Gauge;
+
+  constructor(options: { defaultMetrics?: boolean } = {}) {
+    const self = this;
+    new Counter({
+      name: `${PREFIX}dropped_packets_total`,
+      help: "Packets dropped or rejected by the agent's rules (read from the kernel at scrape time)",
+      registers: [this.registry],
+      async collect() {
+        const c = await self.counters();
+        this.reset();
+        this.inc(c.packets);
+      },
+    });
+    new Counter({
+      name: `${PREFIX}dropped_bytes_total`,
+      help: "Bytes dropped or rejected by the agent's rules (read from the kernel at scrape time)",
+      registers: [this.registry],
+      async collect() {
+        const c = await self.counters();
+        this.reset();
+        this.inc(c.bytes);
+      },
+    });
+    // Collected after the same (shared) read as the two counters, so one scrape is consistent.
+    this.countersOk = new Gauge({
+      name: `${PREFIX}firewall_counters_read_ok`,
+      help: '1 if the last read of the drop counters worked, else 0',
+      registers: [this.registry],
+      async collect() {
+        await self.counters();
+      },
+    });
+    for (const result of ['ok', 'error']) this.cycles.inc({ result }, 0);
+    for (const reason of ['manual', 'score']) this.applied.set({ reason }, 0);
+    for (const reason of SKIP_REASONS) this.skipped.set({ reason }, 0);
+    for (const c of API_ERROR_CLASSES) this.apiErrors.inc({ class: c }, 0);
+    this.lastSuccess.set(0);
+    this.countersOk.set(1);
+    if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: this.registry, prefix: PREFIX });
+  }
+
+  /** Where the dropped_* counters come from (changes on reload); errors go to `onError`, never to the scrape. */
+  setCounterReader(reader: CounterReader | undefined, onError?: (err: unknown) => void): void {
+    this.readCounters = reader;
+    this.onReadError = onError;
+    this.lastRead = undefined;
+  }
+
+  private async counters(): Promise<DropCounters> {
+    const now = Date.now();
+    if (!this.lastRead || now - this.lastRead.at > COUNTER_READ_TTL_MS) {
+      const reader = this.readCounters;
+      const value = reader
+        ? reader().then(
+            (c) => {
+              this.countersOk.set(1);
+              return c;
+            },
+            (err: unknown) => {
+              this.countersOk.set(0);
+              this.onReadError?.(err);
+              return undefined;
+            },
+          )
+        : Promise.resolve({ packets: 0, bytes: 0 });
+      this.lastRead = { at: now, value };
+    }
+    const c = await this.lastRead.value;
+    if (c) this.last = c;
+    return this.last;
+  }
+
+  observeCycle(outcome: CycleOutcome): void {
+    const r = outcome.record;
+    this.cycles.inc({ result: r.ok ? 'ok' : 'error' });
+    this.cycleDuration.observe(r.durationMs / 1000);
+    for (const [reason, n] of Object.entries(r.byReason)) this.applied.set({ reason }, n);
+    // A failed pull has no selection: keep the last one's numbers.
+    if (outcome.plan) for (const reason of SKIP_REASONS) this.skipped.set({ reason }, r.skipped[reason] ?? 0);
+    if (r.ok) this.setLastSuccess(r.ts);
+  }
+
+  setLastSuccess(epochSeconds: number | undefined): void {
+    if (epochSeconds !== undefined) this.lastSuccess.set(epochSeconds);
+  }
+
+  /** ApiClient observer: one call per attempt. */
+  readonly observeRequest = (info: RequestInfo): void => {
+    this.apiDuration.observe({ route: info.route, method: info.method }, info.durationMs / 1000);
+    if (info.errorCode) this.apiErrors.inc({ class: info.errorCode });
+  };
+
+  observeApply(seconds: number): void {
+    this.applyDuration.observe(seconds);
+  }
+}

@@ -1,0 +1,51 @@
+import { execa } from 'execa';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startSimulator, type Simulator } from '../../simulator/index.js';
+import { CLI, runCli, writeConfig } from '../../helpers/cli.js';
+
+let sim: Simulator;
+let path: string;
+beforeAll(async () => {
+  // Many small pages, so a full pull lasts long enough (> 300 ms) to draw progress.
+  sim = await startSimulator({ indicators: 40_000, seed: 17 });
+  path = writeConfig({ agid: sim.agid, base_url: sim.url, token: sim.token, page_size: 100 }).path;
+});
+afterAll(async () => {
+  await sim?.close();
+});
+
+/** Run the CLI with stdout and stderr on a pseudo-terminal (util-linux `script`); returns what the terminal got. */
+async function onTty(args: string[]): Promise<{ exitCode: number; output: string }> {
+  const cmd = [process.execPath, CLI, ...args].map((a) => `'${a}'`).join(' ');
+  const r = await execa('script', ['-qefc', cmd, '/dev/null'], { reject: false, env: { WCF_LOG_LEVEL: 'warn' }, timeout: 120_000 });
+  return { exitCode: r.exitCode ?? -1, output: String(r.stdout) };
+}
+
+const hasScript = (await execa('script', ['--version'], { reject: false })).exitCode === 0;
+
+describe('progress line for long pulls', () => {
+  it('is never printed when stderr is not a TTY (systemd, pipes)', async () => {
+    const r = await runCli(['plan', '--limit', '1', '--config', path]);
+    expect(r.exitCode, r.stderr).toBe(0);
+    expect(r.stderr).not.toMatch(/pulling/);
+    expect(r.stderr).not.toContain('\r');
+    const s = await runCli(['sync', '--once', '--dry-run', '--config', path]);
+    expect(s.exitCode, s.stderr).toBe(0);
+    expect(s.stderr).not.toMatch(/pulling/);
+  });
+
+  it.skipIf(!hasScript)('is drawn in place on a TTY and cleared at the end', async () => {
+    const r = await onTty(['plan', '--limit', '1', '--config', path]);
+    expect(r.exitCode, r.output).toBe(0);
+    expect(r.output).toMatch(/\rpulling feed: \d+ pages, [\d,]+ items\x1b\[K\r/);
+    expect(r.output).toContain('\r\x1b[K');
+    // The table itself still follows.
+    expect(r.output).toMatch(/reason\s+ip\s+score now\s+expires in/);
+  });
+
+  it.skipIf(!hasScript)('is never printed with --json, even on a TTY', async () => {
+    const r = await onTty(['plan', '--json', '--config', path]);
+    expect(r.exitCode, r.output).toBe(0);
+    expect(r.output).not.toMatch(/pulling/);
+  });
+});

@@ -1,0 +1,107 @@
+import { chmodSync, mkdirSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { clockCheck } from '../../../src/cli/doctor/api-checks.js';
+import { check, doctorExitCode } from '../../../src/cli/doctor/check.js';
+import { objectsCheck, toolsCheck, type Tool } from '../../../src/cli/doctor/firewall-checks.js';
+import { capabilityCheck, hasNetAdmin, stateDirCheck } from '../../../src/cli/doctor/host-checks.js';
+import type { AgentConfig } from '../../../src/config/load.js';
+import { FirewallError } from '../../../src/errors.js';
+import type { CommandRunner } from '../../../src/firewall/types.js';
+
+const NAMES = { setName: 'wcf-blocklist', chainName: 'WCF-AGENT', tableName: 'wcf_agent' };
+
+function runner(answers: Record<string, string | Error>): CommandRunner & { calls: string[] } {
+  const calls: string[] = [];
+  return {
+    calls,
+    async run(file, args) {
+      const cmd = [file, ...args].join(' ');
+      calls.push(cmd);
+      const a = answers[cmd];
+      if (a === undefined) throw new Error(`unexpected command ${cmd}`);
+      if (a instanceof Error) throw a;
+      return { stdout: a, stderr: '' };
+    },
+  };
+}
+const absent = (stderr: string) => new FirewallError('command failed', { stderr });
+
+describe('doctor checks', () => {
+  it('clock: ok within 30 s, warn above, fail above 300 s', () => {
+    const server = Date.parse('Sun, 01 Nov 2026 10:00:00 GMT');
+    expect(clockCheck('Sun, 01 Nov 2026 10:00:00 GMT', server + 700)).toMatchObject({ status: 'ok', message: expect.stringMatching(/in step/) });
+    expect(clockCheck('Sun, 01 Nov 2026 10:00:00 GMT', server + 45_500)).toMatchObject({ status: 'warn', message: expect.stringMatching(/45 s ahead/) });
+    expect(clockCheck('Sun, 01 Nov 2026 10:00:00 GMT', server - 400_000)).toMatchObject({ status: 'fail', message: expect.stringMatching(/behind/) });
+    expect(clockCheck(undefined, server)).toMatchObject({ status: 'warn' });
+  });
+
+  it('CAP_NET_ADMIN is bit 12 of CapEff', () => {
+    expect(hasNetAdmin('Name:\tx\nCapEff:\t000001ffffffffff\n')).toBe(true);
+    expect(hasNetAdmin('CapEff:\t0000000000001000\n')).toBe(true);
+    expect(hasNetAdmin('CapEff:\t0000000000000fff\n')).toBe(false);
+    expect(hasNetAdmin('nothing')).toBeUndefined();
+    expect(capabilityCheck('auto', 'CapEff:\t0000000000000000\n')).toMatchObject({ status: 'fail', kind: 'firewall' });
+    expect(capabilityCheck('dry-run', 'CapEff:\t0000000000000000\n')).toMatchObject({ status: 'ok' });
+  });
+
+  it('exit code: the most basic failure wins; warnings alone are 0', () => {
+    const ok = check('api', 'a', 'ok', '');
+    expect(doctorExitCode([ok, check('firewall', 'b', 'warn', '')])).toBe(0);
+    expect(doctorExitCode([ok, check('other', 'clock', 'fail', '')])).toBe(1);
+    expect(doctorExitCode([check('firewall', 'f', 'fail', ''), check('api', 't', 'fail', '')])).toBe(3);
+    expect(doctorExitCode([check('state', 's', 'fail', ''), check('config', 'c', 'fail', '')])).toBe(2);
+    expect(doctorExitCode([check('state', 's', 'fail', '')])).toBe(4);
+  });
+
+  it('firewall tools: what the configured plugin needs', () => {
+    const tools = (present: Tool[]) => new Map<Tool, string | null>((['nft', 'ipset', 'iptables', 'iptables-restore'] as Tool[]).map((t) => [t, present.includes(t) ? `${t} v1` : null]));
+    expect(toolsCheck('auto', tools(['nft']))).toMatchObject({ status: 'ok' });
+    expect(toolsCheck('auto', tools([]))).toMatchObject({ status: 'fail', kind: 'firewall' });
+    expect(toolsCheck('ipset', tools(['ipset', 'iptables']))).toMatchObject({ status: 'fail', message: expect.stringMatching(/needs iptables-restore/) });
+    expect(toolsCheck('iptables', tools(['iptables', 'iptables-restore']))).toMatchObject({ status: 'ok' });
+    expect(toolsCheck('dry-run', tools([]))).toMatchObject({ status: 'ok' });
+  });
+
+  it('firewall objects: present ok, absent warn, unreadable warn; read-only commands', async () => {
+    const cfg = {} as AgentConfig;
+    const nftList = 'nft -t list table inet wcf_agent';
+    expect(await objectsCheck('nftables', NAMES, runner({ [nftList]: 'table inet wcf_agent {}' }), cfg)).toMatchObject({ status: 'ok' });
+    expect(await objectsCheck('nftables', NAMES, runner({ [nftList]: absent('Error: No such file or directory') }), cfg)).toMatchObject({
+      status: 'warn',
+      message: expect.stringMatching(/not created yet \(the first sync creates it\)/),
+    });
+    const ipsetN = 'ipset list -n';
+    const iptS = 'iptables -w 5 -t filter -S';
+    const filter = '-P INPUT ACCEPT\n-N WCF-AGENT\n-A INPUT -j WCF-AGENT\n';
+    expect(await objectsCheck('ipset', NAMES, runner({ [ipsetN]: 'other\nwcf-blocklist\n', [iptS]: filter }), cfg)).toMatchObject({ status: 'ok' });
+    expect(await objectsCheck('ipset', NAMES, runner({ [ipsetN]: 'other\n', [iptS]: '-P INPUT ACCEPT\n-N WCF-AGENT-OTHER\n' }), cfg)).toMatchObject({
+      status: 'warn',
+      message: expect.stringMatching(/absent/),
+    });
+    expect(await objectsCheck('ipset', NAMES, runner({ [ipsetN]: 'wcf-blocklist\n', [iptS]: '-P INPUT ACCEPT\n' }), cfg)).toMatchObject({
+      status: 'warn',
+      message: expect.stringMatching(/incomplete/),
+    });
+    expect(await objectsCheck('iptables', NAMES, runner({ [iptS]: absent('Permission denied (you must be root)') }), cfg)).toMatchObject({
+      status: 'warn',
+      message: expect.stringMatching(/cannot read/),
+    });
+  });
+
+  it('state dir: writable ok (temp file removed), missing dir warn, not writable fail', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'wcf-doc-'));
+    expect(stateDirCheck(dir)).toMatchObject({ status: 'ok' });
+    expect(readdirSync(dir)).toEqual([]);
+    expect(stateDirCheck(join(dir, 'not', 'yet'))).toMatchObject({ status: 'warn' });
+    writeFileSync(join(dir, 'file'), '');
+    expect(stateDirCheck(join(dir, 'file'))).toMatchObject({ status: 'fail', kind: 'state' });
+    if (process.getuid?.() !== 0) {
+      const ro = join(dir, 'ro');
+      mkdirSync(ro);
+      chmodSync(ro, 0o500);
+      expect(stateDirCheck(ro)).toMatchObject({ status: 'fail' });
+    }
+  });
+});

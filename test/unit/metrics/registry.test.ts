@@ -1,0 +1,151 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import pino from 'pino';
+import type { CycleOutcome } from '../../../src/agent/cycle.js';
+import type { CycleRecord } from '../../../src/agent/state.js';
+import { AgentMetrics, instrumentPlugin } from '../../../src/metrics/index.js';
+import { parseListen } from '../../../src/metrics/listen.js';
+import { startMetricsServer, type MetricsServer } from '../../../src/metrics/server.js';
+import type { FirewallPlugin } from '../../../src/firewall/types.js';
+
+const silent = pino({ level: 'silent' });
+
+function outcome(over: Partial<CycleRecord> = {}, withPlan = true): CycleOutcome {
+  const record: CycleRecord = {
+    ts: 1_800_000_000,
+    ok: true,
+    code: 0,
+    durationMs: 1500,
+    plugin: 'dry-run',
+    applied: 12,
+    byReason: { manual: 2, score: 10 },
+    skipped: { allowlist: 1, too_wide: 2, whitelist: 3, threshold: 400, cap: 5 },
+    fullPull: true,
+    running: true,
+    ...over,
+  };
+  return { record, reported: true, ...(withPlan ? { plan: {} as CycleOutcome['plan'] } : {}) };
+}
+
+/** `name{labels} value` lines of the exposition text as a map. */
+async function scrape(m: AgentMetrics): Promise<Map<string, number>> {
+  const out = new Map<string, number>();
+  for (const line of (await m.registry.metrics()).split('\n')) {
+    if (!line || line.startsWith('#')) continue;
+    const i = line.lastIndexOf(' ');
+    out.set(line.slice(0, i), Number(line.slice(i + 1)));
+  }
+  return out;
+}
+
+describe('AgentMetrics', () => {
+  it('starts with every series at zero, in its own registry', async () => {
+    const s = await scrape(new AgentMetrics({ defaultMetrics: false }));
+    expect(s.get('wcf_agent_cycles_total{result="ok"}')).toBe(0);
+    expect(s.get('wcf_agent_cycles_total{result="error"}')).toBe(0);
+    expect(s.get('wcf_agent_entries_skipped{reason="too_wide"}')).toBe(0);
+    expect(s.get('wcf_agent_api_errors_total{class="WCF_ERR_API_AUTH"}')).toBe(0);
+    expect(s.get('wcf_agent_dropped_packets_total')).toBe(0);
+    expect(s.get('wcf_agent_last_success_timestamp_seconds')).toBe(0);
+    // Two instances do not collide (no global registry).
+    expect(() => new AgentMetrics({ defaultMetrics: false })).not.toThrow();
+  });
+
+  it('records cycles, selections and the last success', async () => {
+    const m = new AgentMetrics({ defaultMetrics: false });
+    m.observeCycle(outcome());
+    m.observeCycle(outcome({ ok: false, ts: 1_800_000_100, code: 20, byReason: { manual: 2, score: 10 } }, false));
+    const s = await scrape(m);
+    expect(s.get('wcf_agent_cycles_total{result="ok"}')).toBe(1);
+    expect(s.get('wcf_agent_cycles_total{result="error"}')).toBe(1);
+    expect(s.get('wcf_agent_cycle_duration_seconds_count')).toBe(2);
+    expect(s.get('wcf_agent_cycle_duration_seconds_sum')).toBe(3);
+    expect(s.get('wcf_agent_entries_applied{reason="score"}')).toBe(10);
+    expect(s.get('wcf_agent_entries_applied{reason="manual"}')).toBe(2);
+    // The failed cycle had no selection: the skipped numbers of the last one stay.
+    expect(s.get('wcf_agent_entries_skipped{reason="threshold"}')).toBe(400);
+    expect(s.get('wcf_agent_entries_skipped{reason="cap"}')).toBe(5);
+    expect(s.get('wcf_agent_last_success_timestamp_seconds')).toBe(1_800_000_000);
+  });
+
+  it('records API attempts by route and method, errors by class', async () => {
+    const m = new AgentMetrics({ defaultMetrics: false });
+    m.observeRequest({ route: '/ips', method: 'GET', status: 200, durationMs: 20 });
+    m.observeRequest({ route: '/ips', method: 'GET', errorCode: 'WCF_ERR_API_UNREACHABLE', durationMs: 5 });
+    m.observeRequest({ route: '/feedback', method: 'POST', status: 403, errorCode: 'WCF_ERR_API_AUTH', durationMs: 3 });
+    const s = await scrape(m);
+    expect(s.get('wcf_agent_api_request_duration_seconds_count{route="/ips",method="GET"}')).toBe(2);
+    expect(s.get('wcf_agent_api_request_duration_seconds_count{route="/feedback",method="POST"}')).toBe(1);
+    expect(s.get('wcf_agent_api_errors_total{class="WCF_ERR_API_UNREACHABLE"}')).toBe(1);
+    expect(s.get('wcf_agent_api_errors_total{class="WCF_ERR_API_AUTH"}')).toBe(1);
+  });
+
+  it('times applies through the instrumented plugin, failures included', async () => {
+    const m = new AgentMetrics({ defaultMetrics: false });
+    let fail = false;
+    const inner: FirewallPlugin = {
+      name: 'dry-run',
+      apply: async () => {
+        if (fail) throw new Error('boom');
+        return { added: 1, removed: 0, updated: 0, mode: 'full', repaired: [] };
+      },
+      list: async () => ['192.0.2.1'],
+      flush: async () => undefined,
+    };
+    const p = instrumentPlugin(inner, m);
+    expect(p.name).toBe('dry-run');
+    await p.apply([{ cidr: '192.0.2.1' }]);
+    fail = true;
+    await expect(p.apply([])).rejects.toThrow('boom');
+    expect(await p.list()).toEqual(['192.0.2.1']);
+    expect((await scrape(m)).get('wcf_agent_firewall_apply_duration_seconds_count')).toBe(2);
+  });
+
+  it('reads the drop counters at scrape time; a failing read keeps the last values and never breaks the scrape', async () => {
+    const m = new AgentMetrics({ defaultMetrics: false });
+    let next: { packets: number; bytes: number } | Error = { packets: 5, bytes: 300 };
+    const errors: unknown[] = [];
+    m.setCounterReader(async () => {
+      if (next instanceof Error) throw next;
+      return next;
+    }, (e) => errors.push(e));
+    let s = await scrape(m);
+    expect(s.get('wcf_agent_dropped_packets_total')).toBe(5);
+    expect(s.get('wcf_agent_dropped_bytes_total')).toBe(300);
+    expect(s.get('wcf_agent_firewall_counters_read_ok')).toBe(1);
+    next = new Error('nft: Operation not permitted');
+    await new Promise((r) => setTimeout(r, 1100)); // past the per-scrape read cache
+    s = await scrape(m);
+    expect(s.get('wcf_agent_dropped_packets_total')).toBe(5);
+    expect(s.get('wcf_agent_firewall_counters_read_ok')).toBe(0);
+    expect(errors).toHaveLength(1);
+  });
+});
+
+describe('metrics HTTP server', () => {
+  let server: MetricsServer | undefined;
+  afterEach(async () => {
+    await server?.close();
+    server = undefined;
+  });
+
+  it('serves GET /metrics on the bound port, 404 elsewhere, 405 for other methods', async () => {
+    const m = new AgentMetrics();
+    server = await startMetricsServer(parseListen('127.0.0.1:0'), m.registry, silent);
+    expect(server.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/metrics$/);
+    const r = await fetch(server.url);
+    expect(r.status).toBe(200);
+    expect(r.headers.get('content-type')).toMatch(/^text\/plain/);
+    const text = await r.text();
+    expect(text).toMatch(/^wcf_agent_cycles_total\{result="ok"\} 0$/m);
+    expect(text).toMatch(/^wcf_agent_process_resident_memory_bytes \d+/m);
+    expect((await fetch(server.url.replace('/metrics', '/'))).status).toBe(404);
+    expect((await fetch(server.url, { method: 'POST' })).status).toBe(405);
+  });
+
+  it('fails to start on a port in use (the caller logs and carries on)', async () => {
+    const m = new AgentMetrics({ defaultMetrics: false });
+    server = await startMetricsServer(parseListen('127.0.0.1:0'), m.registry, silent);
+    const port = Number(new URL(server.url).port);
+    await expect(startMetricsServer(parseListen(`127.0.0.1:${port}`), m.registry, silent)).rejects.toThrow(/EADDRINUSE/);
+  });
+});
