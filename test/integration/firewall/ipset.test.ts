@@ -170,6 +170,7 @@ describe.skipIf(!isRoot)('ipset plugin on real netfilter', () => {
     expect(err).toBeInstanceOf(FirewallError);
     expect((err as FirewallError).message).toMatch(/ipset restore/);
     expect((err as FirewallError).message).toMatch(/CIDR/);
+    expect((err as FirewallError).message).toContain(`(input line 2002: "add ${tempSetName(NAMES.setName)} 0.0.0.0/0")`);
     expect((err as FirewallError).stderr).toMatch(/Error in line/);
     expect(await plugin.list()).toEqual(before);
     expect(await setNames(lab.host)).toEqual([NAMES.setName]);
@@ -253,6 +254,34 @@ describe.skipIf(!isRoot)('ipset plugin: ownership', () => {
     expect(await snapshot(ns)).toEqual(before);
     await p.flush();
     expect(await snapshot(ns)).toEqual(before);
+  });
+
+  it('flush also removes the empty iptables-nft base chains its hooks brought into being', async () => {
+    // Only an INPUT rule before: hooking FORWARD makes iptables-nft create its FORWARD base chain.
+    const ns = await Netns.create();
+    await ns.exec('iptables', ['-A', 'INPUT', '-s', '203.0.113.9', '-j', 'ACCEPT']);
+    const before = await snapshot(ns);
+    const p = new IpsetPlugin(options(ns.runner()));
+    await p.apply(fillers(3));
+    expect(await ns.exec('nft', ['list', 'chain', 'ip', 'filter', 'FORWARD'])).toContain('jump WCF-AGENT');
+    await p.flush();
+    expect(await snapshot(ns)).toEqual(before);
+
+    // Nothing at all before: nothing at all after.
+    const empty = await Netns.create();
+    const q = new IpsetPlugin(options(empty.runner()));
+    await q.apply(fillers(3));
+    await q.flush();
+    expect(await snapshot(empty)).toEqual({ iptables: expect.any(String), ipset: '', nft: '' });
+
+    // A drop policy someone set is theirs: the chain stays.
+    const policy = await Netns.create();
+    const r = new IpsetPlugin(options(policy.runner()));
+    await r.apply(fillers(3));
+    await policy.exec('iptables', ['-P', 'FORWARD', 'DROP']);
+    await r.flush();
+    expect(await policy.exec('iptables', ['-S'])).toContain('-P FORWARD DROP');
+    expect(await policy.exec('nft', ['list', 'chain', 'ip', 'filter', 'FORWARD'])).toContain('policy drop');
   });
 
   it('hooks DOCKER-USER when that chain exists', async () => {

@@ -138,6 +138,16 @@ describe.skipIf(!isRoot)('iptables plugin: ownership', () => {
     expect(await snapshot(ns)).toEqual(before);
   });
 
+  it('flush restores the original ruleset when only INPUT had rules (iptables-nft base chains)', async () => {
+    const ns = await Netns.create();
+    await ns.exec('iptables', ['-A', 'INPUT', '-s', '203.0.113.9', '-j', 'ACCEPT']);
+    const before = await snapshot(ns);
+    const p = new IptablesPlugin(options(ns.runner()));
+    await p.apply(fillers(3));
+    await p.flush();
+    expect(await snapshot(ns)).toEqual(before);
+  });
+
   it('flush leaves rules it did not create, and says why the chain stays', async () => {
     const ns = await Netns.create();
     const p = new IptablesPlugin(options(ns.runner()));

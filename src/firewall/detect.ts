@@ -1,0 +1,32 @@
+import { FirewallError, errorMessage } from '../errors.js';
+import type { CommandRunner } from './types.js';
+
+export type DetectedPlugin = 'nftables' | 'ipset' | 'iptables';
+
+/** Each backend and the read-only commands that prove its tools exist AND work here (module loaded, permission). */
+const PROBES: ReadonlyArray<{ plugin: DetectedPlugin; commands: ReadonlyArray<readonly [string, readonly string[]]> }> = [
+  { plugin: 'nftables', commands: [['nft', ['list', 'tables']]] },
+  // The ipset backend hooks its set in with iptables: both must work.
+  { plugin: 'ipset', commands: [['ipset', ['list', '-n']], ['iptables', ['-w', '10', '-t', 'filter', '-S']]] },
+  { plugin: 'iptables', commands: [['iptables', ['-w', '10', '-t', 'filter', '-S']]] },
+];
+
+/**
+ * `plugin: auto`: the first backend whose probes all succeed, in the order
+ * nftables, ipset, iptables. Probes only read. Throws FirewallError with every
+ * probe's failure when none works.
+ */
+export async function detectPlugin(runner: CommandRunner): Promise<DetectedPlugin> {
+  const failures: string[] = [];
+  for (const probe of PROBES) {
+    try {
+      for (const [file, args] of probe.commands) await runner.run(file, args);
+      return probe.plugin;
+    } catch (err) {
+      failures.push(`${probe.plugin}: ${errorMessage(err)}`);
+    }
+  }
+  throw new FirewallError(`no usable firewall backend found (tried nftables, ipset, iptables):\n  ${failures.join('\n  ')}`, {
+    stderr: failures.join('\n'),
+  });
+}

@@ -1,0 +1,86 @@
+import { CidrIndex, toCidr, type KernelEntry } from './render.js';
+
+/**
+ * A kernel timeout is "the same" as the wanted one within this many seconds.
+ * The wanted timeout is computed by the caller a moment before the kernel's
+ * remaining time is read, so the two differ by that moment plus rounding.
+ * Clamped timeouts (MAX_KERNEL_TIMEOUT_S) drift further than this between
+ * cycles and are therefore refreshed every cycle, which is what keeps a long
+ * block alive past the clamp.
+ */
+export const TIMEOUT_TOLERANCE_S = 5;
+
+/**
+ * Above either threshold a change is applied as a full rebuild (ipset: build a
+ * temp set, swap; nft: refill in one transaction) instead of a delta. A full
+ * rebuild is atomic; an ipset delta is line by line (a failure midway is
+ * rolled back by the plugin, but the set is briefly in between), so large
+ * changes take the atomic path. Small changes take the delta: its cost is
+ * proportional to the change, not to the set.
+ */
+export const DELTA_MAX_CHANGES = 1000;
+export const DELTA_MAX_RATIO = 0.1;
+
+export interface EntryDiff {
+  /** New entries and entries whose timeout changes (to be (re-)added with the wanted timeout). */
+  readonly add: KernelEntry[];
+  /** CIDRs present now and not wanted. */
+  readonly del: string[];
+  readonly added: number;
+  readonly updated: number;
+  readonly removed: number;
+}
+
+export function timeoutsDiffer(current: number | undefined, wanted: number | undefined): boolean {
+  if (current === undefined || wanted === undefined) return current !== wanted;
+  return Math.abs(current - wanted) > TIMEOUT_TOLERANCE_S;
+}
+
+/** Compare the kernel's entries (CIDR -> remaining seconds) with the wanted ones (distinct CIDRs). */
+export function diffEntries(current: ReadonlyMap<string, number | undefined>, wanted: readonly KernelEntry[]): EntryDiff {
+  if (current.size === 0) {
+    // First fill: everything is new (no bookkeeping needed for a million entries).
+    return { add: [...wanted], del: [], added: wanted.length, updated: 0, removed: 0 };
+  }
+  const add: KernelEntry[] = [];
+  const del: string[] = [];
+  let added = 0;
+  let updated = 0;
+  let matched = 0;
+  for (const e of wanted) {
+    const key = e.cidr.text;
+    const remaining = current.get(key);
+    if (remaining === undefined && !current.has(key)) {
+      add.push(e);
+      added++;
+      continue;
+    }
+    matched++;
+    if (timeoutsDiffer(remaining, e.timeout)) {
+      add.push(e);
+      updated++;
+    }
+  }
+  if (matched < current.size) {
+    const index = new CidrIndex(wanted.length);
+    for (let i = 0; i < wanted.length; i++) index.add(wanted[i]!.cidr.start, wanted[i]!.cidr.prefix, i);
+    for (const key of current.keys()) {
+      const c = toCidr(key);
+      if (!c || index.get(c.start, c.prefix) === -1) del.push(key);
+    }
+  }
+  return { add, del, added, updated, removed: del.length };
+}
+
+export function changeCount(d: EntryDiff): number {
+  return d.added + d.updated + d.removed;
+}
+
+/** `none` when nothing changes, `full` for first fills, forced rebuilds and large changes, else `delta`. */
+export function chooseMode(d: EntryDiff, currentSize: number, wantedSize: number, forceFull: boolean): 'full' | 'delta' | 'none' {
+  const changes = changeCount(d);
+  if (forceFull) return 'full';
+  if (changes === 0) return 'none';
+  if (changes > DELTA_MAX_CHANGES || changes > DELTA_MAX_RATIO * Math.max(currentSize, wantedSize)) return 'full';
+  return 'delta';
+}

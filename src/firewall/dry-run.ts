@@ -1,0 +1,146 @@
+import { mkdir, readFile, rename, unlink, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import type { Logger } from 'pino';
+import { FirewallError, errorMessage } from '../errors.js';
+import { diffEntries } from './diff.js';
+import {
+  iptablesSetRules,
+  ipsetSizing,
+  nftHooks,
+  normalizeEntries,
+  parseIpsetSave,
+  parseNftScriptElements,
+  pushIpsetAdds,
+  pushNftTable,
+  renderIpsetCreate,
+  resolveOverlaps,
+  sortCidrTexts,
+  type KernelEntry,
+} from './render.js';
+import type { ApplyResult, FirewallEntry, FirewallPlugin, PluginOptions } from './types.js';
+
+/** Where dry-run writes when the options name no file. */
+export function defaultDryRunOutput(format: 'ipset' | 'nft'): string {
+  return join(tmpdir(), `wcf-agent-dry-run.${format}`);
+}
+
+const HEADER_RE = /^# wcf-agent dry-run .*\(epoch (\d+)\)/m;
+
+/**
+ * Dry-run backend: renders what the ipset or nftables backend would load
+ * (same rendering code) into a file, or to stdout for `-`. Runs no command and
+ * touches no kernel state; the file is the only record of what it "applied"
+ * (`list()` parses it back). Files are written atomically (temp file in the
+ * same directory + rename), so a reader never sees half a ruleset.
+ */
+export class DryRunPlugin implements FirewallPlugin {
+  readonly name = 'dry-run' as const;
+  private readonly output: string;
+  private readonly format: 'ipset' | 'nft';
+  private readonly log: Logger;
+  /** What was last written to stdout (`-`), which cannot be read back. */
+  private memory: { text: string; at: number } | undefined;
+
+  constructor(private readonly options: PluginOptions) {
+    this.format = options.dryRunFormat ?? 'ipset';
+    this.output = options.dryRunOutput ?? defaultDryRunOutput(this.format);
+    this.log = options.logger;
+  }
+
+  private render(entries: readonly KernelEntry[], now: number): string {
+    const { names } = this.options;
+    const out: string[] = [
+      `# wcf-agent dry-run ${new Date(now * 1000).toISOString()} (epoch ${now}): ${entries.length} entries, nothing applied to the kernel`,
+    ];
+    if (this.format === 'nft') {
+      out.push(`add table inet ${names.tableName}`, `delete table inet ${names.tableName}`);
+      pushNftTable(
+        out,
+        { table: names.tableName, set: names.setName, hooks: nftHooks(this.options.hookChains), action: this.options.action, logBlocked: this.options.logBlocked },
+        entries,
+      );
+    } else {
+      out.push('# iptables rules that would use the set (iptables-restore --noflush, table filter):');
+      out.push(`#   :${names.chainName} - [0:0]`);
+      for (const r of iptablesSetRules(names.chainName, names.setName, this.options.action, this.options.logBlocked)) out.push(`#   ${r}`);
+      for (const h of this.options.hookChains) out.push(`#   -I ${h} 1 -j ${names.chainName}`);
+      out.push(`${renderIpsetCreate(names.setName, ipsetSizing(this.options.capacity, entries.length))} -exist`, `flush ${names.setName}`);
+      pushIpsetAdds(out, names.setName, entries);
+    }
+    out.push('');
+    return out.join('\n');
+  }
+
+  /** What the last write held: CIDR -> seconds left now (undefined = permanent). */
+  private async readBack(): Promise<Map<string, number | undefined>> {
+    let text: string;
+    if (this.output === '-') {
+      if (!this.memory) return new Map();
+      text = this.memory.text;
+    } else {
+      try {
+        text = await readFile(this.output, 'utf8');
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code === 'ENOENT') return new Map();
+        throw new FirewallError(`cannot read dry-run output ${this.output}: ${errorMessage(err)}`, { cause: err });
+      }
+    }
+    const entries = this.format === 'nft' ? parseNftScriptElements(text) : parseIpsetSave(text, this.options.names.setName).entries;
+    // Timeouts in the file count from when it was written.
+    const written = Number(HEADER_RE.exec(text)?.[1] ?? NaN);
+    const elapsed = Number.isFinite(written) ? Math.max(0, Math.floor(Date.now() / 1000) - written) : 0;
+    const out = new Map<string, number | undefined>();
+    for (const [cidr, t] of entries) {
+      if (t === undefined) out.set(cidr, undefined);
+      else if (t > elapsed) out.set(cidr, t - elapsed); // expired entries are gone, as in the kernel
+    }
+    return out;
+  }
+
+  private async write(text: string): Promise<void> {
+    if (this.output === '-') {
+      await new Promise<void>((resolve, reject) => process.stdout.write(text, (err) => (err ? reject(err) : resolve())));
+      return;
+    }
+    const tmp = `${this.output}.tmp-${process.pid}-${Date.now()}`;
+    try {
+      await mkdir(dirname(this.output), { recursive: true });
+      await writeFile(tmp, text, { mode: 0o644 });
+      await rename(tmp, this.output);
+    } catch (err) {
+      await unlink(tmp).catch(() => undefined);
+      throw new FirewallError(`cannot write dry-run output ${this.output}: ${errorMessage(err)}`, { cause: err });
+    }
+  }
+
+  async apply(entries: readonly FirewallEntry[]): Promise<ApplyResult> {
+    const normalized = normalizeEntries(entries);
+    const wanted = this.format === 'nft' ? resolveOverlaps(normalized) : normalized;
+    const previous = await this.readBack();
+    const diff = diffEntries(previous, wanted);
+    const now = Math.floor(Date.now() / 1000);
+    const text = this.render(wanted, now);
+    await this.write(text);
+    if (this.output === '-') this.memory = { text, at: now };
+    const changed = diff.added + diff.removed + diff.updated > 0;
+    this.log.info({ output: this.output, format: this.format, entries: wanted.length, added: diff.added, removed: diff.removed }, 'dry-run: ruleset rendered, nothing applied');
+    return { added: diff.added, removed: diff.removed, updated: diff.updated, mode: changed ? 'full' : 'none', repaired: [] };
+  }
+
+  async list(): Promise<string[]> {
+    return sortCidrTexts((await this.readBack()).keys());
+  }
+
+  async flush(): Promise<void> {
+    this.memory = undefined;
+    if (this.output === '-') return;
+    try {
+      await unlink(this.output);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') {
+        throw new FirewallError(`cannot remove dry-run output ${this.output}: ${errorMessage(err)}`, { cause: err });
+      }
+    }
+  }
+}

@@ -1,0 +1,116 @@
+import { execa, ExecaError } from 'execa';
+import { FirewallError } from '../errors.js';
+import type { CommandRunner } from './types.js';
+
+/** Default per-command limit. A 1,000,000-entry `nft -f` takes tens of seconds; nothing legitimate takes minutes. */
+export const DEFAULT_COMMAND_TIMEOUT_MS = 180_000;
+/** `ipset save` / `nft -j list set` of a million entries is ~100 MB of text. */
+const MAX_BUFFER = 1024 * 1024 * 1024;
+/** How much of a failing command's stderr goes into the error message (the full text stays in `.stderr`). */
+const STDERR_IN_MESSAGE = 2000;
+const STDERR_KEPT = 64 * 1024;
+
+export interface RunnerOptions {
+  /** Kill a command that runs longer than this (SIGTERM, then SIGKILL 2 s later). */
+  timeoutMs?: number;
+}
+
+/** Shell-like rendering of an argument array, for messages only (never executed). */
+export function formatCommand(file: string, args: readonly string[]): string {
+  return [file, ...args].map((a) => (/^[A-Za-z0-9_@%+=:,./-]+$/.test(a) ? a : `'${a.replace(/'/g, `'\\''`)}'`)).join(' ');
+}
+
+function countLines(text: string): number {
+  let n = 0;
+  let i = -1;
+  while ((i = text.indexOf('\n', i + 1)) !== -1) n++;
+  return text.length > 0 && !text.endsWith('\n') ? n + 1 : n;
+}
+
+/**
+ * Runs firewall tools with execa: argument arrays and stdin only, never a
+ * shell. `prefix` is prepended to every command (tests pass
+ * `['ip', 'netns', 'exec', NS]`). Every failure (non-zero exit, missing
+ * binary, timeout) becomes a FirewallError naming the command and carrying its
+ * stderr.
+ */
+export function createRunner(prefix: readonly string[] = [], options: RunnerOptions = {}): CommandRunner {
+  const timeout = options.timeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS;
+  return {
+    async run(file, args, runOptions) {
+      const argv = [...prefix, file, ...args];
+      const command = formatCommand(argv[0]!, argv.slice(1));
+      try {
+        const result = await execa(argv[0]!, argv.slice(1), {
+          input: runOptions?.input ?? '',
+          timeout,
+          forceKillAfterDelay: 2000,
+          maxBuffer: MAX_BUFFER,
+          // Tools' messages in English, so they are greppable and stable.
+          env: { LC_ALL: 'C' },
+          stripFinalNewline: false,
+        });
+        return { stdout: result.stdout, stderr: result.stderr };
+      } catch (err) {
+        const stdinNote = runOptions?.input ? ` (stdin: ${countLines(runOptions.input)} lines)` : '';
+        if (err instanceof ExecaError) {
+          const rawStderr: unknown = err.stderr;
+          const stderr = typeof rawStderr === 'string' ? rawStderr.trim().slice(0, STDERR_KEPT) : '';
+          let reason: string;
+          if (err.timedOut) reason = `timed out after ${timeout} ms`;
+          else if (err.code === 'ENOENT') reason = `${argv[0]} not found (is it installed and in PATH?)`;
+          else if (err.exitCode !== undefined) reason = `exit code ${err.exitCode}`;
+          else if (err.signal) reason = `killed by ${err.signal}`;
+          else reason = err.shortMessage;
+          const shown = stderr.length > STDERR_IN_MESSAGE ? `${stderr.slice(0, STDERR_IN_MESSAGE)}…` : stderr;
+          throw new FirewallError(`command failed: ${command}${stdinNote}: ${reason}${shown ? `: ${shown}` : ''}`, {
+            command,
+            stderr,
+            cause: err,
+          });
+        }
+        throw new FirewallError(`command failed: ${command}${stdinNote}: ${String(err)}`, { command, cause: err });
+      }
+    },
+  };
+}
+
+/** True when a FirewallError's stderr matches (for "does not exist" style tolerances). */
+export function stderrMatches(err: unknown, pattern: RegExp): boolean {
+  return err instanceof FirewallError && pattern.test(err.stderr ?? '');
+}
+
+/**
+ * Add the input line a restore tool complained about ("Error in line 3",
+ * "Error occurred at line: 3") to a FirewallError, so the message names the
+ * entry, not just a line number in a million-line script.
+ */
+export function withFailingLine(err: unknown, input: string, pattern: RegExp): unknown {
+  if (!(err instanceof FirewallError)) return err;
+  const m = pattern.exec(err.stderr ?? '');
+  const n = m ? Number(m[1]) : NaN;
+  if (!Number.isInteger(n) || n < 1) return err;
+  let start = 0;
+  for (let i = 1; i < n && start !== -1; i++) {
+    const nl = input.indexOf('\n', start);
+    start = nl === -1 ? -1 : nl + 1;
+  }
+  if (start === -1) return err;
+  const end = input.indexOf('\n', start);
+  const line = input.slice(start, end === -1 ? undefined : end).slice(0, 200);
+  return new FirewallError(`${err.message} (input line ${n}: ${JSON.stringify(line)})`, {
+    command: err.command,
+    stderr: err.stderr,
+    cause: err.cause ?? err,
+  });
+}
+
+/** Runs async operations one at a time (apply and flush of one plugin must not interleave). */
+export class Serial {
+  private tail: Promise<unknown> = Promise.resolve();
+  run<T>(fn: () => Promise<T>): Promise<T> {
+    const next = this.tail.then(fn, fn);
+    this.tail = next.catch(() => undefined);
+    return next;
+  }
+}

@@ -1,0 +1,120 @@
+import type { OwnedNames } from './types.js';
+
+/**
+ * Limits of the names the agent gives its firewall objects. The names come from
+ * config (set_name, chain_name, table_name, hook_chains) and end up in command
+ * lines and in ipset/iptables-restore/nft scripts, so they are held to a strict
+ * character set: no whitespace, quotes, braces or leading dashes can reach a
+ * script.
+ */
+
+/** IPSET_MAXNAMELEN is 32 including the terminating NUL. */
+export const IPSET_NAME_MAX = 31;
+/** Suffix of the temporary set built for an atomic swap. */
+export const TEMP_SET_SUFFIX = '-tmp';
+/** The set name must leave room for the temp suffix. */
+export const SET_NAME_MAX = IPSET_NAME_MAX - TEMP_SET_SUFFIX.length;
+/** XT_EXTENSION_MAXNAMELEN is 29 including NUL: iptables refuses longer chain names. */
+export const CHAIN_NAME_MAX = 28;
+/** nft allows 255; anything longer than this is a typo, not a name. */
+export const NFT_NAME_MAX = 64;
+
+/** Chains the agent may hook into. DOCKER-USER is Docker's documented place for user rules. */
+export const HOOKABLE_CHAINS: readonly string[] = ['INPUT', 'FORWARD', 'OUTPUT', 'DOCKER-USER'];
+
+/** ipset and nft both accept this; `-` is allowed because the default is `wcf-blocklist`. */
+const SET_NAME_RE = /^[A-Za-z][A-Za-z0-9_-]*$/;
+const CHAIN_NAME_RE = /^[A-Za-z][A-Za-z0-9_-]*$/;
+const TABLE_NAME_RE = /^[A-Za-z][A-Za-z0-9_]*$/;
+
+/** Built-in chains and standard targets: iptables refuses (or misreads) user chains with these names. */
+const IPTABLES_RESERVED = new Set([
+  'INPUT', 'OUTPUT', 'FORWARD', 'PREROUTING', 'POSTROUTING',
+  'ACCEPT', 'DROP', 'REJECT', 'RETURN', 'QUEUE', 'NFQUEUE', 'LOG', 'NFLOG', 'MARK', 'CONNMARK',
+  'MASQUERADE', 'SNAT', 'DNAT', 'REDIRECT', 'TRACE', 'CT', 'NOTRACK', 'AUDIT', 'TCPMSS', 'TEE',
+  'DOCKER', 'DOCKER-USER', 'DOCKER-ISOLATION-STAGE-1', 'DOCKER-ISOLATION-STAGE-2', 'DOCKER-FORWARD',
+]);
+
+/**
+ * nft keywords a bare identifier must not be (the scanner would read them as
+ * keywords and the script would not parse). Not the full grammar: the words a
+ * human might plausibly pick for a table or set.
+ */
+const NFT_KEYWORDS = new Set([
+  'table', 'chain', 'set', 'map', 'element', 'elements', 'rule', 'flush', 'add', 'delete', 'create', 'insert',
+  'replace', 'list', 'reset', 'ip', 'ip6', 'inet', 'arp', 'bridge', 'netdev', 'filter', 'nat', 'route', 'type',
+  'hook', 'priority', 'policy', 'accept', 'drop', 'reject', 'counter', 'log', 'limit', 'timeout', 'flags',
+  'interval', 'constant', 'dynamic', 'size', 'prefix', 'saddr', 'daddr', 'jump', 'goto', 'return', 'continue',
+  'queue', 'meta', 'ct', 'input', 'output', 'forward', 'prerouting', 'postrouting', 'ingress', 'egress', 'with',
+  'define', 'include', 'describe', 'monitor', 'export', 'import', 'tcp', 'udp', 'icmp', 'ether', 'vlan',
+]);
+
+/** Name of the temporary set built and swapped in for full replacements (ipset). */
+export function tempSetName(setName: string): string {
+  return `${setName}${TEMP_SET_SUFFIX}`;
+}
+
+/**
+ * Check the names the agent will own. Returns `path: message` problems (empty
+ * when fine); paths are the config.json keys. The config loader calls it.
+ */
+export function validateOwnedNames(names: OwnedNames, hookChains: readonly string[]): string[] {
+  const problems: string[] = [];
+
+  const set = names.setName;
+  if (typeof set !== 'string' || set.length === 0) {
+    problems.push('set_name: must not be empty');
+  } else {
+    if (!SET_NAME_RE.test(set)) {
+      problems.push(`set_name: ${JSON.stringify(set)} must start with a letter and contain only letters, digits, '_' and '-'`);
+    }
+    if (set.length > SET_NAME_MAX) {
+      problems.push(
+        `set_name: ${JSON.stringify(set)} is ${set.length} characters; at most ${SET_NAME_MAX} (ipset names are limited to ${IPSET_NAME_MAX}, and the temporary set ${JSON.stringify(tempSetName(set))} used for atomic swaps must fit too)`,
+      );
+    }
+    if (NFT_KEYWORDS.has(set.toLowerCase())) problems.push(`set_name: ${JSON.stringify(set)} is an nft keyword; pick another name`);
+  }
+
+  const chain = names.chainName;
+  if (typeof chain !== 'string' || chain.length === 0) {
+    problems.push('chain_name: must not be empty');
+  } else {
+    if (!CHAIN_NAME_RE.test(chain)) {
+      problems.push(`chain_name: ${JSON.stringify(chain)} must start with a letter and contain only letters, digits, '_' and '-'`);
+    }
+    if (chain.length > CHAIN_NAME_MAX) {
+      problems.push(`chain_name: ${JSON.stringify(chain)} is ${chain.length} characters; iptables allows at most ${CHAIN_NAME_MAX}`);
+    }
+    if (IPTABLES_RESERVED.has(chain.toUpperCase())) {
+      problems.push(`chain_name: ${JSON.stringify(chain)} is a built-in chain, a standard target or a chain another program owns`);
+    }
+  }
+
+  const table = names.tableName;
+  if (typeof table !== 'string' || table.length === 0) {
+    problems.push('table_name: must not be empty');
+  } else {
+    if (!TABLE_NAME_RE.test(table)) {
+      problems.push(`table_name: ${JSON.stringify(table)} must start with a letter and contain only letters, digits and '_'`);
+    }
+    if (table.length > NFT_NAME_MAX) problems.push(`table_name: ${JSON.stringify(table)} is longer than ${NFT_NAME_MAX} characters`);
+    if (NFT_KEYWORDS.has(table.toLowerCase())) problems.push(`table_name: ${JSON.stringify(table)} is an nft keyword; pick another name`);
+  }
+
+  if (!Array.isArray(hookChains) || hookChains.length === 0) {
+    problems.push('hook_chains: give at least one chain (INPUT, FORWARD, OUTPUT, DOCKER-USER)');
+  } else {
+    const seen = new Set<string>();
+    hookChains.forEach((h, i) => {
+      if (!HOOKABLE_CHAINS.includes(h)) {
+        problems.push(`hook_chains.${i}: ${JSON.stringify(h)} is not a chain the agent can hook into; use one of ${HOOKABLE_CHAINS.join(', ')}`);
+      } else if (seen.has(h)) {
+        problems.push(`hook_chains.${i}: ${JSON.stringify(h)} is listed twice`);
+      }
+      seen.add(h);
+      if (typeof chain === 'string' && h === chain) problems.push(`hook_chains.${i}: the agent's own chain cannot hook into itself`);
+    });
+  }
+  return problems;
+}

@@ -1,0 +1,95 @@
+import { describe, expect, it } from 'vitest';
+import { parseEntryChain } from '../../../src/firewall/iptables.js';
+import { checkNftStructure } from '../../../src/firewall/nftables.js';
+import { effectiveHooks, parseIptablesS, planHooks, planRemoval } from '../../../src/firewall/xtables.js';
+
+const S = `-P INPUT ACCEPT
+-P FORWARD ACCEPT
+-P OUTPUT ACCEPT
+-N DOCKER-USER
+-N WCF-AGENT
+-N USER
+-A INPUT -p tcp -m tcp --dport 22 -j ACCEPT
+-A INPUT -j WCF-AGENT
+-A FORWARD -j WCF-AGENT
+-A FORWARD -j WCF-AGENT
+-A OUTPUT -j WCF-AGENT
+-A USER -s 203.0.113.9/32 -j WCF-AGENT
+-A DOCKER-USER -j RETURN
+-A WCF-AGENT -m set --match-set wcf-blocklist src -j DROP
+`;
+
+describe('iptables planning', () => {
+  const state = parseIptablesS(S);
+
+  it('parses chains and rules', () => {
+    expect([...state.chains]).toEqual(['INPUT', 'FORWARD', 'OUTPUT', 'DOCKER-USER', 'WCF-AGENT', 'USER']);
+    expect(state.rules.get('FORWARD')).toHaveLength(2);
+  });
+
+  it('hooks DOCKER-USER when it exists and FORWARD is hooked', () => {
+    expect(effectiveHooks(['INPUT', 'FORWARD'], state)).toEqual(['INPUT', 'FORWARD', 'DOCKER-USER']);
+    expect(effectiveHooks(['INPUT'], state)).toEqual(['INPUT']);
+    expect(effectiveHooks(['INPUT', 'FORWARD'], parseIptablesS('-P INPUT ACCEPT\n-P FORWARD ACCEPT\n'))).toEqual(['INPUT', 'FORWARD']);
+  });
+
+  it('adds missing hooks at position 1, removes duplicates and stale hooks, leaves existing ones where they are', () => {
+    const plan = planHooks(state, 'WCF-AGENT', ['INPUT', 'FORWARD', 'DOCKER-USER']);
+    expect(plan.lines).toEqual(['-D FORWARD -j WCF-AGENT', '-D OUTPUT -j WCF-AGENT', '-I DOCKER-USER 1 -j WCF-AGENT']);
+    expect(plan.fixes).toEqual(['duplicate hook FORWARD -> WCF-AGENT removed', 'stale hook OUTPUT -> WCF-AGENT removed', 'hook DOCKER-USER -> WCF-AGENT']);
+  });
+
+  it('removal deletes exactly the hooks and the chain, never foreign rules', () => {
+    const plan = planRemoval(state, 'WCF-AGENT');
+    expect(plan.lines).toEqual(['-D INPUT -j WCF-AGENT', '-D FORWARD -j WCF-AGENT', '-D FORWARD -j WCF-AGENT', '-D OUTPUT -j WCF-AGENT', '-F WCF-AGENT']);
+    expect(plan.foreign).toEqual(['-A USER -s 203.0.113.9/32 -j WCF-AGENT']);
+    expect(plan.unhooked).toEqual(['INPUT', 'FORWARD', 'FORWARD', 'OUTPUT']);
+    const clean = planRemoval(parseIptablesS(S.replace('-A USER -s 203.0.113.9/32 -j WCF-AGENT\n', '')), 'WCF-AGENT');
+    expect(clean.lines.slice(-2)).toEqual(['-F WCF-AGENT', '-X WCF-AGENT']);
+    expect(planRemoval(parseIptablesS('-P INPUT ACCEPT\n'), 'WCF-AGENT').lines).toEqual([]);
+  });
+
+  it('does not mistake a chain whose name starts with ours for a reference', () => {
+    const st = parseIptablesS('-P INPUT ACCEPT\n-N WCF-AGENT\n-N WCF-AGENT2\n-A INPUT -j WCF-AGENT2\n');
+    expect(planRemoval(st, 'WCF-AGENT')).toEqual({ lines: ['-F WCF-AGENT', '-X WCF-AGENT'], unhooked: [], foreign: [] });
+  });
+
+  it('reads the fallback chain back', () => {
+    const lines = ['-A C -s 192.0.2.7/32 -j DROP', '-A C -s 192.0.2.0/24 -j DROP'];
+    expect(parseEntryChain(lines, 'C', 'DROP', false)).toEqual({ entries: new Map([['192.0.2.7', undefined], ['192.0.2.0/24', undefined]]), wellFormed: true });
+    expect(parseEntryChain(lines, 'C', 'REJECT', false).wellFormed).toBe(false);
+    expect(parseEntryChain([...lines, '-A C -j ACCEPT'], 'C', 'DROP', false).wellFormed).toBe(false);
+    expect(parseEntryChain(lines, 'C', 'DROP', true).wellFormed).toBe(false);
+    const logged = ['-A C -s 192.0.2.7/32 -m limit --limit 10/min -j LOG --log-prefix "wcf-agent: "', '-A C -s 192.0.2.7/32 -j DROP'];
+    expect(parseEntryChain(logged, 'C', 'DROP', true).wellFormed).toBe(true);
+  });
+});
+
+describe('checkNftStructure', () => {
+  const layout = { table: 't', set: 's', hooks: ['input'] as const, action: 'DROP' as const, logBlocked: false };
+  const doc = (extra: object[] = [], rules?: object[]) =>
+    JSON.stringify({
+      nftables: [
+        { metainfo: {} },
+        { table: { family: 'inet', name: 't' } },
+        { set: { name: 's', type: 'ipv4_addr', flags: ['interval', 'timeout'] } },
+        { chain: { name: 'input', type: 'filter', hook: 'input', prio: -5, policy: 'accept' } },
+        ...(rules ?? [
+          {
+            rule: {
+              chain: 'input',
+              expr: [{ match: { op: '==', left: { payload: { protocol: 'ip', field: 'saddr' } }, right: '@s' } }, { counter: {} }, { drop: null }],
+            },
+          },
+        ]),
+        ...extra,
+      ],
+    });
+  it('accepts the expected table and reports differences', () => {
+    expect(checkNftStructure(doc(), layout)).toEqual([]);
+    expect(checkNftStructure(doc(), { ...layout, action: 'REJECT' })).toEqual(['rules of nft chain input (differed from expected)']);
+    expect(checkNftStructure(doc(), { ...layout, hooks: ['input', 'forward'] })).toEqual(['nft chain forward']);
+    expect(checkNftStructure(doc([], []), layout)).toEqual(['rule in nft chain input']);
+    expect(checkNftStructure(doc([{ chain: { name: 'x' } }]), layout)).toEqual(['unexpected chain x in nft table t']);
+  });
+});
