@@ -1,6 +1,12 @@
 #!/usr/bin/env node
 import { main } from './cli/main.js';
 
+// `wcf-agent plan | head`: a closed pipe is the reader's choice, not an error.
+process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+  if (err.code === 'EPIPE') process.exit(process.exitCode ?? 0);
+  throw err;
+});
+
 // Wrapped in main() with no top-level await, so the single-binary bundle (CJS) can run it too.
 main(process.argv).then(
   (code) => {

@@ -104,7 +104,8 @@ export class ApiClient {
       }
     }
     // TLS verification stays on; a custom CA is added, never a bypass.
-    const connect = { timeout: opts.connectTimeoutMs, ...(ca ? { ca } : {}) };
+    // rejectUnauthorized explicitly, so NODE_TLS_REJECT_UNAUTHORIZED=0 in an environment cannot turn checks off.
+    const connect = { timeout: opts.connectTimeoutMs, rejectUnauthorized: true, ...(ca ? { ca } : {}) };
     const common = {
       connect,
       headersTimeout: opts.requestTimeoutMs,

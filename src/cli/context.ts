@@ -5,6 +5,7 @@ import { loadConfig, resolveConfigPath, type AgentConfig } from '../config/load.
 import { ApiClient } from '../api/client.js';
 import { ThreatIntelApi } from '../api/threat-intel.js';
 import { StateStore } from '../agent/state.js';
+import { flushPreviousBackends } from '../agent/previous-backends.js';
 import { createPlugin } from '../firewall/index.js';
 import { detectPlugin } from '../firewall/detect.js';
 import { createRunner } from '../firewall/exec.js';
@@ -47,10 +48,11 @@ export function openState(config: AgentConfig, logger: Logger): StateStore {
 }
 
 /** The plugin named by config (or --dry-run); `auto` probes nftables, then ipset, then iptables. */
-export async function openPlugin(config: AgentConfig, logger: Logger, dryRun: boolean): Promise<FirewallPlugin> {
+export async function openPlugin(config: AgentConfig, logger: Logger, dryRun: boolean, only?: PluginName): Promise<FirewallPlugin> {
   let name: PluginName;
   const runner = createRunner(config.netns ? ['ip', 'netns', 'exec', config.netns] : []);
-  if (dryRun || config.plugin === 'dry-run') name = 'dry-run';
+  if (only) name = only;
+  else if (dryRun || config.plugin === 'dry-run') name = 'dry-run';
   else if (config.plugin === 'auto') {
     name = await detectPlugin(runner);
     logger.info({ plugin: name }, `plugin auto-detected: ${name}`);
@@ -66,4 +68,11 @@ export async function openPlugin(config: AgentConfig, logger: Logger, dryRun: bo
     dryRunOutput: config.dry_run_output ?? join(config.state_dir, `dry-run.${config.dry_run_format}`),
     dryRunFormat: config.dry_run_format,
   });
+}
+
+/** The configured plugin, after removing what a previously used kernel backend left behind. */
+export async function openPluginForSync(config: AgentConfig, logger: Logger, state: StateStore, dryRun: boolean): Promise<FirewallPlugin> {
+  const plugin = await openPlugin(config, logger, dryRun);
+  await flushPreviousBackends(plugin, state, logger, (name) => openPlugin(config, logger, false, name));
+  return plugin;
 }

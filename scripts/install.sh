@@ -1,0 +1,194 @@
+#!/usr/bin/env bash
+# Installs (or removes) wcf-agent from the single binary. Idempotent.
+#
+#   scripts/install.sh [--binary PATH] [--prefix DIR]          install / upgrade
+#   scripts/install.sh --uninstall [--flush] [--purge]         remove (give the
+#                                                              same --prefix)
+#
+#   --binary PATH  the executable to install (default dist/wcf-agent-linux-x64,
+#                  built by scripts/build-binary.sh)
+#   --prefix DIR   the binary goes to DIR/bin (default /usr); the unit's ExecStart
+#                  is changed to match
+#   --destdir DIR  stage into DIR instead of / (same as the DESTDIR variable);
+#                  nothing is started, reloaded or flushed then
+#   --uninstall    stop and disable the service, remove the binary, the unit and the
+#                  tmpfiles entry; keeps config and state
+#   --flush        with --uninstall: first run `wcf-agent flush` so no firewall
+#                  objects of the agent stay behind
+#   --purge        remove as --uninstall, and also /etc/wcf-agent and /var/lib/wcf-agent
+#
+# Installs:
+#   $DESTDIR$PREFIX/bin/wcf-agent                       0755
+#   $DESTDIR/etc/wcf-agent/config.json                  0600, from config.json.example,
+#                                                       NEVER overwritten
+#   $DESTDIR/lib/systemd/system/wcf-agent.service       0644
+#   $DESTDIR/usr/lib/tmpfiles.d/wcf-agent.conf          0644 (/run/xtables.lock)
+#   $DESTDIR/var/lib/wcf-agent/                         0700 (state_dir)
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+
+BINARY=$ROOT/dist/wcf-agent-linux-x64
+PREFIX=/usr
+DESTDIR=${DESTDIR:-}
+MODE=install
+FLUSH=0
+PURGE=0
+usage() { sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; }
+die() { echo "install: $*" >&2; exit 1; }
+while [ $# -gt 0 ]; do
+  case $1 in
+    --binary) [ $# -ge 2 ] || die "--binary needs a path"; BINARY=$(realpath -m -- "$2"); shift 2 ;;
+    --prefix) [ $# -ge 2 ] || die "--prefix needs a directory"; PREFIX=$2; shift 2 ;;
+    --destdir) [ $# -ge 2 ] || die "--destdir needs a directory"; DESTDIR=$2; shift 2 ;;
+    --uninstall) MODE=uninstall; shift ;;
+    --purge) MODE=uninstall; PURGE=1; shift ;;
+    --flush) FLUSH=1; shift ;;
+    -h|--help) usage; exit 0 ;;
+    *) usage >&2; die "unknown argument: $1" ;;
+  esac
+done
+case $PREFIX in
+  /*) ;;
+  *) die "--prefix must be an absolute path (got '$PREFIX')" ;;
+esac
+case $PREFIX in *[!A-Za-z0-9._/+-]*) die "--prefix may hold only letters, digits and . _ / + - (got '$PREFIX')" ;; esac
+PREFIX=${PREFIX%/}; [ -n "$PREFIX" ] || PREFIX=/
+if [ -n "$DESTDIR" ]; then
+  DESTDIR=$(realpath -m -- "$DESTDIR")
+  [ "$DESTDIR" != / ] || DESTDIR=
+fi
+if [ -z "$DESTDIR" ] && [ "$(id -u)" != 0 ]; then
+  die "run as root (or stage with DESTDIR=... / --destdir)"
+fi
+
+BIN_PATH=${PREFIX%/}/bin/wcf-agent              # as the running system sees it
+BIN=$DESTDIR$BIN_PATH
+ETC=$DESTDIR/etc/wcf-agent
+CONFIG=$ETC/config.json
+UNIT=$DESTDIR/lib/systemd/system/wcf-agent.service
+TMPFILES=$DESTDIR/usr/lib/tmpfiles.d/wcf-agent.conf
+STATE=$DESTDIR/var/lib/wcf-agent
+
+# systemd is managing this host (sd_booted()), and we act on the live system.
+live_systemd() { [ -z "$DESTDIR" ] && [ -d /run/systemd/system ] && command -v systemctl >/dev/null 2>&1; }
+say() { echo "install: $*"; }
+
+# Copy $1 to $2 with mode $3 via a temp file and rename: atomic, and works while
+# the old binary is running (no "Text file busy"). Prints whether it changed.
+put() {
+  local src=$1 dst=$2 mode=$3 tmp
+  mkdir -p "$(dirname "$dst")"
+  if [ -f "$dst" ] && cmp -s "$src" "$dst"; then
+    chmod "$mode" "$dst"
+    say "unchanged $dst"
+    return 1
+  fi
+  tmp=$(mktemp "$dst.XXXXXX")
+  cat "$src" >"$tmp"
+  chmod "$mode" "$tmp"
+  mv -f "$tmp" "$dst"
+  say "installed $dst"
+  return 0
+}
+
+do_install() {
+  [ -f "$BINARY" ] || die "binary $BINARY not found (build it: bash scripts/build-binary.sh, or give --binary PATH)"
+  [ -s "$BINARY" ] || die "binary $BINARY is empty"
+  local unit_src binary_changed=0
+  umask 022
+
+  if put "$BINARY" "$BIN" 0755; then binary_changed=1; fi
+
+  # The unit, ExecStart pointing at the installed binary.
+  unit_src=$(mktemp)
+  sed "s|/usr/bin/wcf-agent|$BIN_PATH|g" "$ROOT/systemd/wcf-agent.service" >"$unit_src"
+  put "$unit_src" "$UNIT" 0644 || true
+  rm -f "$unit_src"
+  put "$ROOT/packaging/tmpfiles.d/wcf-agent.conf" "$TMPFILES" 0644 || true
+
+  mkdir -p "$ETC"
+  chmod 0755 "$ETC"
+  if [ -e "$CONFIG" ]; then
+    say "kept existing $CONFIG"
+    if [ -n "$(find "$CONFIG" -perm /o=rwx -print 2>/dev/null)" ]; then
+      echo "install: WARNING: $CONFIG is readable by other users; it holds the API token (chmod 0600 it)" >&2
+    fi
+  else
+    local tmp
+    tmp=$(mktemp "$CONFIG.XXXXXX")
+    chmod 0600 "$tmp"
+    cat "$ROOT/config.json.example" >"$tmp"
+    mv "$tmp" "$CONFIG"
+    say "installed $CONFIG (from config.json.example)"
+  fi
+
+  mkdir -p "$STATE"
+  chmod 0700 "$STATE"
+
+  if [ -z "$DESTDIR" ] && command -v systemd-tmpfiles >/dev/null 2>&1; then
+    systemd-tmpfiles --create "$TMPFILES" || true
+  fi
+  if live_systemd; then
+    systemctl daemon-reload
+    if [ "$binary_changed" = 1 ] && systemctl is-active --quiet wcf-agent.service; then
+      systemctl restart wcf-agent.service
+      say "restarted wcf-agent.service (new binary)"
+    fi
+  fi
+
+  cat <<EOF
+
+Next steps:
+  1. Edit /etc/wcf-agent/config.json (mode 0600): set agid, base_url and token
+     (or token_file); the "//" keys in it document every setting.
+  2. Check it without touching the firewall:
+       $BIN_PATH plan --config /etc/wcf-agent/config.json
+  3. Start the daemon now and at every boot:
+       systemctl enable --now wcf-agent
+     then: systemctl status wcf-agent; journalctl -u wcf-agent -f
+EOF
+  if [ -n "$DESTDIR" ]; then echo "(staged under $DESTDIR: nothing was reloaded or started)"; fi
+}
+
+do_uninstall() {
+  if live_systemd; then
+    systemctl disable --now wcf-agent.service >/dev/null 2>&1 || true
+  fi
+  local flush_cmd="$BIN_PATH flush --config /etc/wcf-agent/config.json"
+  if [ -x "$BIN" ] && [ -f "$CONFIG" ]; then
+    if [ "$FLUSH" = 1 ] && [ -z "$DESTDIR" ]; then
+      say "removing the agent's firewall objects: $flush_cmd"
+      "$BIN" flush --config "$CONFIG" || die "flush failed (exit $?); nothing removed. Fix it, or uninstall without --flush"
+    elif [ "$FLUSH" = 1 ]; then
+      say "not flushing: DESTDIR is set, so the firewall here is not the target system's. On it, run: $flush_cmd"
+    else
+      say "the agent's firewall objects (its set, chain or table) stay in place."
+      say "to remove them too: uninstall with --flush, or first run: $flush_cmd"
+    fi
+  fi
+
+  local f
+  for f in "$BIN" "$UNIT" "$TMPFILES"; do
+    if [ -e "$f" ] || [ -L "$f" ]; then rm -f "$f"; say "removed $f"; fi
+  done
+  if [ "$PURGE" = 1 ]; then
+    for f in "$ETC" "$STATE"; do
+      if [ -e "$f" ]; then rm -rf "$f"; say "removed $f"; fi
+    done
+  else
+    [ -e "$CONFIG" ] && say "kept $CONFIG (--purge removes it)"
+    [ -e "$STATE" ] && say "kept $STATE (--purge removes it)"
+  fi
+  if live_systemd; then
+    systemctl daemon-reload
+    systemctl reset-failed wcf-agent.service >/dev/null 2>&1 || true
+  fi
+  return 0
+}
+
+if [ "$MODE" = install ]; then
+  [ "$FLUSH" = 0 ] || die "--flush goes with --uninstall"
+  do_install
+else
+  do_uninstall
+fi

@@ -1,0 +1,192 @@
+/**
+ * scripts/install.sh, always staged with DESTDIR into a temp dir (nothing on this
+ * host is touched: no systemctl, no flush). A small fake binary stands in for the
+ * single executable.
+ */
+import { chmodSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ROOT, modeOf, octal, runScript, tempDir } from '../../helpers/packaging.js';
+
+let work: string;
+let fakeBin: string;
+
+beforeAll(() => {
+  work = tempDir('install');
+  fakeBin = join(work, 'fake-wcf-agent');
+  writeFileSync(fakeBin, '#!/bin/sh\necho "fake wcf-agent $*"\n');
+  chmodSync(fakeBin, 0o755);
+});
+
+afterAll(() => {
+  if (work) rmSync(work, { recursive: true, force: true });
+});
+
+function install(destdir: string, ...args: string[]) {
+  return runScript('install.sh', args, { DESTDIR: destdir });
+}
+
+/** Every path under root (relative) with its mode, files with their content. */
+function snapshot(root: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  const walk = (dir: string) => {
+    for (const name of readdirSync(dir).sort()) {
+      const p = join(dir, name);
+      const st = statSync(p);
+      const key = relative(root, p);
+      if (st.isDirectory()) {
+        out[key + '/'] = octal(st.mode & 0o7777);
+        walk(p);
+      } else {
+        out[key] = `${octal(st.mode & 0o7777)} ${readFileSync(p, 'utf8')}`;
+      }
+    }
+  };
+  walk(root);
+  return out;
+}
+
+function files(root: string): string[] {
+  return Object.keys(snapshot(root)).filter((k) => !k.endsWith('/'));
+}
+
+const example = readFileSync(join(ROOT, 'config.json.example'), 'utf8');
+const unitSource = readFileSync(join(ROOT, 'systemd/wcf-agent.service'), 'utf8');
+
+describe('install.sh (DESTDIR)', () => {
+  it('lays out binary, config, unit, tmpfiles entry and state dir with the right modes', async () => {
+    const dest = join(work, 'fresh');
+    const r = await install(dest, '--binary', fakeBin);
+    expect(r.exitCode, r.stderr).toBe(0);
+
+    expect(readFileSync(join(dest, 'usr/bin/wcf-agent'), 'utf8')).toBe(readFileSync(fakeBin, 'utf8'));
+    expect(octal(modeOf(join(dest, 'usr/bin/wcf-agent')))).toBe('0755');
+    expect(readFileSync(join(dest, 'etc/wcf-agent/config.json'), 'utf8')).toBe(example);
+    expect(octal(modeOf(join(dest, 'etc/wcf-agent/config.json')))).toBe('0600');
+    expect(octal(modeOf(join(dest, 'etc/wcf-agent')))).toBe('0755');
+    expect(readFileSync(join(dest, 'lib/systemd/system/wcf-agent.service'), 'utf8')).toBe(unitSource);
+    expect(octal(modeOf(join(dest, 'lib/systemd/system/wcf-agent.service')))).toBe('0644');
+    expect(octal(modeOf(join(dest, 'usr/lib/tmpfiles.d/wcf-agent.conf')))).toBe('0644');
+    expect(octal(modeOf(join(dest, 'var/lib/wcf-agent')))).toBe('0700');
+    expect(readdirSync(join(dest, 'var/lib/wcf-agent'))).toEqual([]);
+    expect(files(dest).sort()).toEqual(
+      [
+        'etc/wcf-agent/config.json',
+        'lib/systemd/system/wcf-agent.service',
+        'usr/bin/wcf-agent',
+        'usr/lib/tmpfiles.d/wcf-agent.conf',
+      ].sort(),
+    );
+
+    // Next steps name what to edit and what to run; nothing was started.
+    expect(r.stdout).toMatch(/agid, base_url and token/);
+    expect(r.stdout).toMatch(/wcf-agent plan/);
+    expect(r.stdout).toMatch(/systemctl enable --now wcf-agent/);
+    expect(r.stdout).toMatch(/nothing was reloaded or started/);
+  });
+
+  it('is idempotent and never overwrites an existing config', async () => {
+    const dest = join(work, 'twice');
+    expect((await install(dest, '--binary', fakeBin)).exitCode).toBe(0);
+    const config = join(dest, 'etc/wcf-agent/config.json');
+    const mine = example.replace('REPLACE-WITH-AGENT-ID', 'agent-42');
+    writeFileSync(config, mine);
+    const before = snapshot(dest);
+
+    const r = await install(dest, '--binary', fakeBin);
+    expect(r.exitCode, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/kept existing .*config\.json/);
+    expect(snapshot(dest)).toEqual(before);
+    expect(readFileSync(config, 'utf8')).toBe(mine);
+  });
+
+  it('upgrades the binary in place, still keeping the config', async () => {
+    const dest = join(work, 'upgrade');
+    expect((await install(dest, '--binary', fakeBin)).exitCode).toBe(0);
+    writeFileSync(join(dest, 'etc/wcf-agent/config.json'), '{"agid":"mine"}');
+    const v2 = join(work, 'fake-v2');
+    writeFileSync(v2, '#!/bin/sh\necho v2\n');
+    const r = await install(dest, '--binary', v2);
+    expect(r.exitCode, r.stderr).toBe(0);
+    expect(readFileSync(join(dest, 'usr/bin/wcf-agent'), 'utf8')).toBe('#!/bin/sh\necho v2\n');
+    expect(octal(modeOf(join(dest, 'usr/bin/wcf-agent')))).toBe('0755');
+    expect(readFileSync(join(dest, 'etc/wcf-agent/config.json'), 'utf8')).toBe('{"agid":"mine"}');
+    // No temp files left next to what was replaced.
+    expect(readdirSync(join(dest, 'usr/bin'))).toEqual(['wcf-agent']);
+  });
+
+  it('--prefix puts the binary under it and points ExecStart at it', async () => {
+    const dest = join(work, 'prefix');
+    const r = await install(dest, '--binary', fakeBin, '--prefix', '/opt/wcf');
+    expect(r.exitCode, r.stderr).toBe(0);
+    expect(existsSync(join(dest, 'opt/wcf/bin/wcf-agent'))).toBe(true);
+    expect(existsSync(join(dest, 'usr/bin/wcf-agent'))).toBe(false);
+    const unit = readFileSync(join(dest, 'lib/systemd/system/wcf-agent.service'), 'utf8');
+    expect(unit).toMatch(/^ExecStart=\/opt\/wcf\/bin\/wcf-agent run --config \/etc\/wcf-agent\/config\.json$/m);
+    expect(unit).not.toMatch(/\/usr\/bin\/wcf-agent/);
+    // Only the binary path changed.
+    expect(unit.replaceAll('/opt/wcf/bin/wcf-agent', '/usr/bin/wcf-agent')).toBe(unitSource);
+    expect(r.stdout).toMatch(/\/opt\/wcf\/bin\/wcf-agent plan/);
+  });
+
+  it('--uninstall removes binary, unit and tmpfiles entry, keeps config and state, hints at flush', async () => {
+    const dest = join(work, 'uninstall');
+    expect((await install(dest, '--binary', fakeBin)).exitCode).toBe(0);
+    writeFileSync(join(dest, 'etc/wcf-agent/config.json'), '{"agid":"keep-me"}');
+    writeFileSync(join(dest, 'var/lib/wcf-agent/state.json'), '{}');
+
+    const r = await install(dest, '--uninstall');
+    expect(r.exitCode, r.stderr).toBe(0);
+    expect(existsSync(join(dest, 'usr/bin/wcf-agent'))).toBe(false);
+    expect(existsSync(join(dest, 'lib/systemd/system/wcf-agent.service'))).toBe(false);
+    expect(existsSync(join(dest, 'usr/lib/tmpfiles.d/wcf-agent.conf'))).toBe(false);
+    expect(readFileSync(join(dest, 'etc/wcf-agent/config.json'), 'utf8')).toBe('{"agid":"keep-me"}');
+    expect(existsSync(join(dest, 'var/lib/wcf-agent/state.json'))).toBe(true);
+    expect(r.stdout).toMatch(/wcf-agent flush --config \/etc\/wcf-agent\/config\.json/);
+    expect(r.stdout).toMatch(/--flush/);
+
+    // Again: nothing left to remove, still fine.
+    const again = await install(dest, '--uninstall');
+    expect(again.exitCode, again.stderr).toBe(0);
+  });
+
+  it('--uninstall --flush under DESTDIR does not run flush against this host', async () => {
+    const dest = join(work, 'flush');
+    const marker = join(work, 'flush-ran');
+    const spy = join(work, 'spy-wcf-agent');
+    writeFileSync(spy, `#!/bin/sh\necho "$@" > ${marker}\n`);
+    chmodSync(spy, 0o755);
+    expect((await install(dest, '--binary', spy)).exitCode).toBe(0);
+    const r = await install(dest, '--uninstall', '--flush');
+    expect(r.exitCode, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/not flushing: DESTDIR/);
+    expect(existsSync(marker)).toBe(false);
+    expect(existsSync(join(dest, 'usr/bin/wcf-agent'))).toBe(false);
+  });
+
+  it('--purge removes config and state as well', async () => {
+    const dest = join(work, 'purge');
+    expect((await install(dest, '--binary', fakeBin)).exitCode).toBe(0);
+    writeFileSync(join(dest, 'var/lib/wcf-agent/state.json'), '{}');
+    writeFileSync(join(dest, 'etc/wcf-agent/token'), 'secret');
+    const r = await install(dest, '--purge');
+    expect(r.exitCode, r.stderr).toBe(0);
+    expect(files(dest)).toEqual([]);
+    expect(existsSync(join(dest, 'etc/wcf-agent'))).toBe(false);
+    expect(existsSync(join(dest, 'var/lib/wcf-agent'))).toBe(false);
+  });
+
+  it('fails clearly on a missing binary or a bad argument, installing nothing', async () => {
+    const dest = join(work, 'errors');
+    mkdirSync(dest);
+    const missing = await install(dest, '--binary', join(work, 'nope'));
+    expect(missing.exitCode).not.toBe(0);
+    expect(missing.stderr).toMatch(/not found/);
+    const bad = await install(dest, '--frobnicate');
+    expect(bad.exitCode).not.toBe(0);
+    expect(bad.stderr).toMatch(/unknown argument/);
+    const rel = await install(dest, '--binary', fakeBin, '--prefix', 'usr');
+    expect(rel.exitCode).not.toBe(0);
+    expect(readdirSync(dest)).toEqual([]);
+  });
+});
