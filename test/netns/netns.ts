@@ -33,6 +33,8 @@ export class Netns {
   private constructor(readonly name: string) {}
 
   static async create(): Promise<Netns> {
+    // Fail loudly, never skip: a green run must mean the netfilter tests ran.
+    if (!isRoot) throw new Error('the netfilter tests need root (CAP_NET_ADMIN) to create network namespaces; run npm test as root');
     const name = `wcft-${process.pid}-${++counter}`;
     await execa('ip', ['netns', 'add', name]);
     const ns = new Netns(name);

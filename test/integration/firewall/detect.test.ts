@@ -4,10 +4,10 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FirewallError } from '../../../src/errors.js';
 import { createPlugin, createRunner, detectPlugin } from '../../../src/firewall/index.js';
-import { Netns, destroyAll, isRoot, snapshot } from '../../netns/netns.js';
+import { Netns, destroyAll, snapshot } from '../../netns/netns.js';
 import { fillers, options } from './common.js';
 
-describe.skipIf(!isRoot)('detectPlugin and createPlugin on real tools', () => {
+describe('detectPlugin and createPlugin on real tools', () => {
   let ns: Netns;
   let bin: string;
   beforeAll(async () => {

@@ -3,7 +3,7 @@ import { FirewallError } from '../../../src/errors.js';
 import { IpsetPlugin } from '../../../src/firewall/ipset.js';
 import { tempSetName } from '../../../src/firewall/names.js';
 import type { FirewallEntry } from '../../../src/firewall/types.js';
-import { ADDR, Netns, createLab, destroyAll, isRoot, snapshot, waitFor, wrapRunner, type Lab } from '../../netns/netns.js';
+import { ADDR, Netns, createLab, destroyAll, snapshot, waitFor, wrapRunner, type Lab } from '../../netns/netns.js';
 import { NAMES, fillers, options, sortedCidrs } from './common.js';
 
 /** `ipset save` read independently of the plugin: CIDR -> timeout (0 = permanent). */
@@ -24,7 +24,7 @@ async function setNames(ns: Netns): Promise<string[]> {
   return (await ns.exec('ipset', ['list', '-n'])).split('\n').filter(Boolean);
 }
 
-describe.skipIf(!isRoot)('ipset plugin on real netfilter', () => {
+describe('ipset plugin on real netfilter', () => {
   let lab: Lab;
   let plugin: IpsetPlugin;
   let opts: ReturnType<typeof options>;
@@ -225,7 +225,7 @@ describe.skipIf(!isRoot)('ipset plugin on real netfilter', () => {
   });
 });
 
-describe.skipIf(!isRoot)('ipset plugin: ownership', () => {
+describe('ipset plugin: ownership', () => {
   afterAll(async () => {
     await destroyAll();
   });

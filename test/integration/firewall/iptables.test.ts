@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FirewallError } from '../../../src/errors.js';
 import { IPTABLES_WARN_ENTRIES, IptablesPlugin } from '../../../src/firewall/iptables.js';
 import type { FirewallEntry } from '../../../src/firewall/types.js';
-import { ADDR, Netns, createLab, destroyAll, isRoot, snapshot, wrapRunner, type Lab } from '../../netns/netns.js';
+import { ADDR, Netns, createLab, destroyAll, snapshot, wrapRunner, type Lab } from '../../netns/netns.js';
 import { NAMES, fillers, options, sortedCidrs } from './common.js';
 
 /** Source CIDRs of the agent chain's DROP rules, read with `iptables -S` independently of the plugin. */
@@ -17,7 +17,7 @@ async function hookCount(ns: Netns, chain: string): Promise<number> {
   return (await ns.exec('iptables', ['-S', chain])).split('\n').filter((l) => l === `-A ${chain} -j ${NAMES.chainName}`).length;
 }
 
-describe.skipIf(!isRoot)('iptables plugin on real netfilter', () => {
+describe('iptables plugin on real netfilter', () => {
   let lab: Lab;
   let plugin: IptablesPlugin;
   let opts: ReturnType<typeof options>;
@@ -117,7 +117,7 @@ describe.skipIf(!isRoot)('iptables plugin on real netfilter', () => {
   });
 });
 
-describe.skipIf(!isRoot)('iptables plugin: ownership', () => {
+describe('iptables plugin: ownership', () => {
   afterAll(async () => {
     await destroyAll();
   });

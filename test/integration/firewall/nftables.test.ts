@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FirewallError } from '../../../src/errors.js';
 import { NftablesPlugin } from '../../../src/firewall/nftables.js';
 import type { FirewallEntry } from '../../../src/firewall/types.js';
-import { ADDR, Netns, createLab, destroyAll, isRoot, snapshot, waitFor, wrapRunner, type Lab } from '../../netns/netns.js';
+import { ADDR, Netns, createLab, destroyAll, snapshot, waitFor, wrapRunner, type Lab } from '../../netns/netns.js';
 import { NAMES, fillers, options, sortedCidrs } from './common.js';
 
 /** `nft -j list set` read independently of the plugin: CIDR -> {timeout, expires} (undefined = permanent). */
@@ -27,7 +27,7 @@ async function chains(ns: Netns): Promise<string> {
   return ns.exec('nft', ['-t', 'list', 'table', 'inet', NAMES.tableName]);
 }
 
-describe.skipIf(!isRoot)('nftables plugin on real netfilter', () => {
+describe('nftables plugin on real netfilter', () => {
   let lab: Lab;
   let plugin: NftablesPlugin;
   let opts: ReturnType<typeof options>;
@@ -203,7 +203,7 @@ describe.skipIf(!isRoot)('nftables plugin on real netfilter', () => {
   });
 });
 
-describe.skipIf(!isRoot)('nftables plugin: ownership', () => {
+describe('nftables plugin: ownership', () => {
   afterAll(async () => {
     await destroyAll();
   });

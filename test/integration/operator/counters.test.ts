@@ -4,7 +4,7 @@ import type { AgentConfig } from '../../../src/config/load.js';
 import { createPlugin } from '../../../src/firewall/index.js';
 import type { FirewallPlugin, PluginName } from '../../../src/firewall/types.js';
 import { readDropCounters } from '../../../src/metrics/counters.js';
-import { ADDR, createLab, destroyAll, isRoot, type Lab } from '../../netns/netns.js';
+import { ADDR, createLab, destroyAll, type Lab } from '../../netns/netns.js';
 import { NAMES, options } from '../firewall/common.js';
 
 /**
@@ -12,7 +12,7 @@ import { NAMES, options } from '../firewall/common.js';
  * in throwaway namespaces (never the root namespace): before the first apply
  * (absent: zero / warn), then after blocked traffic (counted / ok).
  */
-describe.skipIf(!isRoot)('drop counters and owned objects on real netfilter', () => {
+describe('drop counters and owned objects on real netfilter', () => {
   let lab: Lab;
   beforeAll(async () => {
     lab = await createLab();

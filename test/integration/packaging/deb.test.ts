@@ -8,7 +8,6 @@
 import { copyFileSync, existsSync, lstatSync, mkdirSync, readFileSync, readdirSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createHash } from 'node:crypto';
-import { execSync } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ROOT, VERSION, modeOf, octal, run, runScript, tempDir } from '../../helpers/packaging.js';
 
@@ -105,25 +104,6 @@ describe('build-deb.sh', () => {
       expect(createHash('md5').update(readFileSync(join(x, path!))).digest('hex'), path).toBe(sum);
     }
   });
-});
-
-describe('lintian', () => {
-  const hasLintian = (() => {
-    try {
-      execSync('command -v lintian', { stdio: 'ignore', shell: '/bin/sh' });
-      return true;
-    } catch {
-      return false;
-    }
-  })();
-
-  // Optional: lintian is not installed by the tests (apt-get install lintian).
-  it.skipIf(!hasLintian)('finds no errors (warnings are printed)', async () => {
-    const r = await run('lintian', ['--tag-display-limit', '0', deb], { timeoutMs: 120_000 });
-    const tags = r.stdout.split('\n').filter((l) => /^[EW]: /.test(l));
-    if (tags.length) console.log(`lintian:\n${tags.join('\n')}`);
-    expect(tags.filter((t) => t.startsWith('E: '))).toEqual([]);
-  }, 120_000);
 });
 
 describe('dpkg --root install, reinstall, remove, purge', () => {
