@@ -1,15 +1,20 @@
 import { Command, CommanderError, Option } from 'commander';
 import { ERROR_CODES, UsageError, WcfError, exitCodeOf, errorMessage } from '../errors.js';
 import { AGENT_VERSION } from '../version.js';
-import { planCommand } from './commands/plan.js';
-import { syncCommand } from './commands/sync.js';
-import { statusCommand } from './commands/status.js';
-import { flushCommand } from './commands/flush.js';
-import { runCommand } from './commands/run.js';
-import { doctorCommand } from './commands/doctor.js';
-import { checkConfigCommand } from './commands/check-config.js';
-import { agentsConfigureCommand, agentsDeleteCommand, agentsListCommand } from './commands/agents.js';
-import { reportCommand } from './commands/report.js';
+
+// Commands are loaded when they run: `--version`, `--help` and `check-config`
+// (systemd's ExecStartPre) then do not pay for the HTTP, firewall and state modules.
+const commands = {
+  run: () => import('./commands/run.js'),
+  sync: () => import('./commands/sync.js'),
+  plan: () => import('./commands/plan.js'),
+  status: () => import('./commands/status.js'),
+  flush: () => import('./commands/flush.js'),
+  doctor: () => import('./commands/doctor.js'),
+  checkConfig: () => import('./commands/check-config.js'),
+  agents: () => import('./commands/agents.js'),
+  report: () => import('./commands/report.js'),
+};
 
 const configOption = () => new Option('-c, --config <path>', 'config file (default: $WCF_AGENT_CONFIG, then /etc/wcf-agent/config.json)');
 
@@ -29,7 +34,7 @@ export function buildProgram(): Command {
     .addOption(configOption())
     .option('--dry-run', 'use the dry-run backend (render rules to a file, touch no firewall)')
     .action(async (o) => {
-      setExit(await runCommand(o));
+      setExit(await (await commands.run()).runCommand(o));
       // Nothing may keep a stopped daemon alive (a timer, a socket): exit now. Logs are written synchronously.
       process.exit(exitCode);
     });
@@ -42,7 +47,7 @@ export function buildProgram(): Command {
     .option('--dry-run', 'use the dry-run backend (render rules to a file, touch no firewall)')
     .option('--force', 'apply even if the shrink guard would hold the pull back')
     .option('--json', 'print the outcome as one JSON object on stdout')
-    .action(async (o) => setExit(await syncCommand(o)));
+    .action(async (o) => setExit(await (await commands.sync()).syncCommand(o)));
 
   program
     .command('plan')
@@ -50,34 +55,34 @@ export function buildProgram(): Command {
     .addOption(configOption())
     .option('--json', 'print every selected entry as JSON on stdout')
     .option('--limit <n>', 'rows to show in the table (default 50)')
-    .action(async (o) => setExit(await planCommand(o)));
+    .action(async (o) => setExit(await (await commands.plan()).planCommand(o)));
 
   program
     .command('status')
     .description('last sync, counts, next sync, code, and the configuration in force')
     .addOption(configOption())
     .option('--json', 'print as JSON on stdout')
-    .action(async (o) => setExit(await statusCommand(o)));
+    .action(async (o) => setExit(await (await commands.status()).statusCommand(o)));
 
   program
     .command('flush')
     .description('remove every firewall object the agent created (and nothing else)')
     .addOption(configOption())
     .option('--dry-run', 'flush the dry-run backend files instead')
-    .action(async (o) => setExit(await flushCommand(o)));
+    .action(async (o) => setExit(await (await commands.flush()).flushCommand(o)));
 
   program
     .command('doctor')
     .description('check that this host can run the agent: config, API, token, clock, firewall tools, capability, state dir (read-only)')
     .addOption(configOption())
     .option('--json', 'print {checks: [{name, status, message, hint}], ok} on stdout')
-    .action(async (o) => setExit(await doctorCommand(o)));
+    .action(async (o) => setExit(await (await commands.doctor()).doctorCommand(o)));
 
   program
     .command('check-config')
     .description('validate config.json (and token_file, names, metrics_listen); no network, no firewall, no state writes (systemd ExecStartPre)')
     .addOption(configOption())
-    .action(async (o) => setExit(await checkConfigCommand(o)));
+    .action(async (o) => setExit(await (await commands.checkConfig()).checkConfigCommand(o)));
 
   const agents = program.command('agents').description('admin: list, configure and delete agent records (uses base_url and token from config.json)');
   agents
@@ -85,7 +90,7 @@ export function buildProgram(): Command {
     .description('every agent record: host, plugin, code, entries, last sync, stored configuration (E7)')
     .addOption(configOption())
     .option('--json', 'print {agents: [...]} as the API returns them')
-    .action(async (o) => setExit(await agentsListCommand(o)));
+    .action(async (o) => setExit(await (await commands.agents()).agentsListCommand(o)));
   agents
     .command('configure')
     .description("store an agent's configuration (E8); the agent applies it at its next sync")
@@ -96,14 +101,14 @@ export function buildProgram(): Command {
     .option('--sync-time <minutes>', 'minutes between syncs (1..10080)')
     .option('--running <on|off>', 'on: enforce; off: remove the rules, keep syncing (also true/false, yes/no, enabled/disabled)')
     .option('--version <v>', 'desired agent version (logged by the agent when it differs)')
-    .action(async (o) => setExit(await agentsConfigureCommand(o)));
+    .action(async (o) => setExit(await (await commands.agents()).agentsConfigureCommand(o)));
   agents
     .command('delete')
     .description('delete an agent record (E9); does not stop the agent: set --running off first')
     .addOption(configOption())
     .requiredOption('--agid <id>', 'the agent ID')
     .option('--yes', 'do not ask for confirmation (required when stdin is not a terminal)')
-    .action(async (o) => setExit(await agentsDeleteCommand(o)));
+    .action(async (o) => setExit(await (await commands.agents()).agentsDeleteCommand(o)));
 
   program
     .command('report')
@@ -115,7 +120,7 @@ export function buildProgram(): Command {
     .option('--ttl <t>', 'how long the decision holds: seconds from now (3600, 90m, 12h, 7d) or an epoch timestamp')
     .option('--notes <text>', 'free notes')
     .option('--source <text>', 'where the actor was seen')
-    .action(async (ip: string, o) => setExit(await reportCommand(ip, o)));
+    .action(async (ip: string, o) => setExit(await (await commands.report()).reportCommand(ip, o)));
 
   program.addHelpText(
     'after',
