@@ -6,11 +6,13 @@ import { dirname } from 'node:path';
  * content, never a torn file: temp file in the same directory, fsync, rename,
  * fsync the directory.
  */
-export function writeFileAtomic(path: string, data: string | Buffer, mode = 0o600): void {
+export function writeFileAtomic(path: string, data: string | Buffer | readonly Uint8Array[], mode = 0o600): void {
   const tmp = `${path}.tmp-${process.pid}`;
   const fd = openSync(tmp, 'w', mode);
   try {
-    writeSync(fd, typeof data === 'string' ? Buffer.from(data, 'utf8') : data);
+    // Several chunks are written one after the other: large binary state is written from views, never copied into one buffer.
+    const chunks = typeof data === 'string' ? [Buffer.from(data, 'utf8')] : Buffer.isBuffer(data) ? [data] : data;
+    for (const chunk of chunks) writeAll(fd, chunk);
     fsyncSync(fd);
   } catch (err) {
     closeSync(fd);
@@ -35,4 +37,9 @@ export function writeFileAtomic(path: string, data: string | Buffer, mode = 0o60
   } catch {
     /* directory fsync is best effort (not supported on every filesystem) */
   }
+}
+
+/** writeSync may write less than asked (large buffers, signals): loop until all is written. */
+function writeAll(fd: number, chunk: Uint8Array): void {
+  for (let off = 0; off < chunk.length; ) off += writeSync(fd, chunk, off, chunk.length - off);
 }

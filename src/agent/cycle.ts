@@ -13,6 +13,7 @@ import { pullAll, type PulledFeeds } from './pull-all.js';
 import { protectedNetworks } from './protected.js';
 import type { AppliedSet, CycleRecord, StateStore } from './state.js';
 import { checkShrink } from './guard.js';
+import { PhaseClock, type PhaseTimings } from './timings.js';
 
 export interface CycleDeps {
   config: AgentConfig;
@@ -24,6 +25,8 @@ export interface CycleDeps {
   onProgress?: (what: string, pages: number, items: number) => void;
   /** Skip the shrink guard (an operator's explicit `sync --once --force`). */
   force?: boolean;
+  /** Receives the time of each phase (runCycle passes one; optional for computePlan's other callers). */
+  clock?: PhaseClock;
 }
 
 export interface PlanResult {
@@ -43,6 +46,12 @@ export interface CycleOutcome {
   apply?: ApplyResult;
   error?: WcfError | Error;
   reported: boolean;
+  /**
+   * Milliseconds per phase: config (E7), pull (feed cache read + pulls + merge), select (decay,
+   * selection), cache (feed cache and state writes), apply (shrink guard + firewall), save
+   * (applied-<plugin>.json), report; `failed` for the phase that threw.
+   */
+  timings?: PhaseTimings;
 }
 
 const rejectedFormulas = new Set<string>();
@@ -79,7 +88,13 @@ export async function computePlan(deps: CycleDeps, useCache: boolean): Promise<P
   const now = (deps.now ?? epochNow)();
   const prev = previousSettings(deps);
 
-  const record = await api.agent(config.agid);
+  const recordP = api.agent(config.agid);
+  // Independent of the API calls, so looked up while they run rather than after the pull (with
+  // `netns` it runs an `ip` process; a host name in base_url is a DNS lookup). Awaited at the selection.
+  const protectedNets = protectedNetworks(config.allowlist, config.base_url, logger, config.netns);
+  protectedNets.catch(() => undefined); // not unhandled when the pull fails first
+  const record = await recordP;
+  deps.clock?.lap('config');
   if (record === null) {
     logger.warn({ agid: config.agid }, 'agent record not found on the server (deleted?); keeping the last known configuration');
   }
@@ -98,6 +113,7 @@ export async function computePlan(deps: CycleDeps, useCache: boolean): Promise<P
   }
 
   const feeds = await pullAll({ api, logger, pageSize: config.page_size, cache, onProgress: deps.onProgress });
+  deps.clock?.lap('pull');
   const scoring = createScoring(feeds.header ?? {}, (field, error) => {
     const key = `${field}\u0000${error}`;
     if (rejectedFormulas.has(key)) return;
@@ -106,15 +122,16 @@ export async function computePlan(deps: CycleDeps, useCache: boolean): Promise<P
   });
   const selection = selectEntries({
     now,
-    feed: feeds.feed.values(),
+    feed: feeds.feed,
     manualBlocks: feeds.manualBlocks.values(),
     whitelist: feeds.whitelist.values(),
-    protectedNets: await protectedNetworks(config.allowlist, config.base_url, logger, config.netns),
+    protectedNets: await protectedNets,
     minPrefix: config.min_prefix,
     threshold: resolved.settings.score_threshold,
     maximumRules: resolved.settings.maximum_rules,
     scoring,
   });
+  deps.clock?.lap('select');
   return {
     now,
     settings: resolved.settings,
@@ -141,6 +158,7 @@ export function toFirewallEntries(selection: Selection, now: number): FirewallEn
   return selection.entries.map((e) => ({
     cidr: e.cidr.text,
     timeoutSeconds: e.expiresAt === null ? undefined : Math.max(1, Math.floor(e.expiresAt - now)),
+    parsed: e.cidr,
   }));
 }
 
@@ -163,6 +181,7 @@ function countByReason(entries: readonly { reason: Reason }[]): Record<Reason, n
 export async function runCycle(deps: CycleDeps, plugin: FirewallPlugin): Promise<CycleOutcome> {
   const { config, state, logger } = deps;
   const started = Date.now();
+  const clock = new PhaseClock();
   const now = (deps.now ?? epochNow)();
   const prev = previousSettings(deps);
   const emptyCounts = { allowlist: 0, too_wide: 0, whitelist: 0, threshold: 0, cap: 0 };
@@ -172,15 +191,17 @@ export async function runCycle(deps: CycleDeps, plugin: FirewallPlugin): Promise
   let appliedEntries: { cidr: string; reason: Reason; expiresAt: number | null }[] | undefined;
 
   try {
-    plan = await computePlan({ ...deps, now: () => now }, true);
+    plan = await computePlan({ ...deps, now: () => now, clock }, true);
     // The feed knowledge is kept even if the apply below fails: it is not firewall state.
-    state.saveFeedCache(plan.feeds.feed);
+    // An incremental pull that brought nothing leaves the cache as it is on disk.
+    if (plan.feeds.feedChanged) state.saveFeedCache(plan.feeds.feed);
     state.update({
       cursor: plan.feeds.cursor,
       settings: plan.settings,
       sources: plan.sources,
       ...(plan.feeds.full ? { lastFullPullAt: now } : {}),
     });
+    clock.lap('cache');
 
     if (plan.settings.running) {
       const before = liveEntries(state.loadApplied(plugin.name), now).length;
@@ -198,9 +219,12 @@ export async function runCycle(deps: CycleDeps, plugin: FirewallPlugin): Promise
       await plugin.flush();
       appliedEntries = [];
     }
+    clock.lap('apply');
     state.saveApplied({ ts: now, plugin: plugin.name, entries: appliedEntries });
+    clock.lap('save');
     if (plan.settingProblems.length) error = new ServerConfigError(plan.settingProblems);
   } catch (err) {
+    clock.lap('failed'); // the phase that threw, so its time is not charged to the report
     error = err instanceof Error ? err : new Error(String(err));
     logger.error({ code: (error as WcfError).code ?? 'internal' }, `sync failed, previous firewall state kept: ${errorMessage(error)}`);
   }
@@ -250,6 +274,8 @@ export async function runCycle(deps: CycleDeps, plugin: FirewallPlugin): Promise
       logger.warn({ code: (err as WcfError).code }, `state report failed: ${errorMessage(err)}`);
     }
   }
+  clock.lap('report');
+  logger.debug({ timings: clock.ms }, 'cycle phase timings (ms)');
   const { feeds: _f, ...planOut } = plan ?? { feeds: undefined };
-  return { record, plan: plan ? (planOut as PlanResult) : undefined, apply, error, reported };
+  return { record, plan: plan ? (planOut as PlanResult) : undefined, apply, error, reported, timings: clock.ms };
 }

@@ -1,13 +1,17 @@
 import type { Logger } from '../log.js';
 import { FEED_FILTER, type FeedHeader } from '../api/wire.js';
-import { IndicatorMap } from '../feed/indicator.js';
+import type { IndicatorMap } from '../feed/indicator.js';
 import { pullFeed, type FeedSource } from '../feed/pull.js';
 
 export interface PullAllInput {
   api: FeedSource;
   logger: Logger;
   pageSize: number;
-  /** Cached score-based feed and its cursor; undefined = full pull. */
+  /**
+   * Cached score-based feed and its cursor; undefined = full pull. The map is
+   * taken over: it becomes the merged feed (callers load it afresh for each
+   * pull, and a copy of a million-entry feed would double the memory).
+   */
   cache: { items: IndicatorMap; cursor: number } | undefined;
   onProgress?: (what: string, pages: number, items: number) => void;
 }
@@ -15,6 +19,8 @@ export interface PullAllInput {
 export interface PulledFeeds {
   /** The merged score-based feed (cache + this pull). */
   feed: IndicatorMap;
+  /** False when an incremental pull brought nothing: `feed` equals the cache it started from. */
+  feedChanged: boolean;
   cursor: number;
   full: boolean;
   header: FeedHeader | undefined;
@@ -27,7 +33,8 @@ export interface PulledFeeds {
 /**
  * Pull the score feed (full, or incremental from the cached cursor) and the two
  * manual-decision feeds. Either everything comes back or an error is thrown:
- * nothing of a partial pull is kept, and the cache passed in is not modified.
+ * nothing of a partial pull is kept (the cache passed in is merged into only
+ * once every pull has succeeded).
  */
 export async function pullAll(input: PullAllInput): Promise<PulledFeeds> {
   const { api, logger, pageSize, cache } = input;
@@ -43,13 +50,12 @@ export async function pullAll(input: PullAllInput): Promise<PulledFeeds> {
 
   let feed = main.items;
   if (cache) {
-    // Merge into a copy so a later failure leaves the caller's cache untouched.
-    feed = new IndicatorMap();
-    for (const ind of cache.items.values()) feed.upsert(ind);
-    for (const ind of main.items.values()) feed.upsert(ind);
+    feed = cache.items;
+    feed.merge(main.items);
   }
   return {
     feed,
+    feedChanged: cache === undefined || main.items.size > 0,
     cursor: Math.max(main.cursor, cache?.cursor ?? 0),
     full: cache === undefined,
     header: main.header,

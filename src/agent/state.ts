@@ -1,10 +1,10 @@
-import { existsSync, mkdirSync, readFileSync, renameSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, renameSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import Conf from 'conf';
 import { StateError } from '../errors.js';
 import type { Logger } from '../log.js';
-import { parseCidr } from '../net/ipv4.js';
 import { IndicatorMap } from '../feed/indicator.js';
+import { toCidr } from '../firewall/render.js';
 import type { Settings, SettingSources } from '../config/server.js';
 import type { Reason, SkipReason } from '../policy/select.js';
 import { writeFileAtomic } from './atomic-file.js';
@@ -45,7 +45,42 @@ export interface AppliedSet {
   entries: { cidr: string; reason: Reason; expiresAt: number | null }[];
 }
 
-const FEED_CACHE_VERSION = 1;
+/**
+ * The cached score-based feed, binary: a header (magic, version, count, 0 as
+ * u32) then the columns ts f64[count], score f64[count], network address
+ * u32[count], prefix u8[count], in host byte order (the file never leaves the
+ * machine). 21 bytes per indicator, read straight into typed arrays: a million
+ * indicators load in tens of milliseconds, where JSON rows took about a second
+ * and ~150 MB of short-lived objects (version 1, `feed-cache.json`, is no
+ * longer read: without a cache the next pull is simply a full one).
+ */
+const FEED_CACHE_FILE = 'feed-cache.bin';
+const LEGACY_FEED_CACHE_FILE = 'feed-cache.json';
+const FEED_CACHE_MAGIC = 0x43464357; // "WCFC"
+const FEED_CACHE_VERSION = 2;
+const FEED_CACHE_HEADER = 16;
+const FEED_CACHE_ROW = 8 + 8 + 4 + 1;
+
+interface FeedCacheColumns {
+  header: Uint32Array;
+  ts: Float64Array;
+  score: Float64Array;
+  start: Uint32Array;
+  prefix: Uint8Array;
+}
+
+/** Views of the cache file's sections over `buf` (8-byte aligned: see the callers). */
+function feedCacheColumns(buf: Uint8Array, count: number): FeedCacheColumns {
+  const b = buf.buffer;
+  const o = buf.byteOffset;
+  return {
+    header: new Uint32Array(b, o, 4),
+    ts: new Float64Array(b, o + FEED_CACHE_HEADER, count),
+    score: new Float64Array(b, o + FEED_CACHE_HEADER + 8 * count, count),
+    start: new Uint32Array(b, o + FEED_CACHE_HEADER + 16 * count, count),
+    prefix: new Uint8Array(b, o + FEED_CACHE_HEADER + 20 * count, count),
+  };
+}
 
 /**
  * Everything the agent keeps between runs, in `state_dir`. Writes are atomic;
@@ -127,27 +162,50 @@ export class StateStore {
     }
   }
 
-  /** Cached score-based feed (for incremental pulls), compact: [cidr, ts, score] rows. */
+  /** Cached score-based feed (for incremental pulls); see FEED_CACHE_FILE for the format. */
   loadFeedCache(): IndicatorMap | undefined {
-    const raw = this.readJson('feed-cache.json') as { version?: unknown; rows?: unknown } | undefined;
-    if (raw === undefined) return undefined;
-    if (raw.version !== FEED_CACHE_VERSION || !Array.isArray(raw.rows)) {
+    const path = join(this.dir, FEED_CACHE_FILE);
+    if (!existsSync(path)) return undefined;
+    let buf: Uint8Array;
+    try {
+      buf = readFileSync(path);
+    } catch (err) {
+      this.setAside(path, err);
+      return undefined;
+    }
+    if (buf.byteOffset % 8 !== 0) buf = new Uint8Array(buf); // typed-array views need alignment
+    const count = buf.length >= FEED_CACHE_HEADER ? new Uint32Array(buf.buffer, buf.byteOffset, 4)[2]! : -1;
+    const cols = count >= 0 && buf.length === FEED_CACHE_HEADER + FEED_CACHE_ROW * count ? feedCacheColumns(buf, count) : undefined;
+    if (!cols || cols.header[0] !== FEED_CACHE_MAGIC || cols.header[1] !== FEED_CACHE_VERSION) {
       this.logger.warn('feed cache has an unknown format; a full pull will rebuild it');
       return undefined;
     }
-    const map = new IndicatorMap();
-    for (const row of raw.rows as unknown[]) {
-      if (!Array.isArray(row) || typeof row[0] !== 'string' || typeof row[1] !== 'number' || typeof row[2] !== 'number') continue;
-      const r = parseCidr(row[0]);
-      if (r.ok) map.upsert({ cidr: r.cidr, ts: row[1], score: row[2] });
+    // Room for what the next incremental pull adds, so merging it does not reallocate the columns.
+    const map = new IndicatorMap(count + Math.max(1024, Math.ceil(count / 16)));
+    for (let i = 0; i < count; i++) {
+      const start = cols.start[i]!;
+      const prefix = cols.prefix[i]!;
+      // Only canonical networks (prefix 0..32, host bits clear), as parsing the text rows once ensured.
+      if (prefix > 32 || (prefix < 32 && start % 2 ** (32 - prefix) !== 0)) continue;
+      map.upsertParts(start, prefix, cols.ts[i]!, cols.score[i]!);
     }
     return map;
   }
 
   saveFeedCache(map: IndicatorMap): void {
-    const rows: [string, number, number][] = [];
-    for (const ind of map.values()) rows.push([ind.cidr.text, ind.ts, ind.score]);
-    this.writeJson('feed-cache.json', { version: FEED_CACHE_VERSION, rows });
+    const c = map.columns();
+    const header = new Uint32Array([FEED_CACHE_MAGIC, FEED_CACHE_VERSION, map.size, 0]);
+    const bytes = (a: Uint32Array | Uint8Array | Float64Array) => new Uint8Array(a.buffer, a.byteOffset, a.byteLength);
+    try {
+      writeFileAtomic(join(this.dir, FEED_CACHE_FILE), [bytes(header), bytes(c.tss), bytes(c.scores), bytes(c.starts), bytes(c.prefixes)]);
+    } catch (err) {
+      throw new StateError(`cannot write ${FEED_CACHE_FILE} in ${this.dir}: ${(err as Error).message}`, { cause: err });
+    }
+    try {
+      unlinkSync(join(this.dir, LEGACY_FEED_CACHE_FILE)); // a previous version's cache: superseded, can be large
+    } catch {
+      /* usually absent */
+    }
   }
 
   /** Per plugin, so a dry run never stands in for what the kernel holds. */
@@ -159,7 +217,7 @@ export class StateStore {
       return undefined;
     }
     const entries = raw.entries.filter(
-      (e) => e && typeof e.cidr === 'string' && parseCidr(e.cidr).ok && (e.expiresAt === null || typeof e.expiresAt === 'number'),
+      (e) => e && typeof e.cidr === 'string' && toCidr(e.cidr) !== undefined && (e.expiresAt === null || typeof e.expiresAt === 'number'),
     );
     return { ts: raw.ts, plugin: String(raw.plugin), entries };
   }

@@ -5,6 +5,7 @@ import {
   FEED_FILTER,
   IPS_QUERY,
   ROUTES,
+  acceptFeedPage,
   agentListSchema,
   feedPageSchema,
   type AgentRecord,
@@ -45,6 +46,7 @@ export class ThreatIntelApi {
   async feedPage(filter: FeedFilter, ts: number, limit: number): Promise<FeedPage> {
     const r = await this.client.call(ROUTES.ips, feedPageSchema, {
       query: { [IPS_QUERY.limit]: limit, [IPS_QUERY.filter]: filter, [IPS_QUERY.ts]: ts, [IPS_QUERY.full]: 'no' },
+      accept: acceptFeedPage,
     });
     return r.data!;
   }

@@ -62,9 +62,18 @@ export function diffEntries(current: ReadonlyMap<string, number | undefined>, wa
     }
   }
   if (matched < current.size) {
-    const index = new CidrIndex(wanted.length);
-    for (let i = 0; i < wanted.length; i++) index.add(wanted[i]!.cidr.start, wanted[i]!.cidr.prefix, i);
+    // Kernel keys are canonical text, so nearly every kept key is found by its text
+    // (whose hash the lookups above already computed); only the others are parsed
+    // and looked up by network, which is what decides.
+    const wantedTexts = new Set<string>();
+    for (const e of wanted) wantedTexts.add(e.cidr.text);
+    let index: CidrIndex | undefined;
     for (const key of current.keys()) {
+      if (wantedTexts.has(key)) continue;
+      if (!index) {
+        index = new CidrIndex(wanted.length);
+        for (let i = 0; i < wanted.length; i++) index.add(wanted[i]!.cidr.start, wanted[i]!.cidr.prefix, i);
+      }
       const c = toCidr(key);
       if (!c || index.get(c.start, c.prefix) === -1) del.push(key);
     }

@@ -66,15 +66,19 @@ export class IpsetPlugin implements FirewallPlugin {
   }
 
   private async applyNow(entries: readonly FirewallEntry[]): Promise<ApplyResult> {
-    // The two read-only probes run while the entries are validated.
+    // The read-only probes run while the entries are validated. The set's
+    // contents are read at the same time (one round of processes instead of
+    // two); that read is used only if the set exists, and repeated if the set
+    // appeared between the two reads.
     const namesP = this.setNames();
     const filterP = readFilter(this.runner);
+    const saveP = this.save().catch(() => undefined);
     namesP.catch(() => undefined);
     filterP.catch(() => undefined);
     const wanted = normalizeEntries(entries);
-    const [names, filter] = await Promise.all([namesP, filterP]);
+    const [names, filter, saved] = await Promise.all([namesP, filterP, saveP]);
     const setExists = names.has(this.setName);
-    const current = setExists ? await this.save() : undefined;
+    const current = setExists ? (saved ?? (await this.save())) : undefined;
 
     // Nothing of ours anywhere and never applied by this instance: a first
     // install (or a reboot), so creations are not "repairs".

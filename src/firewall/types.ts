@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import type { Cidr } from '../net/ipv4.js';
 
 export type PluginName = 'ipset' | 'nftables' | 'iptables' | 'dry-run';
 export const PLUGIN_NAMES: readonly PluginName[] = ['ipset', 'nftables', 'iptables', 'dry-run'];
@@ -12,6 +13,12 @@ export interface FirewallEntry {
    * crosses the threshold then). Undefined = no timeout (manual blocks).
    */
   readonly timeoutSeconds?: number | undefined;
+  /**
+   * `cidr` already parsed (a Cidr whose `text` is `cidr`), so it is not parsed
+   * again: the cycle passes the Cidr its selection holds, which at a million
+   * entries saves a million short-lived objects. Optional.
+   */
+  readonly parsed?: Cidr | undefined;
 }
 
 /** Names of the objects the agent owns. Validated at config load. */

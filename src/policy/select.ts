@@ -1,5 +1,5 @@
-import { RangeSet, compareCidr, parseCidr, type Cidr } from '../net/ipv4.js';
-import type { Indicator } from '../feed/indicator.js';
+import { RangeSet, compareCidr, fromNumber, parseCidr, type Cidr } from '../net/ipv4.js';
+import { IndicatorMap, type Indicator } from '../feed/indicator.js';
 import type { Scoring } from '../score/decay.js';
 
 export type Reason = 'manual' | 'score';
@@ -48,6 +48,18 @@ function byIpAscending(a: { cidr: Cidr }, b: { cidr: Cidr }): number {
 }
 
 /**
+ * The feed as a table with one record per address: an IndicatorMap as it is
+ * (already de-duplicated), any other iterable with a Map's semantics (the
+ * last record of an address wins).
+ */
+function feedTable(feed: Iterable<Indicator>): IndicatorMap {
+  if (feed instanceof IndicatorMap) return feed;
+  const t = new IndicatorMap();
+  for (const ind of feed) t.setParts(ind.cidr.start, ind.cidr.prefix, ind.ts, ind.score);
+  return t;
+}
+
+/**
  * The blocked set at `now`, in the contract's order of precedence:
  *  1. never anything overlapping a protected network, nor networks wider than min_prefix;
  *  2. never whitelisted indicators (overlap counts: a whitelisted address inside a blocked /24 vetoes the /24);
@@ -55,25 +67,29 @@ function byIpAscending(a: { cidr: Cidr }, b: { cidr: Cidr }): number {
  *  4. then score-based entries with decayed score >= threshold, highest first, ties by ip ascending;
  *  5. all capped at maximum_rules.
  * Pure and deterministic: the same input gives the same output, in the same order.
+ *
+ * The feed (up to millions of records) is walked by position in its columns:
+ * no object per record, and Cidr objects only for what is selected.
  */
 export function selectEntries(input: SelectionInput): Selection {
   const skipped: Record<SkipReason, number> = { allowlist: 0, too_wide: 0, whitelist: 0, threshold: 0, cap: 0 };
   const protectedSet = new RangeSet([...ALWAYS_PROTECTED, ...input.protectedNets]);
   const whitelistSet = new RangeSet([...input.whitelist].map((w) => w.cidr));
 
-  const vetoed = (c: Cidr): SkipReason | null => {
+  const vetoed = (c: { start: number; end: number; prefix: number }): SkipReason | null => {
     if (c.prefix < input.minPrefix) return 'too_wide';
     if (protectedSet.overlaps(c)) return 'allowlist';
     if (whitelistSet.overlaps(c)) return 'whitelist';
     return null;
   };
 
-  const feedScore = new Map<string, Indicator>();
-  for (const ind of input.feed) feedScore.set(ind.cidr.text, ind);
-  const decayed = (ind: Indicator) => input.scoring.score(ind.score, input.now - ind.ts);
+  const feed = feedTable(input.feed);
+  const decayedAt = (i: number) => input.scoring.score(feed.scoreAt(i), input.now - feed.tsAt(i));
 
   const manual: SelectedEntry[] = [];
   const manualKeys = new Set<string>();
+  /** Feed positions of the manual blocks kept: they are not scored again. */
+  const isManual = new Uint8Array(feed.size);
   for (const m of input.manualBlocks) {
     if (manualKeys.has(m.cidr.text)) continue;
     const why = vetoed(m.cidr);
@@ -82,38 +98,55 @@ export function selectEntries(input: SelectionInput): Selection {
       continue;
     }
     manualKeys.add(m.cidr.text);
-    const rec = feedScore.get(m.cidr.text);
-    manual.push({ cidr: m.cidr, reason: 'manual', score: rec ? decayed(rec) : null, expiresAt: null });
+    const at = feed.find(m.cidr.start, m.cidr.prefix);
+    if (at !== -1) isManual[at] = 1;
+    manual.push({ cidr: m.cidr, reason: 'manual', score: at !== -1 ? decayedAt(at) : null, expiresAt: null });
   }
   manual.sort(byIpAscending);
 
-  const scored: { ind: Indicator; score: number }[] = [];
-  for (const ind of feedScore.values()) {
-    if (manualKeys.has(ind.cidr.text)) continue;
-    const why = vetoed(ind.cidr);
-    if (why) {
-      skipped[why]++;
+  // The hot loop reads the columns directly and inlines `vetoed` (same checks, same order).
+  const { starts, prefixes, tss, scores } = feed.columns();
+  const { now, threshold, minPrefix, scoring } = input;
+  const scored: number[] = [];
+  const scoreOf = new Float64Array(feed.size);
+  const range = { start: 0, end: 0 };
+  for (let i = 0; i < feed.size; i++) {
+    if (isManual[i] === 1) continue;
+    const prefix = prefixes[i]!;
+    if (prefix < minPrefix) {
+      skipped.too_wide++;
       continue;
     }
-    const s = decayed(ind);
-    if (!(s >= input.threshold) || s <= 0) {
+    range.start = starts[i]!;
+    range.end = range.start + 2 ** (32 - prefix) - 1;
+    if (protectedSet.overlaps(range)) {
+      skipped.allowlist++;
+      continue;
+    }
+    if (whitelistSet.overlaps(range)) {
+      skipped.whitelist++;
+      continue;
+    }
+    const s = scoring.score(scores[i]!, now - tss[i]!);
+    if (!(s >= threshold) || s <= 0) {
       skipped.threshold++;
       continue;
     }
-    scored.push({ ind, score: s });
+    scoreOf[i] = s;
+    scored.push(i);
   }
-  scored.sort((a, b) => b.score - a.score || compareCidr(a.ind.cidr, b.ind.cidr));
+  scored.sort((x, y) => scoreOf[y]! - scoreOf[x]! || starts[x]! - starts[y]! || prefixes[x]! - prefixes[y]!);
 
   const cap = input.maximumRules;
   const entries: SelectedEntry[] = manual.slice(0, cap);
   skipped.cap += Math.max(0, manual.length - cap);
   const room = Math.max(0, cap - entries.length);
   skipped.cap += Math.max(0, scored.length - room);
-  for (let i = 0; i < scored.length && i < room; i++) {
-    const { ind, score } = scored[i]!;
+  for (let k = 0; k < scored.length && k < room; k++) {
+    const i = scored[k]!;
     // Expiry is solved only for what is selected: at most maximum_rules solves.
-    const secs = input.scoring.secondsUntilBelow(ind.score, Math.max(0, input.now - ind.ts), input.threshold);
-    entries.push({ cidr: ind.cidr, reason: 'score', score, expiresAt: secs === null ? null : input.now + secs });
+    const secs = scoring.secondsUntilBelow(scores[i]!, Math.max(0, now - tss[i]!), threshold);
+    entries.push({ cidr: fromNumber(starts[i]!, prefixes[i]!), reason: 'score', score: scoreOf[i]!, expiresAt: secs === null ? null : now + secs });
   }
   return { entries, skipped };
 }

@@ -32,6 +32,7 @@ export async function syncCommand(opts: GlobalOptions & { once?: boolean; dryRun
           running: r.running,
           reported: outcome.reported,
           duration_ms: r.durationMs,
+          timings_ms: outcome.timings ?? null,
           changes: outcome.apply ?? null,
           plan: outcome.plan ? planToJson(config.agid, outcome.plan) : null,
         });
