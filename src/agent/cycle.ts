@@ -27,6 +27,8 @@ export interface CycleDeps {
   force?: boolean;
   /** Receives the time of each phase (runCycle passes one; optional for computePlan's other callers). */
   clock?: PhaseClock;
+  /** Told whether the agent record exists as soon as E7 answers (before the pull, which may still fail). */
+  onAgentRecord?: (status: 'present' | 'deleted') => void;
 }
 
 export interface PlanResult {
@@ -95,6 +97,7 @@ export async function computePlan(deps: CycleDeps, useCache: boolean): Promise<P
   protectedNets.catch(() => undefined); // not unhandled when the pull fails first
   const record = await recordP;
   deps.clock?.lap('config');
+  deps.onAgentRecord?.(record === null ? 'deleted' : 'present');
   if (record === null) {
     logger.warn({ agid: config.agid }, 'agent record not found on the server (deleted?); keeping the last known configuration');
   }
@@ -189,9 +192,10 @@ export async function runCycle(deps: CycleDeps, plugin: FirewallPlugin): Promise
   let apply: ApplyResult | undefined;
   let error: WcfError | Error | undefined;
   let appliedEntries: { cidr: string; reason: Reason; expiresAt: number | null }[] | undefined;
+  let agentRecord: 'present' | 'deleted' | undefined;
 
   try {
-    plan = await computePlan({ ...deps, now: () => now, clock }, true);
+    plan = await computePlan({ ...deps, now: () => now, clock, onAgentRecord: (s) => (agentRecord = s) }, true);
     // The feed knowledge is kept even if the apply below fails: it is not firewall state.
     // An incremental pull that brought nothing leaves the cache as it is on disk.
     if (plan.feeds.feedChanged) state.saveFeedCache(plan.feeds.feed);
@@ -211,7 +215,10 @@ export async function runCycle(deps: CycleDeps, plugin: FirewallPlugin): Promise
       state.update({ pendingShrink: verdict.pending });
       if (!verdict.allow) throw new GuardError(verdict.message!);
       if ('message' in verdict && verdict.message) logger.warn(verdict.message);
-      apply = await plugin.apply(toFirewallEntries(plan.selection, now));
+      // Timeouts count from now, not from the cycle's start: the kernel starts counting when the
+      // entries go in, and a long pull in between would otherwise push every expiry later (and make
+      // the next cycle see every timeout as changed).
+      apply = await plugin.apply(toFirewallEntries(plan.selection, (deps.now ?? epochNow)()));
       appliedEntries = plan.selection.entries.map((e) => ({ cidr: e.cidr.text, reason: e.reason, expiresAt: e.expiresAt }));
       for (const what of apply.repaired) logger.warn({ repaired: what }, `firewall object was missing and has been re-created: ${what}`);
     } else {
@@ -262,7 +269,7 @@ export async function runCycle(deps: CycleDeps, plugin: FirewallPlugin): Promise
     version: AGENT_VERSION,
   };
   let reported = false;
-  if (plan?.agentRecord === 'deleted') {
+  if (agentRecord === 'deleted') {
     logger.info('not reporting: the agent record is deleted and the agent does not re-create it');
   } else if (error instanceof ApiUnreachableError && deps.api.client.aborted) {
     logger.info('not reporting: the agent is stopping');
