@@ -17,7 +17,7 @@ export interface SimProcess {
   /** POST /_sim/agent-config (values stored verbatim). */
   setAgentConfig(values: Record<string, string | number>): Promise<void>;
   /** POST /_sim/indicators for each item, a few requests in flight at a time. */
-  upsert(items: readonly { ip: string; score: number }[]): Promise<void>;
+  upsert(items: readonly { ip: string; score: number; ts?: number }[]): Promise<void>;
   close(): Promise<void>;
 }
 

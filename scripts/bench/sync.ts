@@ -19,6 +19,7 @@ import type { BenchNetns } from './netns.js';
 import { onExit } from './netns.js';
 import { startSimulatorProcess, type SimProcess } from './simulator.js';
 import { log, median } from './stats.js';
+import { warmIncrementalCycles } from './warm.js';
 
 const ROOT = join(import.meta.dirname, '../..');
 const CLI = join(ROOT, 'dist/cli.js');
@@ -42,7 +43,8 @@ export interface SyncRun {
 
 export interface SyncFigure {
   size: number;
-  kind: 'full' | 'incremental';
+  /** `daemon`: incremental cycles in one long-lived process, as `wcf-agent run` does them (no RSS: it is the benchmark's own process). */
+  kind: 'full' | 'incremental' | 'daemon';
   /** Indicators changed before each incremental run. */
   changed?: number;
   runs: SyncRun[];
@@ -137,8 +139,16 @@ async function feedAddresses(sim: SimProcess): Promise<string[]> {
   return [...seen];
 }
 
+/**
+ * The changed records' `ts`: at most 500 per second, each round after the previous one. The API
+ * pages by `ts` with no offset, so a real feed's burst of more than a page (1,000) at one second
+ * cannot be paged through (the agent logs it and skips the rest); the simulator would stamp a whole
+ * round with the one or two seconds it takes, so the benchmark spreads them as a feed would.
+ */
+let lastChangeTs = 0;
+
 /** `count` distinct addresses picked reproducibly; half raised to 9.5, half lowered to 1.5 (below the threshold). */
-function pickChanges(ips: readonly string[], count: number, seed: number): { ip: string; score: number }[] {
+function pickChanges(ips: readonly string[], count: number, seed: number): { ip: string; score: number; ts: number }[] {
   // splitmix32: neighbouring seeds (one per run) give unrelated picks.
   let s = seed >>> 0;
   const rand = () => {
@@ -150,7 +160,10 @@ function pickChanges(ips: readonly string[], count: number, seed: number): { ip:
   };
   const picked = new Set<number>();
   while (picked.size < Math.min(count, ips.length)) picked.add(Math.floor(rand() * ips.length));
-  return [...picked].map((i, k) => ({ ip: ips[i]!, score: k % 2 === 0 ? 9.5 : 1.5 }));
+  const base = Math.max(Math.floor(Date.now() / 1000), lastChangeTs + 1);
+  const out = [...picked].map((i, k) => ({ ip: ips[i]!, score: k % 2 === 0 ? 9.5 : 1.5, ts: base + Math.floor(k / 500) }));
+  lastChangeTs = out.at(-1)?.ts ?? lastChangeTs;
+  return out;
 }
 
 export interface SyncBenchOptions {
@@ -207,6 +220,16 @@ export async function benchSync(o: SyncBenchOptions): Promise<SyncFigure[]> {
           log(`sync incremental ${n} (${count} changed): wall ${r.wallMs.toFixed(0)} ms, cycle ${r.cycleMs} ms, rss ${r.peakRssMB.toFixed(0)} MB, ${JSON.stringify(r.changes)}, ${JSON.stringify(r.timings)}`);
         }
         figures.push(summarize(n, 'incremental', inc, count));
+
+        const warm = await warmIncrementalCycles(configPath, o.runs, (i) => sim.upsert(pickChanges(ips, count, 7919 * n + i + 2)));
+        figures.push(
+          summarize(
+            n,
+            'daemon',
+            warm.map((w) => ({ wallMs: w.cycleMs, cycleMs: w.cycleMs, peakRssMB: NaN, applied: 0, fullPull: false, reported: true, changes: w.changes, timings: w.timings })),
+            count,
+          ),
+        );
       }
     } finally {
       await sim.close();

@@ -81,8 +81,24 @@ function errorCodeOf(err: unknown): string | undefined {
   return undefined;
 }
 
+/**
+ * OpenSSL/Node codes of a certificate the agent does not trust. Not transient: retrying
+ * only delays the error, so these fail at once, with a hint (ca_file, the server's name).
+ */
+const TLS_VERIFY_CODES = /^(ERR_TLS_CERT_ALTNAME_INVALID|DEPTH_ZERO_SELF_SIGNED_CERT|SELF_SIGNED_CERT_IN_CHAIN|UNABLE_TO_VERIFY_LEAF_SIGNATURE|UNABLE_TO_GET_ISSUER_CERT(_LOCALLY)?|CERT_HAS_EXPIRED|CERT_NOT_YET_VALID|CERT_UNTRUSTED|CERT_REJECTED|CERT_SIGNATURE_FAILURE|INVALID_CA|HOSTNAME_MISMATCH)$/;
+
+export function tlsVerifyCode(err: unknown): string | undefined {
+  let e: unknown = err;
+  for (let i = 0; i < 4 && e && typeof e === 'object'; i++) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === 'string' && TLS_VERIFY_CODES.test(code)) return code;
+    e = (e as { cause?: unknown }).cause;
+  }
+  return undefined;
+}
+
 function isRetryable(err: unknown): boolean {
-  if (err instanceof ApiUnreachableError) return true;
+  if (err instanceof ApiUnreachableError) return tlsVerifyCode(err) === undefined;
   if (err instanceof ApiStatusError) return err.status >= 500 || err.status === 429;
   // Truncated or garbled bodies are usually a transient proxy/server problem.
   if (err instanceof ApiResponseError) return err.retryable;
@@ -213,7 +229,9 @@ export class ApiClient {
       res = await request(this.url(route, options.query), { method, headers, body, dispatcher: this.dispatcher, signal: this.controller.signal });
     } catch (err) {
       if (this.aborted) throw new ApiUnreachableError(`${where}: aborted, the agent is stopping`, { cause: err });
-      throw new ApiUnreachableError(`${where}: ${describeNetworkError(err)}`, { cause: err });
+      const tls = tlsVerifyCode(err);
+      const hint = tls ? ` (the server's TLS certificate is not trusted: set ca_file to the CA that signed it, and check that base_url names a host the certificate covers)` : '';
+      throw new ApiUnreachableError(`${where}: ${describeNetworkError(err)}${hint}`, { cause: err });
     }
     const date = typeof res.headers.date === 'string' ? res.headers.date : undefined;
     const text = await this.readCapped(res, where);

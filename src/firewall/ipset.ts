@@ -65,20 +65,29 @@ export class IpsetPlugin implements FirewallPlugin {
     return this.serial.run(() => this.applyNow(entries));
   }
 
+  /** The live set's contents, or undefined when it does not exist (any other failure is thrown). */
+  private async saveIfExists(): Promise<IpsetSaveParsed | undefined> {
+    try {
+      return await this.save();
+    } catch (err) {
+      if (stderrMatches(err, NO_SUCH_SET)) return undefined;
+      throw err;
+    }
+  }
+
   private async applyNow(entries: readonly FirewallEntry[]): Promise<ApplyResult> {
-    // The read-only probes run while the entries are validated. The set's
-    // contents are read at the same time (one round of processes instead of
-    // two); that read is used only if the set exists, and repeated if the set
-    // appeared between the two reads.
-    const namesP = this.setNames();
+    // One round of two read-only processes, run while the entries are
+    // validated: the set's contents (absent = no set) and the filter table.
+    // Each process costs milliseconds (more from a large parent), and this is
+    // every cycle's fixed cost, so nothing else is asked here: whether a
+    // leftover temp set exists matters only to a full rebuild, which asks.
+    const currentP = this.saveIfExists();
     const filterP = readFilter(this.runner);
-    const saveP = this.save().catch(() => undefined);
-    namesP.catch(() => undefined);
+    currentP.catch(() => undefined);
     filterP.catch(() => undefined);
     const wanted = normalizeEntries(entries);
-    const [names, filter, saved] = await Promise.all([namesP, filterP, saveP]);
-    const setExists = names.has(this.setName);
-    const current = setExists ? (saved ?? (await this.save())) : undefined;
+    const [current, filter] = await Promise.all([currentP, filterP]);
+    const setExists = current !== undefined;
 
     // Nothing of ours anywhere and never applied by this instance: a first
     // install (or a reboot), so creations are not "repairs".
@@ -112,7 +121,7 @@ export class IpsetPlugin implements FirewallPlugin {
     const mode = chooseMode(diff, currentEntries.size, wanted.length, forceFull);
 
     if (mode === 'full') {
-      await this.replace(wanted, sizing, setExists, names.has(this.tempName));
+      await this.replace(wanted, sizing, setExists, (await this.setNames()).has(this.tempName));
     } else if (mode === 'delta') {
       await this.delta(diff, current!);
     }

@@ -88,18 +88,19 @@ export function selectEntries(input: SelectionInput): Selection {
 
   const manual: SelectedEntry[] = [];
   const manualKeys = new Set<string>();
-  /** Feed positions of the manual blocks kept: they are not scored again. */
+  /** Feed positions of the manual blocks (kept or vetoed): they are not scored or counted again. */
   const isManual = new Uint8Array(feed.size);
   for (const m of input.manualBlocks) {
     if (manualKeys.has(m.cidr.text)) continue;
+    manualKeys.add(m.cidr.text);
+    // The address's feed record (if any) is decided here too, so a vetoed address counts once.
+    const at = feed.find(m.cidr.start, m.cidr.prefix);
+    if (at !== -1) isManual[at] = 1;
     const why = vetoed(m.cidr);
     if (why) {
       skipped[why]++;
       continue;
     }
-    manualKeys.add(m.cidr.text);
-    const at = feed.find(m.cidr.start, m.cidr.prefix);
-    if (at !== -1) isManual[at] = 1;
     manual.push({ cidr: m.cidr, reason: 'manual', score: at !== -1 ? decayedAt(at) : null, expiresAt: null });
   }
   manual.sort(byIpAscending);

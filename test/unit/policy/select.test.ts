@@ -37,6 +37,19 @@ describe('selectEntries precedence', () => {
     expect(s.skipped.allowlist).toBe(4);
   });
 
+  it('an address both manually blocked and in the feed is skipped once, not once per record', () => {
+    const s = selectEntries(
+      input({
+        feed: [ind('127.0.0.5'), ind('203.0.113.9'), ind('198.51.100.1')],
+        manualBlocks: [ind('127.0.0.5'), ind('127.0.0.5'), ind('198.51.100.1')],
+        whitelist: [ind('198.51.100.1')],
+      }),
+    );
+    expect(ips(s)).toEqual(['203.0.113.9']);
+    expect(s.skipped.allowlist).toBe(1);
+    expect(s.skipped.whitelist).toBe(1);
+  });
+
   it('never blocks networks wider than min_prefix', () => {
     const s = selectEntries(input({ feed: [ind('20.0.0.0/7'), ind('30.0.0.0/8')], manualBlocks: [ind('40.0.0.0/6')], minPrefix: 8 }));
     expect(ips(s)).toEqual(['30.0.0.0/8']);
