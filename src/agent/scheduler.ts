@@ -35,6 +35,10 @@ export class Scheduler {
   /** Run a cycle now (unless one is running), then continue the chain. */
   private tick(): Promise<void> {
     if (this.inFlight) return this.inFlight;
+    // A run asked for while a timer is pending (resume(true) after resume(false):
+    // two reloads close together) replaces that timer; left running, it would
+    // start a second timer chain and double the cycle rate for good.
+    clearTimeout(this.timer);
     this.timer = undefined;
     this.inFlight = (async () => {
       let ok = false;

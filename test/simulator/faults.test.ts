@@ -146,8 +146,31 @@ describe('fault modes', () => {
     expect(() => JSON.parse(text)).toThrow(SyntaxError);
   });
 
+  it('skipRequests lets the first N matching requests through (a failure half-way through paging)', async () => {
+    sim.setFault('http500', { routes: ['GET /ips'], skipRequests: 2, count: 1 });
+    const statuses: number[] = [];
+    // Requests on other routes neither fail nor count.
+    expect((await getJson(sim, '/feedback')).status).toBe(200);
+    for (let k = 0; k < 4; k++) {
+      const r = await ips();
+      statuses.push(r.status);
+      await r.text();
+    }
+    expect(statuses).toEqual([200, 200, 500, 200]);
+    // Works with the body-rewriting modes too, and a new setFault starts counting again.
+    sim.setFault('truncated', { skipRequests: 1, count: 1 });
+    const first = await (await ips()).text();
+    expect(() => JSON.parse(first)).not.toThrow();
+    const second = await (await ips()).text();
+    expect(() => JSON.parse(second)).toThrow(SyntaxError);
+    const third = await (await ips()).text(); // count 1: cleared
+    expect(() => JSON.parse(third)).not.toThrow();
+  });
+
   it('rejects unknown modes and bad counts', () => {
     expect(() => sim.setFault('nope' as never)).toThrow(/unknown fault mode/);
     expect(() => sim.setFault('http500', { count: 0 })).toThrow(RangeError);
+    expect(() => sim.setFault('http500', { skipRequests: -1 })).toThrow(RangeError);
+    expect(() => sim.setFault('http500', { skipRequests: 1.5 })).toThrow(RangeError);
   });
 });

@@ -1,7 +1,9 @@
 /**
  * Fault modes, switchable at run time. A fault applies to authenticated API routes
  * (never /version, never /_sim) that it makes sense for and that match `routes`;
- * with `count` it applies to the next N such requests and then clears itself.
+ * with `count` it applies to the next N such requests and then clears itself; with
+ * `skipRequests` the first N such requests are answered normally first (a failure
+ * half-way through paging: `{ routes: ['GET /ips'], skipRequests: 2 }` fails page 3).
  *
  * | mode         | routes                 | effect |
  * |--------------|------------------------|--------|
@@ -36,6 +38,8 @@ export interface FaultOptions {
   count?: number;
   /** Route filter: entries `'GET /ips'` (method + path relative to /api/v1) or `'/ips'` (any method). */
   routes?: string[];
+  /** Answer the first N matching requests normally, then apply the fault (any mode). Default 0. */
+  skipRequests?: number;
   /** slow: delay in ms (default 2000). */
   delayMs?: number;
   /** oversized/bytes: approximate body size (default 64 MiB). */
@@ -77,14 +81,18 @@ export class FaultState {
   private active: ActiveFault | null = null;
   private remaining = Infinity;
   private passed = 0;
+  private skipped = 0;
 
   set(mode: FaultMode | null, options: FaultOptions = {}): void {
     if (mode !== null && !(FAULT_MODES as readonly string[]).includes(mode)) throw new TypeError(`unknown fault mode: ${String(mode)}`);
     const count = options.count;
     if (count !== undefined && (!Number.isInteger(count) || count < 1)) throw new RangeError('count must be a positive integer');
+    const skip = options.skipRequests;
+    if (skip !== undefined && (!Number.isInteger(skip) || skip < 0)) throw new RangeError('skipRequests must be a non-negative integer');
     this.active = mode === null ? null : { mode, options: { ...options } };
     this.remaining = count ?? Infinity;
     this.passed = 0;
+    this.skipped = 0;
   }
 
   get current(): ActiveFault | null {
@@ -97,6 +105,10 @@ export class FaultState {
     if (!f || !APPLIES[f.mode](route, f.options)) return null;
     const routes = f.options.routes;
     if (routes && !routes.some((r) => r === route || r === route.slice(route.indexOf(' ') + 1))) return null;
+    if (this.skipped < (f.options.skipRequests ?? 0)) {
+      this.skipped++;
+      return null;
+    }
     if (f.mode === 'unauthorized' && this.passed < (f.options.afterRequests ?? 1)) {
       this.passed++;
       return null;
