@@ -11,8 +11,8 @@
 #                  is changed to match
 #   --destdir DIR  stage into DIR instead of / (same as the DESTDIR variable);
 #                  nothing is started, reloaded or flushed then
-#   --uninstall    stop and disable the service, remove the binary, the unit and the
-#                  tmpfiles entry; keeps config and state
+#   --uninstall    stop and disable the service, remove the binary, the unit, the
+#                  tmpfiles entry and the README; keeps config and state
 #   --flush        with --uninstall: first run `wcf-agent flush` so no firewall
 #                  objects of the agent stay behind
 #   --purge        remove as --uninstall, and also /etc/wcf-agent and /var/lib/wcf-agent
@@ -23,6 +23,7 @@
 #                                                       NEVER overwritten
 #   $DESTDIR/lib/systemd/system/wcf-agent.service       0644
 #   $DESTDIR/usr/lib/tmpfiles.d/wcf-agent.conf          0644 (/run/xtables.lock)
+#   $DESTDIR/usr/share/doc/wcf-agent/README.md          0644 (the unit's Documentation=)
 #   $DESTDIR/var/lib/wcf-agent/                         0700 (state_dir)
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -67,6 +68,8 @@ ETC=$DESTDIR/etc/wcf-agent
 CONFIG=$ETC/config.json
 UNIT=$DESTDIR/lib/systemd/system/wcf-agent.service
 TMPFILES=$DESTDIR/usr/lib/tmpfiles.d/wcf-agent.conf
+DOCDIR=$DESTDIR/usr/share/doc/wcf-agent
+DOC=$DOCDIR/README.md
 STATE=$DESTDIR/var/lib/wcf-agent
 
 # systemd is managing this host (sd_booted()), and we act on the live system.
@@ -105,6 +108,8 @@ do_install() {
   put "$unit_src" "$UNIT" 0644 || true
   rm -f "$unit_src"
   put "$ROOT/packaging/tmpfiles.d/wcf-agent.conf" "$TMPFILES" 0644 || true
+  # The unit's Documentation= points here (the .deb installs it at the same path).
+  put "$ROOT/README.md" "$DOC" 0644 || true
 
   mkdir -p "$ETC"
   chmod 0755 "$ETC"
@@ -168,9 +173,10 @@ do_uninstall() {
   fi
 
   local f
-  for f in "$BIN" "$UNIT" "$TMPFILES"; do
+  for f in "$BIN" "$UNIT" "$TMPFILES" "$DOC"; do
     if [ -e "$f" ] || [ -L "$f" ]; then rm -f "$f"; say "removed $f"; fi
   done
+  if [ -d "$DOCDIR" ]; then rmdir "$DOCDIR" 2>/dev/null || true; fi
   if [ "$PURGE" = 1 ]; then
     for f in "$ETC" "$STATE"; do
       if [ -e "$f" ]; then rm -rf "$f"; say "removed $f"; fi

@@ -8,7 +8,7 @@ import { StateStore } from '../agent/state.js';
 import { flushPreviousBackends } from '../agent/previous-backends.js';
 import { createPlugin } from '../firewall/index.js';
 import { detectPlugin } from '../firewall/detect.js';
-import { createRunner } from '../firewall/exec.js';
+import { createRunner, netnsPrefix } from '../firewall/exec.js';
 import type { FirewallPlugin, PluginName } from '../firewall/types.js';
 import { AGENT_VERSION } from '../version.js';
 
@@ -50,7 +50,7 @@ export function openState(config: AgentConfig, logger: Logger): StateStore {
 /** The plugin named by config (or --dry-run); `auto` probes nftables, then ipset, then iptables. */
 export async function openPlugin(config: AgentConfig, logger: Logger, dryRun: boolean, only?: PluginName): Promise<FirewallPlugin> {
   let name: PluginName;
-  const runner = createRunner(config.netns ? ['ip', 'netns', 'exec', config.netns] : []);
+  const runner = createRunner(netnsPrefix(config.netns));
   if (only) name = only;
   else if (dryRun || config.plugin === 'dry-run') name = 'dry-run';
   else if (config.plugin === 'auto') {

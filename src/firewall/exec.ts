@@ -34,6 +34,11 @@ function countLines(text: string): number {
  * binary, timeout) becomes a FirewallError naming the command and carrying its
  * stderr.
  */
+/** The command prefix that runs a firewall command inside network namespace `netns` (none: the host's own). */
+export function netnsPrefix(netns: string | undefined): string[] {
+  return netns ? ['ip', 'netns', 'exec', netns] : [];
+}
+
 export function createRunner(prefix: readonly string[] = [], options: RunnerOptions = {}): CommandRunner {
   const timeout = options.timeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS;
   return {

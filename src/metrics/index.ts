@@ -2,8 +2,8 @@ import type { CycleOutcome } from '../agent/cycle.js';
 import type { DaemonParts } from '../agent/daemon.js';
 import type { AgentConfig } from '../config/load.js';
 import { errorMessage } from '../errors.js';
-import { createRunner } from '../firewall/exec.js';
-import type { FirewallPlugin } from '../firewall/types.js';
+import { createRunner, netnsPrefix } from '../firewall/exec.js';
+import type { CommandRunner, FirewallPlugin } from '../firewall/types.js';
 import type { Logger } from '../log.js';
 import { readDropCounters } from './counters.js';
 import { parseListen } from './listen.js';
@@ -34,6 +34,16 @@ export function instrumentPlugin(plugin: FirewallPlugin, metrics: AgentMetrics):
   };
 }
 
+/**
+ * Where the counters are read: the namespace the rules are in. With `netns`
+ * that is `ip netns exec NAME`, the prefix openPlugin gives the agent's own
+ * firewall commands (src/cli/context.ts); reading the root namespace would
+ * report another ruleset's (absent) objects.
+ */
+export function counterRunner(netns: string | undefined): CommandRunner {
+  return createRunner(netnsPrefix(netns), { timeoutMs: COUNTER_READ_TIMEOUT_MS });
+}
+
 export interface DaemonMetrics {
   readonly metrics: AgentMetrics;
   /** Wrap the daemon's parts (called from `open`, at start and on each reload). */
@@ -53,7 +63,6 @@ export function setupDaemonMetrics(config: AgentConfig, logger: Logger): DaemonM
   if (!config.metrics_listen) return undefined;
   const listen = parseListen(config.metrics_listen);
   const metrics = new AgentMetrics();
-  const runner = createRunner([], { timeoutMs: COUNTER_READ_TIMEOUT_MS });
   let server: MetricsServer | undefined;
   let firstOpen = true;
   let lastReadError: string | undefined;
@@ -66,6 +75,7 @@ export function setupDaemonMetrics(config: AgentConfig, logger: Logger): DaemonM
       firstOpen = false;
       const plugin = instrumentPlugin(parts.plugin, metrics);
       const names = { setName: parts.config.set_name, chainName: parts.config.chain_name, tableName: parts.config.table_name };
+      const runner = counterRunner(parts.config.netns);
       metrics.setCounterReader(
         () => readDropCounters(plugin.name, names, runner),
         (err) => {

@@ -1,13 +1,13 @@
 import { loadConfig, resolveConfigPath, type AgentConfig } from '../../config/load.js';
 import { errorMessage } from '../../errors.js';
-import { createRunner } from '../../firewall/exec.js';
+import { createRunner, netnsPrefix } from '../../firewall/exec.js';
 import { createLogger, type Logger } from '../../log.js';
 import type { GlobalOptions } from '../context.js';
 import { printJson } from '../format.js';
 import { apiChecks } from '../doctor/api-checks.js';
 import { check, doctorExitCode, type CheckResult } from '../doctor/check.js';
 import { objectsCheck, pluginCheck, probeTools, toolsCheck } from '../doctor/firewall-checks.js';
-import { allowlistCheck, capabilityCheck, stateDirCheck } from '../doctor/host-checks.js';
+import { allowlistCheck, capabilityCheck, netnsCheck, stateDirCheck } from '../doctor/host-checks.js';
 import { extraConfigProblems } from './check-config.js';
 
 /** Firewall tools answer `--version` and read-only listings quickly; a hung one must not hang doctor. */
@@ -29,20 +29,23 @@ function configCheck(path: string): { result: CheckResult; config: AgentConfig |
 /** Every check, in display order. Read-only: no firewall change, no state write (bar a removed temp file), no API write. */
 export async function runChecks(path: string, logger: Logger): Promise<CheckResult[]> {
   const { result, config } = configCheck(path);
-  const runner = createRunner([], { timeoutMs: COMMAND_TIMEOUT_MS });
+  // With `netns`, every firewall command runs inside that namespace, as the agent's own do (openPlugin).
+  const netns = config?.netns;
+  const runner = createRunner(netnsPrefix(netns), { timeoutMs: COMMAND_TIMEOUT_MS });
   const plugin = config?.plugin ?? 'auto';
-  const [api, tools, detected] = await Promise.all([
+  const [api, ns, tools, detected] = await Promise.all([
     config ? apiChecks(config, logger) : Promise.resolve([]),
+    netns ? netnsCheck(netns, runner) : Promise.resolve(undefined),
     probeTools(runner),
     pluginCheck(plugin, runner),
   ]);
-  const out: CheckResult[] = [result, ...api, toolsCheck(plugin, tools), detected.result, capabilityCheck(plugin)];
+  const out: CheckResult[] = [result, ...api, ...(ns ? [ns.result] : []), toolsCheck(plugin, tools), detected.result, capabilityCheck(plugin)];
   if (config) {
     if (detected.effective) {
       const names = { setName: config.set_name, chainName: config.chain_name, tableName: config.table_name };
       out.push(await objectsCheck(detected.effective, names, runner, config));
     }
-    out.push(stateDirCheck(config.state_dir), await allowlistCheck(config, logger));
+    out.push(stateDirCheck(config.state_dir), await allowlistCheck(config, netns ? { name: netns, addresses: ns?.addresses } : undefined));
   }
   return out;
 }

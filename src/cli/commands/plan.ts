@@ -1,5 +1,6 @@
 import type { PlanResult } from '../../agent/cycle.js';
 import { computePlan } from '../../agent/cycle.js';
+import { UsageError } from '../../errors.js';
 import { createApi, loadContext, openState, type GlobalOptions } from '../context.js';
 import { duration, isoTime, printJson, table } from '../format.js';
 import { createProgress } from '../progress.js';
@@ -52,7 +53,20 @@ export function printPlanTable(plan: PlanResult, limit: number): void {
   );
 }
 
+export const DEFAULT_PLAN_LIMIT = 50;
+
+/** `--limit N`: a whole number >= 1 (digits only), else a usage error naming the option. */
+export function parseLimit(value: string | undefined): number {
+  if (value === undefined) return DEFAULT_PLAN_LIMIT;
+  const v = value.trim();
+  if (!/^\d+$/.test(v) || Number(v) < 1 || !Number.isSafeInteger(Number(v))) {
+    throw new UsageError(`--limit: expected a whole number of rows, 1 or more, got ${JSON.stringify(value)}`);
+  }
+  return Number(v);
+}
+
 export async function planCommand(opts: GlobalOptions & { json?: boolean; limit?: string }): Promise<number> {
+  const limit = parseLimit(opts.limit); // before anything is read or sent
   const { config, logger } = loadContext(opts);
   const api = createApi(config, logger);
   try {
@@ -61,7 +75,7 @@ export async function planCommand(opts: GlobalOptions & { json?: boolean; limit?
     const progress = createProgress({ json: opts.json });
     const plan = await computePlan({ config, api, state, logger, onProgress: progress.onProgress }, false).finally(() => progress.done());
     if (opts.json) printJson(planToJson(config.agid, plan));
-    else printPlanTable(plan, opts.limit ? Math.max(1, Number(opts.limit) || 50) : 50);
+    else printPlanTable(plan, limit);
     return 0;
   } finally {
     await api.client.close();

@@ -1,7 +1,34 @@
 import { loadContext, openState, type GlobalOptions } from '../context.js';
 import { duration, isoTime, printJson, table } from '../format.js';
 import { localSettings } from '../../agent/cycle.js';
-import { LOCAL_DEFAULT_SOURCES } from '../../config/server.js';
+import type { SmallState } from '../../agent/state.js';
+import { LOCAL_DEFAULT_SOURCES, type SettingSources, type Settings } from '../../config/server.js';
+
+/** One line of text: a multi-line error (a firewall tool's stderr) must not break the label column. */
+const oneLine = (text: string) => text.replace(/\s*\n\s*/g, ' ').trim();
+
+/** The label/value rows of `status` (human output), from the state dir's small state. */
+export function statusRows(agid: string, s: SmallState, settings: Settings, sources: SettingSources, now: number): string[][] {
+  const c = s.lastCycle;
+  return [
+    ['agent', agid],
+    ['last sync', c ? `${isoTime(c.ts)} (${duration(now - c.ts)} ago), ${c.ok ? 'ok' : `FAILED code ${c.code}: ${oneLine(c.message ?? '')}`}` : 'never'],
+    ['last success', isoTime(s.lastSuccessAt)],
+    ['next sync', s.nextSyncAt ? `${isoTime(s.nextSyncAt)} (in ${duration(s.nextSyncAt - now)})` : '-'],
+    ['plugin', c?.plugin ?? '-'],
+    ['entries applied', c ? `${c.applied} (${c.byReason.manual} manual, ${c.byReason.score} score)` : '0'],
+    ['enforcing', settings.running ? 'yes' : 'no (running disabled)'],
+    ['maximum_rules', `${settings.maximum_rules} (${sources.maximum_rules})`],
+    ['score_threshold', `${settings.score_threshold} (${sources.score_threshold})`],
+    ['sync_time', `${settings.sync_time} min (${sources.sync_time})`],
+    ['last full pull', isoTime(s.lastFullPullAt)],
+  ];
+}
+
+/** Label column, two spaces, value column; no header. */
+export function renderStatus(rows: string[][]): string {
+  return table(['', ''], rows).split('\n').slice(2).join('\n') + '\n';
+}
 
 /** What the agent did last and will do next, from the state dir only (no network, no firewall). */
 export async function statusCommand(opts: GlobalOptions & { json?: boolean }): Promise<number> {
@@ -36,19 +63,6 @@ export async function statusCommand(opts: GlobalOptions & { json?: boolean }): P
     printJson(out);
     return 0;
   }
-  const rows: string[][] = [
-    ['agent', config.agid],
-    ['last sync', c ? `${isoTime(c.ts)} (${duration(now - c.ts)} ago), ${c.ok ? 'ok' : `FAILED code ${c.code}: ${c.message ?? ''}`}` : 'never'],
-    ['last success', isoTime(s.lastSuccessAt)],
-    ['next sync', s.nextSyncAt ? `${isoTime(s.nextSyncAt)} (in ${duration(s.nextSyncAt - now)})` : '-'],
-    ['plugin', c?.plugin ?? '-'],
-    ['entries applied', c ? `${c.applied} (${c.byReason.manual} manual, ${c.byReason.score} score)` : '0'],
-    ['enforcing', settings.running ? 'yes' : 'no (running disabled)'],
-    ['maximum_rules', `${settings.maximum_rules} (${sources.maximum_rules})`],
-    ['score_threshold', `${settings.score_threshold} (${sources.score_threshold})`],
-    ['sync_time', `${settings.sync_time} min (${sources.sync_time})`],
-    ['last full pull', isoTime(s.lastFullPullAt)],
-  ];
-  process.stdout.write(table(['', ''], rows).split('\n').slice(2).join('\n') + '\n');
+  process.stdout.write(renderStatus(statusRows(config.agid, s, settings, sources, now)));
   return 0;
 }

@@ -1,9 +1,13 @@
 import { randomBytes } from 'node:crypto';
+import { lookup } from 'node:dns/promises';
 import { accessSync, constants, existsSync, readFileSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
+import { isIPv4 } from 'node:net';
 import { dirname, join } from 'node:path';
-import { apiAddresses, hostAddresses } from '../../agent/protected.js';
+import { hostAddresses } from '../../agent/protected.js';
 import type { AgentConfig } from '../../config/load.js';
-import type { Logger } from '../../log.js';
+import { errorMessage } from '../../errors.js';
+import type { CommandRunner } from '../../firewall/types.js';
+import { parseCidr } from '../../net/ipv4.js';
 import { check, type CheckResult } from './check.js';
 
 const CAP_NET_ADMIN = 12n;
@@ -56,15 +60,67 @@ export function stateDirCheck(dir: string): CheckResult {
   }
 }
 
-/** The agent always protects loopback, its own addresses and the API's; the allowlist should name admin hosts too. */
-export async function allowlistCheck(config: AgentConfig, logger: Logger): Promise<CheckResult> {
-  const own = hostAddresses().map((c) => c.text);
-  const api = (await apiAddresses(config.base_url, logger)).map((c) => c.text);
-  const shown = (l: string[]) => (l.length > 4 ? `${l.slice(0, 4).join(', ')}, … (${l.length})` : l.join(', ') || 'none');
-  const always = `always protected (whatever the allowlist): loopback, host addresses ${shown(own)}, API ${shown(api)}`;
-  if (config.allowlist.length === 0) {
-    return check('other', 'allowlist', 'warn', `allowlist is empty; ${always}`,
-      'add your admin/bastion hosts and monitoring to allowlist in config.json, so a feed entry can never lock them out');
+/**
+ * The IPv4 addresses of the network namespace the runner works in (config
+ * `netns`: `ip netns exec NAME ip -j -4 addr show`). Throws when the namespace
+ * cannot be entered (missing, or no CAP_SYS_ADMIN).
+ */
+export async function namespaceAddressList(runner: CommandRunner): Promise<string[]> {
+  const { stdout } = await runner.run('ip', ['-j', '-4', 'addr', 'show']);
+  const links = JSON.parse(stdout) as { addr_info?: { local?: string }[] }[];
+  return links.flatMap((l) => (l.addr_info ?? []).map((a) => parseCidr(a.local ?? ''))).flatMap((r) => (r.ok ? [r.cidr.text] : []));
+}
+
+/** Config `netns`: the namespace exists and can be entered; its addresses (protected like the host's). */
+export async function netnsCheck(netns: string, runner: CommandRunner): Promise<{ result: CheckResult; addresses: string[] | undefined }> {
+  try {
+    const addresses = await namespaceAddressList(runner);
+    const shown = addresses.length ? addresses.join(', ') : 'no IPv4 address';
+    return { result: check('firewall', 'netns', 'ok', `rules go into network namespace ${netns} (${shown}); the checks below look inside it`), addresses };
+  } catch (err) {
+    return {
+      result: check('firewall', 'netns', 'fail', `cannot enter network namespace ${netns}: ${errorMessage(err)}`,
+        `create it (ip netns add ${netns}) or remove netns from config.json; entering a namespace needs CAP_SYS_ADMIN (see the netns note in the systemd unit)`),
+      addresses: undefined,
+    };
   }
-  return check('other', 'allowlist', 'ok', `allowlist has ${config.allowlist.length} entr${config.allowlist.length === 1 ? 'y' : 'ies'}; ${always}`);
+}
+
+/** The API host's IPv4 addresses as the agent resolves them, or the reason there are none. */
+export async function resolveApiHost(baseUrl: string): Promise<{ host: string; addresses: string[]; error?: string }> {
+  const host = new URL(baseUrl).hostname.replace(/^\[|\]$/g, '');
+  if (isIPv4(host)) return { host, addresses: [host] };
+  try {
+    const found = await lookup(host, { all: true, family: 4 });
+    return { host, addresses: found.map((f) => f.address), ...(found.length ? {} : { error: 'no IPv4 address' }) };
+  } catch (err) {
+    return { host, addresses: [], error: (err as NodeJS.ErrnoException).code ?? errorMessage(err) };
+  }
+}
+
+/**
+ * The agent always protects loopback, its own addresses (and the `netns`
+ * namespace's) and the API's; the allowlist should name admin hosts too. An API
+ * host name that does not resolve here is a warning: the agent then cannot keep
+ * the API's addresses out of the blocked set.
+ */
+export async function allowlistCheck(config: AgentConfig, namespace?: { name: string; addresses: readonly string[] | undefined }): Promise<CheckResult> {
+  const own = hostAddresses().map((c) => c.text);
+  const api = await resolveApiHost(config.base_url);
+  const shown = (l: readonly string[]) => (l.length > 4 ? `${l.slice(0, 4).join(', ')}, … (${l.length})` : l.join(', ') || 'none');
+  const ns = namespace ? `, namespace ${namespace.name} addresses ${namespace.addresses ? shown(namespace.addresses) : 'unreadable'}` : '';
+  const always = `always protected (whatever the allowlist): loopback, host addresses ${shown(own)}${ns}, API ${shown(api.addresses)}`;
+  const problems: string[] = [];
+  const hints: string[] = [];
+  if (api.error) {
+    problems.push(`the API host ${api.host} does not resolve to an IPv4 address here (${api.error}), so a feed entry could block the API`);
+    hints.push(`make ${api.host} resolve on this host (getent ahostsv4 ${api.host}), or add the API's addresses to allowlist`);
+  }
+  if (config.allowlist.length === 0) {
+    problems.push('allowlist is empty');
+    hints.push('add your admin/bastion hosts and monitoring to allowlist in config.json, so a feed entry can never lock them out');
+  }
+  const count = `allowlist has ${config.allowlist.length} entr${config.allowlist.length === 1 ? 'y' : 'ies'}`;
+  if (problems.length) return check('other', 'allowlist', 'warn', `${problems.join('; ')}; ${config.allowlist.length ? `${count}; ` : ''}${always}`, hints.join('; '));
+  return check('other', 'allowlist', 'ok', `${count}; ${always}`);
 }

@@ -1,6 +1,6 @@
 import { existsSync, readdirSync } from 'node:fs';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { createServer, request } from 'node:http';
+import { connect, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator, type Simulator } from '../../simulator/index.js';
@@ -107,5 +107,66 @@ describe('doctor', () => {
     } finally {
       server.close();
     }
+  });
+
+  it('an API host name that does not resolve here is a warning with a hint, even when the API answers (through a proxy)', async () => {
+    // A forward proxy that sends every request (CONNECT tunnel or absolute-form) to the simulator,
+    // so the API works while its host name has no address on this host.
+    const sim0 = new URL(sim.url);
+    const proxy = createServer((req, res) => {
+      const target = new URL(req.url!);
+      const up = request({ host: sim0.hostname, port: sim0.port, method: req.method, path: target.pathname + target.search, headers: req.headers }, (r) => {
+        res.writeHead(r.statusCode!, r.headers);
+        r.pipe(res);
+      });
+      req.pipe(up);
+    });
+    proxy.on('connect', (_req, socket, head) => {
+      const up = connect(Number(sim0.port), sim0.hostname, () => {
+        socket.write('HTTP/1.1 200 Connection Established\r\n\r\n');
+        up.write(head);
+        up.pipe(socket);
+        socket.pipe(up);
+      });
+      up.on('error', () => socket.destroy());
+      socket.on('error', () => up.destroy());
+    });
+    await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', r));
+    try {
+      const { port } = proxy.address() as AddressInfo;
+      const host = 'wcf-api.no-such-host.invalid'; // .invalid never resolves (RFC 6761)
+      const { path } = writeConfig({
+        agid: sim.agid,
+        base_url: `http://${host}/api/v1`,
+        token: sim.token,
+        proxy: `http://127.0.0.1:${port}`,
+        allowlist: ['203.0.113.10'],
+      });
+      const r = await runCli(['doctor', '--json', '--config', path], { WCF_LOG_LEVEL: 'silent' });
+      const c = byName(JSON.parse(r.stdout) as DoctorJson);
+      expect(c.api!.status, c.api!.message).toBe('ok');
+      expect(c.token!.status).toBe('ok');
+      expect(c.allowlist).toMatchObject({
+        status: 'warn',
+        message: expect.stringMatching(new RegExp(`the API host ${host.replace(/\./g, '\\.')} does not resolve to an IPv4 address here .*could block the API`)),
+        hint: expect.stringMatching(new RegExp(`getent ahostsv4 ${host.replace(/\./g, '\\.')}.*add the API's addresses to allowlist`)),
+      });
+      // A warning, not a failure.
+      expect(r.exitCode, r.stdout).toBe(0);
+
+      // The human output shows it as WARN with the hint.
+      const h = await runCli(['doctor', '--config', path], { WCF_LOG_LEVEL: 'silent' });
+      expect(h.stdout).toMatch(/^WARN\s+allowlist\s+the API host .* does not resolve/m);
+      expect(h.stdout).toMatch(/hint: make .* resolve on this host/);
+    } finally {
+      proxy.closeAllConnections();
+      proxy.close();
+    }
+  });
+
+  it('a resolvable API host with an allowlist: ok, naming the API address', async () => {
+    const { path } = writeConfig({ agid: sim.agid, base_url: sim.url.replace('127.0.0.1', 'localhost'), token: sim.token, allowlist: ['203.0.113.10'] });
+    const r = await runCli(['doctor', '--json', '--config', path], { WCF_LOG_LEVEL: 'silent' });
+    expect(byName(JSON.parse(r.stdout) as DoctorJson).allowlist).toMatchObject({ status: 'ok', message: expect.stringMatching(/API 127\.0\.0\.1/) });
   });
 });

@@ -6,7 +6,7 @@
 import { chmodSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ROOT, modeOf, octal, runScript, tempDir } from '../../helpers/packaging.js';
+import { ROOT, modeOf, octal, run, runScript, tempDir } from '../../helpers/packaging.js';
 
 let work: string;
 let fakeBin: string;
@@ -75,8 +75,10 @@ describe('install.sh (DESTDIR)', () => {
         'lib/systemd/system/wcf-agent.service',
         'usr/bin/wcf-agent',
         'usr/lib/tmpfiles.d/wcf-agent.conf',
+        'usr/share/doc/wcf-agent/README.md',
       ].sort(),
     );
+    expect(octal(modeOf(join(dest, 'usr/share/doc/wcf-agent/README.md')))).toBe('0644');
 
     // Next steps name what to edit and what to run; nothing was started.
     expect(r.stdout).toMatch(/agid, base_url and token/);
@@ -140,6 +142,7 @@ describe('install.sh (DESTDIR)', () => {
     expect(existsSync(join(dest, 'usr/bin/wcf-agent'))).toBe(false);
     expect(existsSync(join(dest, 'lib/systemd/system/wcf-agent.service'))).toBe(false);
     expect(existsSync(join(dest, 'usr/lib/tmpfiles.d/wcf-agent.conf'))).toBe(false);
+    expect(existsSync(join(dest, 'usr/share/doc/wcf-agent'))).toBe(false);
     expect(readFileSync(join(dest, 'etc/wcf-agent/config.json'), 'utf8')).toBe('{"agid":"keep-me"}');
     expect(existsSync(join(dest, 'var/lib/wcf-agent/state.json'))).toBe(true);
     expect(r.stdout).toMatch(/wcf-agent flush --config \/etc\/wcf-agent\/config\.json/);
@@ -188,5 +191,89 @@ describe('install.sh (DESTDIR)', () => {
     const rel = await install(dest, '--binary', fakeBin, '--prefix', 'usr');
     expect(rel.exitCode).not.toBe(0);
     expect(readdirSync(dest)).toEqual([]);
+  });
+
+  it("every file the unit's Documentation= names is installed", async () => {
+    const dest = join(work, 'docs');
+    expect((await install(dest, '--binary', fakeBin)).exitCode).toBe(0);
+    const unit = readFileSync(join(dest, 'lib/systemd/system/wcf-agent.service'), 'utf8');
+    const docs = [...unit.matchAll(/^Documentation=(.*)$/gm)].flatMap((m) => m[1]!.trim().split(/\s+/));
+    const files = docs.filter((d) => d.startsWith('file://')).map((d) => new URL(d).pathname);
+    expect(files.length).toBeGreaterThan(0);
+    for (const f of files) expect(existsSync(join(dest, f)), `${f} (Documentation=) not installed`).toBe(true);
+    expect(readFileSync(join(dest, 'usr/share/doc/wcf-agent/README.md'), 'utf8')).toBe(readFileSync(join(ROOT, 'README.md'), 'utf8'));
+  });
+});
+
+/**
+ * `--uninstall --flush` on a live system really runs `wcf-agent flush` before
+ * removing anything. The "live system" is this one seen through a private mount
+ * namespace (unshare): /etc, /usr and /var are overlays whose writes land in a
+ * tmpfs, and /run is an empty tmpfs (so no systemd is seen and systemctl is never
+ * called). Nothing of this host is changed; the installed binary is a spy.
+ */
+describe('install.sh --uninstall --flush on the live system (private mount namespace)', () => {
+  /** Run `steps` (bash) as root in a private mount namespace whose /etc, /usr, /var and /run are throwaway. */
+  async function sandboxed(steps: string) {
+    if (process.getuid?.() !== 0) throw new Error('this test needs root (unshare --mount)');
+    const scratch = tempDir('sandbox');
+    try {
+      const script = [
+        'set -euo pipefail',
+        `mount -t tmpfs tmpfs ${scratch}`,
+        'for d in etc usr var; do',
+        `  mkdir -p ${scratch}/$d/upper ${scratch}/$d/work`,
+        `  mount -t overlay overlay -o lowerdir=/$d,upperdir=${scratch}/$d/upper,workdir=${scratch}/$d/work /$d`,
+        'done',
+        'mount -t tmpfs tmpfs /run',
+        steps,
+      ].join('\n');
+      return await run('unshare', ['--mount', '--propagation', 'private', 'bash', '-c', script]);
+    } finally {
+      rmSync(scratch, { recursive: true, force: true });
+    }
+  }
+
+  const state = [
+    'for f in /usr/bin/wcf-agent /lib/systemd/system/wcf-agent.service /usr/lib/tmpfiles.d/wcf-agent.conf /usr/share/doc/wcf-agent/README.md /etc/wcf-agent/config.json; do',
+    '  if [ -e "$f" ]; then echo "present $f"; else echo "absent $f"; fi',
+    'done',
+  ].join('\n');
+
+  function spy(name: string, exitCode: number): { bin: string; calls: string } {
+    const calls = join(work, `${name}.calls`);
+    const bin = join(work, name);
+    writeFileSync(bin, `#!/bin/sh\necho "$@" >> ${calls}\nexit ${exitCode}\n`);
+    chmodSync(bin, 0o755);
+    return { bin, calls };
+  }
+
+  it('runs the installed binary\'s flush with the installed config, then removes binary, unit, tmpfiles entry and README', async () => {
+    const { bin, calls } = spy('spy-flush-ok', 0);
+    const script = join(ROOT, 'scripts/install.sh');
+    const hostBefore = ['/etc/wcf-agent', '/usr/bin/wcf-agent', '/usr/share/doc/wcf-agent'].map((p) => existsSync(p));
+    const r = await sandboxed(`bash ${script} --binary ${bin} >/dev/null\nbash ${script} --uninstall --flush\n${state}`);
+    expect(r.exitCode, r.stderr).toBe(0);
+    expect(readFileSync(calls, 'utf8')).toBe('flush --config /etc/wcf-agent/config.json\n');
+    expect(r.stdout).toMatch(/removing the agent's firewall objects: \/usr\/bin\/wcf-agent flush --config \/etc\/wcf-agent\/config\.json/);
+    for (const f of ['/usr/bin/wcf-agent', '/lib/systemd/system/wcf-agent.service', '/usr/lib/tmpfiles.d/wcf-agent.conf', '/usr/share/doc/wcf-agent/README.md']) {
+      expect(r.stdout).toContain(`absent ${f}`);
+    }
+    expect(r.stdout).toContain('present /etc/wcf-agent/config.json');
+    // The host itself never saw any of it.
+    expect(['/etc/wcf-agent', '/usr/bin/wcf-agent', '/usr/share/doc/wcf-agent'].map((p) => existsSync(p))).toEqual(hostBefore);
+  });
+
+  it('a failing flush stops the uninstall: exit non-zero, everything still installed', async () => {
+    const { bin, calls } = spy('spy-flush-fails', 1);
+    const script = join(ROOT, 'scripts/install.sh');
+    const r = await sandboxed(`bash ${script} --binary ${bin} >/dev/null\nrc=0; bash ${script} --uninstall --flush || rc=$?\necho "rc=$rc"\n${state}`);
+    expect(r.exitCode, r.stderr).toBe(0);
+    expect(readFileSync(calls, 'utf8')).toBe('flush --config /etc/wcf-agent/config.json\n');
+    expect(r.stdout).toMatch(/^rc=[1-9]/m);
+    expect(r.stderr).toMatch(/flush failed .*nothing removed/);
+    for (const f of ['/usr/bin/wcf-agent', '/lib/systemd/system/wcf-agent.service', '/usr/share/doc/wcf-agent/README.md', '/etc/wcf-agent/config.json']) {
+      expect(r.stdout).toContain(`present ${f}`);
+    }
   });
 });

@@ -6,7 +6,7 @@
  * whose ExecStart binary is /bin/true (arguments and every other line unchanged).
  */
 import { execSync } from 'node:child_process';
-import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ROOT, run, tempDir } from '../../helpers/packaging.js';
@@ -58,6 +58,40 @@ async function verify(path: string) {
 /** Every value of `key=` in the unit (directives may repeat). */
 function values(key: string): string[] {
   return [...text.matchAll(new RegExp(`^${key}=(.*)$`, 'gm'))].map((m) => m[1]!.trim());
+}
+
+/** The section (`Unit`, `Service`, `Install`) each directive of the unit is in. */
+function sectionOf(key: string): string[] {
+  const out: string[] = [];
+  let section = '';
+  for (const line of text.split('\n')) {
+    const h = /^\[(\w+)\]$/.exec(line);
+    if (h) section = h[1]!;
+    else if (line.startsWith(`${key}=`)) out.push(section);
+  }
+  return out;
+}
+
+/** systemd time span (`5s`, `10min`, `2min 30s`, bare seconds) in seconds. */
+function seconds(span: string): number {
+  const unit: Record<string, number> = { s: 1, sec: 1, m: 60, min: 60, h: 3600 };
+  let total = 0;
+  for (const part of span.trim().split(/\s+/)) {
+    const m = /^(\d+)(s|sec|m|min|h)?$/.exec(part);
+    if (!m) throw new Error(`cannot read time span ${span}`);
+    total += Number(m[1]) * unit[m[2] ?? 's']!;
+  }
+  return total;
+}
+
+/** The ```ini block of README's "Running as a non-root user": the drop-in operators are told to add. */
+function readmeDropIn(): string {
+  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+  const at = readme.indexOf('**Running as a non-root user.**');
+  expect(at).toBeGreaterThan(-1);
+  const m = /```ini\n([\s\S]*?)```/.exec(readme.slice(at));
+  expect(m).not.toBeNull();
+  return m![1]!;
 }
 
 describe('systemd unit', () => {
@@ -121,5 +155,63 @@ describe('systemd unit', () => {
       return;
     }
     expect(Number(m[1])).toBeLessThanOrEqual(2.5);
+  });
+
+  it('restarts after a failure with a delay, under a start limit that can trip; logs go to the journal', () => {
+    expect(values('Restart')).toEqual(['on-failure']);
+    expect(values('RestartSec')).toEqual(['5s']);
+    expect(values('RestartPreventExitStatus')).toEqual(['2']);
+    expect(values('StartLimitIntervalSec')).toEqual(['10min']);
+    expect(values('StartLimitBurst')).toEqual(['10']);
+    // Start limits belong in [Unit] (in [Service] they are only a legacy alias).
+    expect(sectionOf('StartLimitIntervalSec')).toEqual(['Unit']);
+    expect(sectionOf('StartLimitBurst')).toEqual(['Unit']);
+    // A crash loop must reach the limit inside the interval, or it retries forever.
+    expect(seconds(values('RestartSec')[0]!) * Number(values('StartLimitBurst')[0])).toBeLessThan(seconds(values('StartLimitIntervalSec')[0]!));
+    expect(values('KillMode')).toEqual(['mixed']);
+    expect(values('StandardOutput')).toEqual(['journal']);
+    expect(values('StandardError')).toEqual(['journal']);
+    expect(values('SyslogIdentifier')).toEqual(['wcf-agent']);
+  });
+
+  describe("README's non-root drop-in", () => {
+    /** security --offline of the unit plus `dropIn` as wcf-agent.service.d/nonroot.conf: `setting -> ok?`. */
+    async function securityWith(dropIn: string) {
+      const sub = join(dir, `dropin-${Math.random().toString(36).slice(2)}`);
+      mkdirSync(join(sub, 'wcf-agent.service.d'), { recursive: true });
+      const unit = join(sub, 'wcf-agent.service');
+      writeFileSync(unit, text.replace(/^(ExecStart(?:Pre)?)=\/usr\/bin\/wcf-agent /gm, '$1=/bin/true '));
+      writeFileSync(join(sub, 'wcf-agent.service.d', 'nonroot.conf'), dropIn);
+      const env = { ...(process.env as Record<string, string>), SYSTEMD_UNIT_PATH: `${sub}:` };
+      const verify = await run('systemd-analyze', ['verify', unit], { cwd: sub, env });
+      const security = await run('systemd-analyze', ['security', '--offline=true', unit], { cwd: sub, env });
+      const lines = (security.stdout + security.stderr).split('\n');
+      const line = (re: RegExp) => lines.find((l) => re.test(l)) ?? '';
+      return {
+        verify: (verify.stdout + '\n' + verify.stderr).split('\n').filter((l) => l.includes('wcf-agent')),
+        user: line(/^\S+ User=\/DynamicUser=/),
+        netRaw: line(/CapabilityBoundingSet=~CAP_NET_\(BIND_SERVICE\|BROADCAST\|RAW\)/),
+        netAdmin: line(/CapabilityBoundingSet=~CAP_NET_ADMIN/),
+      };
+    }
+
+    it('verifies cleanly, runs as a non-root user, and leaves CAP_NET_ADMIN but no CAP_NET_RAW', async () => {
+      const dropIn = readmeDropIn();
+      // The empty lines come first: a drop-in adds to the unit's lists otherwise.
+      for (const key of ['CapabilityBoundingSet', 'AmbientCapabilities']) {
+        const vs = [...dropIn.matchAll(new RegExp(`^${key}=(.*)$`, 'gm'))].map((m) => m[1]!.trim());
+        expect(vs, key).toEqual(['', 'CAP_NET_ADMIN']);
+      }
+      const r = await securityWith(dropIn);
+      expect(r.verify).toEqual([]);
+      expect(r.user).toMatch(/^✓ .*static non-root user/);
+      expect(r.netRaw).toMatch(/^✓ .*no elevated networking privileges/);
+      expect(r.netAdmin).toMatch(/^✗ .*network configuration privileges/);
+    });
+
+    it('without the reset lines CAP_NET_RAW would stay (why the recipe has them)', async () => {
+      const r = await securityWith('[Service]\nUser=wcf-agent\nAmbientCapabilities=CAP_NET_ADMIN\n');
+      expect(r.netRaw).toMatch(/^✗ .*elevated networking privileges/);
+    });
   });
 });

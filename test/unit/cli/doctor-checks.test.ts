@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { clockCheck } from '../../../src/cli/doctor/api-checks.js';
 import { check, doctorExitCode } from '../../../src/cli/doctor/check.js';
 import { objectsCheck, toolsCheck, type Tool } from '../../../src/cli/doctor/firewall-checks.js';
-import { capabilityCheck, hasNetAdmin, stateDirCheck } from '../../../src/cli/doctor/host-checks.js';
+import { allowlistCheck, capabilityCheck, hasNetAdmin, netnsCheck, resolveApiHost, stateDirCheck } from '../../../src/cli/doctor/host-checks.js';
 import type { AgentConfig } from '../../../src/config/load.js';
 import { FirewallError } from '../../../src/errors.js';
 import type { CommandRunner } from '../../../src/firewall/types.js';
@@ -103,5 +103,32 @@ describe('doctor checks', () => {
       chmodSync(ro, 0o500);
       expect(stateDirCheck(ro)).toMatchObject({ status: 'fail' });
     }
+  });
+
+  it('netns: ok with the namespace addresses (read through the namespaced runner), fail with a hint when it cannot be entered', async () => {
+    const json = JSON.stringify([{ addr_info: [{ local: '127.0.0.1' }] }, { addr_info: [{ local: '198.18.0.1' }, { local: 'fe80::1' }] }]);
+    const ok = await netnsCheck('lab', runner({ 'ip -j -4 addr show': json }));
+    expect(ok.addresses).toEqual(['127.0.0.1', '198.18.0.1']);
+    expect(ok.result).toMatchObject({ status: 'ok', message: expect.stringContaining('network namespace lab (127.0.0.1, 198.18.0.1)') });
+    const gone = await netnsCheck('gone', runner({ 'ip -j -4 addr show': absent('Cannot open network namespace "gone": No such file or directory') }));
+    expect(gone.addresses).toBeUndefined();
+    expect(gone.result).toMatchObject({ status: 'fail', kind: 'firewall', hint: expect.stringMatching(/ip netns add gone/) });
+  });
+
+  it('allowlist: names the namespace addresses; an API host that does not resolve is a warning with a hint', async () => {
+    const cfg = (base_url: string, allowlist: string[] = ['203.0.113.10']) => ({ base_url, allowlist }) as AgentConfig;
+    const ok = await allowlistCheck(cfg('http://192.0.2.7:8080/api/v1'), { name: 'lab', addresses: ['198.18.0.1'] });
+    expect(ok).toMatchObject({ status: 'ok', message: expect.stringMatching(/namespace lab addresses 198\.18\.0\.1, API 192\.0\.2\.7$/) });
+
+    expect(await resolveApiHost('https://api.example.invalid/api/v1')).toMatchObject({ host: 'api.example.invalid', addresses: [], error: expect.any(String) });
+    const unresolved = await allowlistCheck(cfg('https://api.example.invalid/api/v1'));
+    expect(unresolved).toMatchObject({
+      status: 'warn',
+      message: expect.stringMatching(/^the API host api\.example\.invalid does not resolve to an IPv4 address here .*; allowlist has 1 entry; always protected/),
+      hint: expect.stringMatching(/getent ahostsv4 api\.example\.invalid/),
+    });
+    // Both problems at once: both hints.
+    const both = await allowlistCheck(cfg('https://api.example.invalid/api/v1', []));
+    expect(both.hint).toMatch(/getent.*; add your admin\/bastion hosts/);
   });
 });

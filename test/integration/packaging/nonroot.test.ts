@@ -1,0 +1,155 @@
+/**
+ * README's "Running as a non-root user" recipe, exercised: the built CLI runs as
+ * an unprivileged user whose only capability is CAP_NET_ADMIN (what the systemd
+ * drop-in's AmbientCapabilities= gives it), reading a config.json that is
+ * root:GROUP 0640, writing a state dir the user owns (StateDirectory=).
+ *
+ * It all happens inside a throwaway network namespace: the simulator is started
+ * in there (the namespace has only its own loopback), and `ip netns exec` enters
+ * it as root before setpriv drops to the user, so the agent's firewall commands
+ * change the namespace's ruleset, never the machine's. The user is `nobody`
+ * (65534): the test creates no account on this machine.
+ */
+import { execa, type ResultPromise } from 'execa';
+import { chmodSync, chownSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CLI, ROOT } from '../../helpers/cli.js';
+import { Netns, destroyAll, isRoot } from '../../netns/netns.js';
+
+const NOBODY = 65534;
+const NOGROUP = 65534;
+
+interface Api {
+  url: string;
+  token: string;
+  agid: string;
+}
+
+/** The simulator as a process inside `ns` (its own loopback); resolves with its URL once it listens. */
+async function simulatorIn(ns: Netns): Promise<Api> {
+  // Node with tsx's loader (what `--import tsx` resolves to), one process: killing it closes its pipes.
+  const loader = pathToFileURL(join(ROOT, 'node_modules/tsx/dist/loader.mjs')).href;
+  const child: ResultPromise = ns.spawn(process.execPath, ['--import', loader, join(ROOT, 'test/simulator/main.ts'), '--host', '127.0.0.1', '--port', '0', '--indicators', '300', '--seed', '4']);
+  return new Promise<Api>((resolve, reject) => {
+    let out = '';
+    const timer = setTimeout(() => reject(new Error('simulator did not start in the namespace')), 30_000);
+    child.stdout!.on('data', (d: Buffer) => {
+      out += d.toString('utf8');
+      const nl = out.indexOf('\n');
+      if (nl !== -1) {
+        clearTimeout(timer);
+        resolve(JSON.parse(out.slice(0, nl)) as Api);
+      }
+    });
+    void child.then((r) => reject(new Error(`simulator exited: ${String(r.stderr)}`)));
+  });
+}
+
+/** A config dir laid out as the recipe leaves /etc/wcf-agent and /var/lib/wcf-agent. */
+function layout(api: Api, plugin: string, configMode = 0o640, configGroup = NOGROUP): { path: string; state: string; dir: string } {
+  const dir = mkdtempSync(join(tmpdir(), 'wcf-nonroot-'));
+  chmodSync(dir, 0o755);
+  const path = join(dir, 'config.json');
+  writeFileSync(path, JSON.stringify({ agid: api.agid, base_url: api.url, token: api.token, plugin, state_dir: join(dir, 'state'), retries: 0 }));
+  chownSync(path, 0, configGroup); // chgrp wcf-agent /etc/wcf-agent/config.json
+  chmodSync(path, configMode); //     chmod 0640 ...
+  const state = join(dir, 'state');
+  mkdirSync(state, { mode: 0o700 });
+  chownSync(state, NOBODY, NOGROUP); // what StateDirectory= does for User=
+  return { path, state, dir };
+}
+
+/** `ip netns exec NS setpriv --reuid=nobody ... node dist/cli.js ARGS`, with only `caps` (ambient). */
+async function asUser(ns: Netns, caps: string[], args: string[]) {
+  const capArgs = caps.length ? [`--inh-caps=${caps.map((c) => `+${c}`).join(',')}`, `--ambient-caps=${caps.map((c) => `+${c}`).join(',')}`] : [];
+  const r = await execa(
+    'ip',
+    ['netns', 'exec', ns.name, 'setpriv', `--reuid=${NOBODY}`, `--regid=${NOGROUP}`, '--clear-groups', ...capArgs, process.execPath, CLI, ...args],
+    { reject: false, env: { WCF_LOG_LEVEL: 'warn' }, extendEnv: true, timeout: 120_000 },
+  );
+  return { exitCode: r.exitCode ?? -1, stdout: String(r.stdout), stderr: String(r.stderr) };
+}
+
+async function nftSet(ns: Netns): Promise<number> {
+  const j = JSON.parse(await ns.exec('nft', ['-j', 'list', 'set', 'inet', 'wcf_agent', 'wcf-blocklist'])) as { nftables: { set?: { elem?: unknown[] } }[] };
+  return j.nftables.find((o) => o.set)?.set?.elem?.length ?? 0;
+}
+
+async function ipsetSize(ns: Netns): Promise<number> {
+  return (await ns.exec('ipset', ['save', 'wcf-blocklist'])).split('\n').filter((l) => l.startsWith('add ')).length;
+}
+
+const dirs: string[] = [];
+beforeAll(() => {
+  if (!isRoot) throw new Error('this test needs root: it creates a network namespace and switches to an unprivileged user');
+});
+afterAll(async () => {
+  await destroyAll();
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
+
+describe('non-root with CAP_NET_ADMIN only, nftables backend', () => {
+  let ns: Netns;
+  let api: Api;
+  beforeAll(async () => {
+    ns = await Netns.create();
+    api = await simulatorIn(ns);
+  });
+
+  it('sync --once applies the set, and the state it writes belongs to the user', async () => {
+    const { path, state, dir } = layout(api, 'nftables');
+    dirs.push(dir);
+    const r = await asUser(ns, ['net_admin'], ['sync', '--once', '--json', '--config', path]);
+    expect(r.exitCode, r.stderr).toBe(0);
+    const out = JSON.parse(r.stdout) as { plugin: string; plan: { entries: unknown[] } };
+    expect(out.plugin).toBe('nftables');
+    expect(out.plan.entries.length).toBeGreaterThan(0);
+    expect(await nftSet(ns)).toBe(out.plan.entries.length);
+    const files = readdirSync(state);
+    expect(files.length).toBeGreaterThan(0);
+    for (const f of files) expect(statSync(join(state, f)).uid, f).toBe(NOBODY);
+  });
+
+  it('the same user without the capability is refused by the kernel (exit 4): the capability is what grants it', async () => {
+    const { path, dir } = layout(api, 'nftables');
+    dirs.push(dir);
+    const r = await asUser(ns, [], ['sync', '--once', '--config', path]);
+    expect(r.exitCode, r.stderr).toBe(4);
+    expect(r.stderr).toMatch(/Operation not permitted/);
+  });
+
+  it('config.json as installed (root 0600) cannot be read by the user: exit 2, which is why the recipe makes it 0640 for its group', async () => {
+    const { path, dir } = layout(api, 'nftables', 0o600, 0);
+    dirs.push(dir);
+    const r = await asUser(ns, ['net_admin'], ['sync', '--once', '--config', path]);
+    expect(r.exitCode).toBe(2);
+    expect(r.stderr).toMatch(/cannot read config file .*config\.json: permission denied/);
+  });
+});
+
+describe('non-root, ipset backend', () => {
+  let ns: Netns;
+  let api: Api;
+  beforeAll(async () => {
+    ns = await Netns.create();
+    api = await simulatorIn(ns);
+  });
+
+  it('needs CAP_NET_RAW as well (iptables\' set match opens a raw socket to ipset), as the README says', async () => {
+    const { path, dir } = layout(api, 'ipset');
+    dirs.push(dir);
+    const admin = await asUser(ns, ['net_admin'], ['sync', '--once', '--config', path]);
+    expect(admin.exitCode, admin.stderr).toBe(4);
+    expect(admin.stderr).toMatch(/Can't open socket to ipset/);
+
+    const r = await asUser(ns, ['net_admin', 'net_raw'], ['sync', '--once', '--json', '--config', path]);
+    expect(r.exitCode, r.stderr).toBe(0);
+    const out = JSON.parse(r.stdout) as { plugin: string; plan: { entries: unknown[] } };
+    expect(out.plugin).toBe('ipset');
+    expect(await ipsetSize(ns)).toBe(out.plan.entries.length);
+    expect(await ns.exec('iptables', ['-S', 'WCF-AGENT'])).toMatch(/-m set --match-set wcf-blocklist src -j DROP/);
+  });
+});

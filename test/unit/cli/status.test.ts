@@ -1,0 +1,72 @@
+import { describe, expect, it } from 'vitest';
+import { renderStatus, statusRows } from '../../../src/cli/commands/status.js';
+import type { CycleRecord } from '../../../src/agent/state.js';
+import type { SettingSources, Settings } from '../../../src/config/server.js';
+
+const settings: Settings = { maximum_rules: 300, score_threshold: 4, sync_time: 5, running: true, version: null };
+const sources: SettingSources = { maximum_rules: 'server', score_threshold: 'server', sync_time: 'previous', running: 'server', version: 'local default' };
+const NOW = 1_800_000_000;
+const cycle = (over: Partial<CycleRecord> = {}): CycleRecord => ({
+  ts: NOW - 125,
+  ok: true,
+  code: 0,
+  durationMs: 900,
+  plugin: 'nftables',
+  applied: 42,
+  byReason: { manual: 2, score: 40 },
+  skipped: { allowlist: 0, too_wide: 0, whitelist: 0, threshold: 0, cap: 0 },
+  fullPull: true,
+  running: true,
+  ...over,
+});
+
+const LABELS = ['agent', 'last sync', 'last success', 'next sync', 'plugin', 'entries applied', 'enforcing', 'maximum_rules', 'score_threshold', 'sync_time', 'last full pull'];
+
+/** label -> value, and the column each value starts at. */
+function parse(text: string) {
+  const lines = text.trimEnd().split('\n');
+  const col = LABELS.reduce((w, l) => Math.max(w, l.length), 0) + 2;
+  return {
+    lines,
+    col,
+    values: Object.fromEntries(lines.map((l) => [l.slice(0, col).trim(), l.slice(col)])),
+  };
+}
+
+describe('status (human output)', () => {
+  it('labels in order, every value starting in one column after two spaces', () => {
+    const s = { lastCycle: cycle(), lastSuccessAt: NOW - 125, nextSyncAt: NOW + 175, lastFullPullAt: NOW - 3600 };
+    const { lines, col, values } = parse(renderStatus(statusRows('agent-7', s, settings, sources, NOW)));
+    expect(lines.map((l) => l.slice(0, col).trimEnd())).toEqual(LABELS);
+    for (const l of lines) {
+      expect(l.slice(col - 2, col)).toBe('  ');
+      expect(l[col]).not.toBe(' ');
+    }
+    expect(values).toEqual({
+      agent: 'agent-7',
+      'last sync': '2027-01-15T07:57:55Z (2m 05s ago), ok',
+      'last success': '2027-01-15T07:57:55Z',
+      'next sync': '2027-01-15T08:02:55Z (in 2m 55s)',
+      plugin: 'nftables',
+      'entries applied': '42 (2 manual, 40 score)',
+      enforcing: 'yes',
+      maximum_rules: '300 (server)',
+      score_threshold: '4 (server)',
+      sync_time: '5 min (previous)',
+      'last full pull': '2027-01-15T07:00:00Z',
+    });
+  });
+
+  it('before any sync: never, dashes, zero', () => {
+    const { values } = parse(renderStatus(statusRows('a', {}, { ...settings, running: false }, sources, NOW)));
+    expect(values).toMatchObject({ 'last sync': 'never', 'last success': '-', 'next sync': '-', plugin: '-', 'entries applied': '0', enforcing: 'no (running disabled)' });
+  });
+
+  it('a failed cycle shows its code and a multi-line message on one line, keeping the columns', () => {
+    const failed = cycle({ ok: false, code: 40, message: 'command failed: nft -f -: exit code 1: Error: Could not process rule\n  add element inet wcf_agent x\n  ^^^^' });
+    const text = renderStatus(statusRows('a', { lastCycle: failed }, settings, sources, NOW));
+    const { lines, values } = parse(text);
+    expect(lines).toHaveLength(LABELS.length);
+    expect(values['last sync']).toBe('2027-01-15T07:57:55Z (2m 05s ago), FAILED code 40: command failed: nft -f -: exit code 1: Error: Could not process rule add element inet wcf_agent x ^^^^');
+  });
+});
