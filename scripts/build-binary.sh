@@ -66,12 +66,19 @@ rm -f "$WORK"/wcf-agent.cjs "$WORK"/wcf-agent.meta.json "$WORK"/sea-config.json 
 #    execArgvExtension "none": NODE_OPTIONS is ignored, so nothing in the environment
 #      of a root shell (--require=..., --inspect) can inject code into or reconfigure
 #      the agent. A plain `node` would honour it; Node flags cannot be passed at all.
+#    execArgv: the agent's Node flags, from the shebang of src/cli.ts (one place for both).
+EXEC_ARGV=$("$NODE" -e '
+  const line = require("fs").readFileSync("src/cli.ts", "utf8").split("\n")[0];
+  const m = /^#!\/usr\/bin\/env -S node(?: (.*))?$/.exec(line);
+  if (!m) { console.error("build-binary: src/cli.ts must start with #!/usr/bin/env -S node [FLAGS]"); process.exit(1); }
+  process.stdout.write(JSON.stringify(m[1] ? m[1].split(" ") : []));')
 cat >"$WORK/sea-config.json" <<EOF
 {
   "main": "wcf-agent.cjs",
   "output": "sea-prep.blob",
   "disableExperimentalSEAWarning": true,
   "useCodeCache": true,
+  "execArgv": $EXEC_ARGV,
   "execArgvExtension": "none"
 }
 EOF

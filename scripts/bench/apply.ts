@@ -17,7 +17,7 @@ import {
   resolveOverlaps,
 } from '../../src/firewall/render.js';
 import type { CommandRunner, FirewallEntry, FirewallPlugin, PluginOptions } from '../../src/firewall/types.js';
-import { numberToIp } from '../../src/net/ipv4.js';
+import { mustParseCidr, numberToIp } from '../../src/net/ipv4.js';
 import { log, median, timed } from './stats.js';
 
 export type ApplyBackend = 'ipset' | 'nftables';
@@ -58,7 +58,9 @@ export function makeEntries(n: number): FirewallEntry[] {
     out.push({ cidr: numberToIp(v), timeoutSeconds: out.length % 3 === 0 ? undefined : 3600 + (out.length % 1000) });
   }
   for (let i = 0; i < nets; i++) out.push({ cidr: `${numberToIp(((100 << 24) | (64 << 16) | (i << 8)) >>> 0)}/24` });
-  return out;
+  // With the parsed form beside the text, as the agent's cycle hands them over (its selection
+  // holds them parsed already), so the plugin is timed as the agent uses it.
+  return out.map((e) => ({ ...e, parsed: mustParseCidr(e.cidr, 'bench') }));
 }
 
 export interface ApplyBenchOptions {

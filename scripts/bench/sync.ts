@@ -23,6 +23,16 @@ import { warmIncrementalCycles } from './warm.js';
 
 const ROOT = join(import.meta.dirname, '../..');
 const CLI = join(ROOT, 'dist/cli.js');
+
+/**
+ * The Node flags the agent runs with: those of its shebang (`#!/usr/bin/env -S node FLAGS`),
+ * which the single binary embeds too. Spawning `node dist/cli.js` skips the shebang, so the
+ * benchmark passes them itself and measures the agent as it is shipped.
+ */
+export function agentNodeFlags(): string[] {
+  const m = /^#!\/usr\/bin\/env -S node(?: (.*))?$/.exec(readFileSync(CLI, 'utf8').split('\n')[0]!);
+  return m?.[1] ? m[1].split(' ') : [];
+}
 const TIME = '/usr/bin/time';
 /** The agent's local default; set on the simulator's stored configuration so the run does not depend on the simulator's own default. */
 export const SCORE_THRESHOLD = 3;
@@ -84,7 +94,7 @@ function parseSyncOutput(out: string): Record<string, unknown> {
 /** `sync --once` under GNU time: wall time, exit code, outputs, peak RSS. */
 async function timeCli(configPath: string, json: boolean, extraNodeArgs: readonly string[]) {
   const rssFile = join(tmpdir(), `wcf-bench-rss-${process.pid}`);
-  const args = ['-f', '%M', '-o', rssFile, process.execPath, ...extraNodeArgs, CLI, 'sync', '--once', ...(json ? ['--json'] : []), '--config', configPath];
+  const args = ['-f', '%M', '-o', rssFile, process.execPath, ...agentNodeFlags(), ...extraNodeArgs, CLI, 'sync', '--once', ...(json ? ['--json'] : []), '--config', configPath];
   const t0 = performance.now();
   const { code, stdout, stderr } = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
     // Own process group, so stopping the benchmark kills GNU time, the agent and its commands together.

@@ -177,6 +177,22 @@ function countByReason(entries: readonly { reason: Reason }[]): Record<Reason, n
 }
 
 /**
+ * Keep what a successful pull learnt, even if the apply then fails (it is not firewall
+ * state): the feed cache (unless an incremental pull brought nothing), the cursor and the
+ * settings in force. Answers the plan without the feed.
+ */
+function persistPull({ feeds, ...plan }: PlanResult & { feeds: PulledFeeds }, state: StateStore, now: number): { plan: PlanResult; fullPull: boolean } {
+  if (feeds.feedChanged) state.saveFeedCache(feeds.feed);
+  state.update({
+    cursor: feeds.cursor,
+    settings: plan.settings,
+    sources: plan.sources,
+    ...(feeds.full ? { lastFullPullAt: now } : {}),
+  });
+  return { plan, fullPull: feeds.full };
+}
+
+/**
  * One sync cycle: pull, select, apply, persist, report. A failed pull or apply
  * leaves the previously applied set in place; the error is reported with a
  * non-zero `code` when the report call can get through.
@@ -188,23 +204,19 @@ export async function runCycle(deps: CycleDeps, plugin: FirewallPlugin): Promise
   const now = (deps.now ?? epochNow)();
   const prev = previousSettings(deps);
   const emptyCounts = { allowlist: 0, too_wide: 0, whitelist: 0, threshold: 0, cap: 0 };
-  let plan: (PlanResult & { feeds: PulledFeeds }) | undefined;
+  let plan: PlanResult | undefined;
+  let fullPull = false;
   let apply: ApplyResult | undefined;
   let error: WcfError | Error | undefined;
   let appliedEntries: { cidr: string; reason: Reason; expiresAt: number | null }[] | undefined;
   let agentRecord: 'present' | 'deleted' | undefined;
 
   try {
-    plan = await computePlan({ ...deps, now: () => now, clock, onAgentRecord: (s) => (agentRecord = s) }, true);
-    // The feed knowledge is kept even if the apply below fails: it is not firewall state.
-    // An incremental pull that brought nothing leaves the cache as it is on disk.
-    if (plan.feeds.feedChanged) state.saveFeedCache(plan.feeds.feed);
-    state.update({
-      cursor: plan.feeds.cursor,
-      settings: plan.settings,
-      sources: plan.sources,
-      ...(plan.feeds.full ? { lastFullPullAt: now } : {}),
-    });
+    // The feed itself (tens of MB at a million indicators) stays inside persistPull: it is
+    // collectable before the apply allocates, which is where a cycle's memory peaks.
+    const pulled = persistPull(await computePlan({ ...deps, now: () => now, clock, onAgentRecord: (s) => (agentRecord = s) }, true), state, now);
+    plan = pulled.plan;
+    fullPull = pulled.fullPull;
     clock.lap('cache');
 
     if (plan.settings.running) {
@@ -251,7 +263,7 @@ export async function runCycle(deps: CycleDeps, plugin: FirewallPlugin): Promise
     applied: current.length,
     byReason: countByReason(current),
     skipped: plan?.selection.skipped ?? emptyCounts,
-    fullPull: plan?.feeds.full ?? false,
+    fullPull,
     running: settings.running,
   };
   state.update({ lastCycle: record, ...(ok ? { lastSuccessAt: now } : {}) });
@@ -283,6 +295,5 @@ export async function runCycle(deps: CycleDeps, plugin: FirewallPlugin): Promise
   }
   clock.lap('report');
   logger.debug({ timings: clock.ms }, 'cycle phase timings (ms)');
-  const { feeds: _f, ...planOut } = plan ?? { feeds: undefined };
-  return { record, plan: plan ? (planOut as PlanResult) : undefined, apply, error, reported, timings: clock.ms };
+  return { record, plan, apply, error, reported, timings: clock.ms };
 }

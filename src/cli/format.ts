@@ -1,4 +1,5 @@
 /** Plain aligned text tables and small value formatters for human output. */
+import { writeJson } from './json-out.js';
 
 export function table(headers: string[], rows: (string | number)[][], align: ('l' | 'r')[] = []): string {
   const cells = [headers, ...rows.map((r) => r.map(String))];
@@ -26,6 +27,7 @@ export function isoTime(epochSeconds: number | undefined | null): string {
   return epochSeconds === undefined || epochSeconds === null ? '-' : new Date(epochSeconds * 1000).toISOString().replace('.000Z', 'Z');
 }
 
+/** The value as indented JSON on stdout, written in pieces (see json-out.ts). */
 export function printJson(value: unknown): void {
-  process.stdout.write(JSON.stringify(value, null, 2) + '\n');
+  writeJson(value, (piece) => process.stdout.write(piece));
 }

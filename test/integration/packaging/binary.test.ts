@@ -7,7 +7,7 @@ import { copyFileSync, existsSync, readFileSync, readdirSync, rmSync, statSync, 
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator, type Simulator } from '../../simulator/index.js';
-import { VERSION, run, runScript, tempDir } from '../../helpers/packaging.js';
+import { ROOT, VERSION, run, runScript, tempDir } from '../../helpers/packaging.js';
 
 const BUILD_TIMEOUT_MS = 300_000;
 
@@ -70,6 +70,14 @@ describe('single executable', () => {
     expect(r.stdout.trim()).toBe(VERSION);
     // No SEA experimental warning, nothing else on stderr.
     expect(r.stderr).toBe('');
+  });
+
+  it('embeds the agent’s Node flags, those of the dist/cli.js shebang', () => {
+    const shebang = readFileSync(join(ROOT, 'dist/cli.js'), 'utf8').split('\n')[0]!;
+    const flags = /^#!\/usr\/bin\/env -S node (.+)$/.exec(shebang)?.[1]?.split(' ');
+    expect(flags).toContain('--max-semi-space-size=16');
+    const sea = JSON.parse(readFileSync(join(buildDir, 'work', 'sea-config.json'), 'utf8')) as { execArgv?: string[] };
+    expect(sea.execArgv).toEqual(flags);
   });
 
   it('ignores NODE_OPTIONS (no code injection through the environment)', async () => {
