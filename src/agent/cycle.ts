@@ -211,6 +211,8 @@ export async function runCycle(deps: CycleDeps, plugin: FirewallPlugin): Promise
   let appliedEntries: { cidr: string; reason: Reason; expiresAt: number | null }[] | undefined;
   let agentRecord: 'present' | 'deleted' | undefined;
 
+  // The firewall's current state is read while the API calls run (read-only; see FirewallPlugin.prefetch).
+  plugin.prefetch?.();
   try {
     // The feed itself (tens of MB at a million indicators) stays inside persistPull: it is
     // collectable before the apply allocates, which is where a cycle's memory peaks.

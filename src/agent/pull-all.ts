@@ -39,14 +39,25 @@ export interface PulledFeeds {
 export async function pullAll(input: PullAllInput): Promise<PulledFeeds> {
   const { api, logger, pageSize, cache } = input;
   const common = { pageSize, logger };
-  const main = await pullFeed(api, {
-    ...common,
-    filter: FEED_FILTER.all,
-    fromTs: cache?.cursor ?? 0,
-    onPage: (p, n) => input.onProgress?.('feed', p, n),
-  });
-  const manual = await pullFeed(api, { ...common, filter: FEED_FILTER.manualBlock, fromTs: 0 });
-  const white = await pullFeed(api, { ...common, filter: FEED_FILTER.whitelist, fromTs: 0 });
+  // The three feeds are independent: pulled at the same time (over the keep-alive pool), so a
+  // cycle waits for the longest, not the sum. Every one must succeed; all are awaited before an
+  // error is thrown, so none is left running (or failing unobserved) behind the cycle.
+  const settled = await Promise.allSettled([
+    pullFeed(api, {
+      ...common,
+      filter: FEED_FILTER.all,
+      fromTs: cache?.cursor ?? 0,
+      onPage: (p, n) => input.onProgress?.('feed', p, n),
+    }),
+    pullFeed(api, { ...common, filter: FEED_FILTER.manualBlock, fromTs: 0 }),
+    pullFeed(api, { ...common, filter: FEED_FILTER.whitelist, fromTs: 0 }),
+  ]);
+  for (const r of settled) if (r.status === 'rejected') throw r.reason;
+  const [main, manual, white] = settled.map((r) => (r as PromiseFulfilledResult<Awaited<ReturnType<typeof pullFeed>>>).value) as [
+    Awaited<ReturnType<typeof pullFeed>>,
+    Awaited<ReturnType<typeof pullFeed>>,
+    Awaited<ReturnType<typeof pullFeed>>,
+  ];
 
   let feed = main.items;
   if (cache) {

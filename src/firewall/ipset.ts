@@ -21,6 +21,13 @@ import { anyHook, effectiveHooks, iptablesRestore, planHooks, planRemoval, readF
 const NO_SUCH_SET = /does not exist/i;
 const SET_IN_USE = /in use/i;
 const IPSET_LINE = /Error in line (\d+)/;
+/** A prefetched read older than this is not used (a cycle's pull and selection take seconds at most). */
+const PREFETCH_MAX_AGE_MS = 10_000;
+
+interface KernelRead {
+  readonly current: IpsetSaveParsed | undefined;
+  readonly filter: FilterState;
+}
 
 /**
  * ipset backend: one `hash:net` set holding every entry (with per-entry
@@ -41,6 +48,7 @@ export class IpsetPlugin implements FirewallPlugin {
   private readonly tempName: string;
   private readonly chain: string;
   private appliedOnce = false;
+  private prefetched: { at: number; read: Promise<KernelRead> } | undefined;
   private readonly serial = new Serial();
 
   constructor(private readonly options: PluginOptions) {
@@ -61,8 +69,32 @@ export class IpsetPlugin implements FirewallPlugin {
     return parseIpsetSave(stdout, this.setName);
   }
 
+  /** Start the kernel read for the next apply (see FirewallPlugin.prefetch). */
+  prefetch(): void {
+    const read = this.readKernel();
+    read.catch(() => undefined); // used (or dropped) by the next apply
+    this.prefetched = { at: Date.now(), read };
+  }
+
+  /** The set's contents (undefined: no set) and the filter table, read in parallel. */
+  private readKernel(): Promise<KernelRead> {
+    return Promise.all([this.saveIfExists(), readFilter(this.runner)]).then(([current, filter]) => ({ current, filter }));
+  }
+
   apply(entries: readonly FirewallEntry[]): Promise<ApplyResult> {
-    return this.serial.run(() => this.applyNow(entries));
+    return this.serial.run(async () => {
+      const pre = this.prefetched;
+      this.prefetched = undefined;
+      if (!pre || Date.now() - pre.at > PREFETCH_MAX_AGE_MS) return this.applyNow(entries, this.readKernel());
+      try {
+        return await this.applyNow(entries, pre.read.catch(() => this.readKernel()));
+      } catch (err) {
+        // Someone may have changed the objects since the read (a firewall reload):
+        // read them again and apply once more, on what is there now.
+        this.log.warn({ err: errorMessage(err) }, 'apply failed on the state read at the start of the cycle; reading it again and retrying once');
+        return this.applyNow(entries, this.readKernel());
+      }
+    });
   }
 
   /** The live set's contents, or undefined when it does not exist (any other failure is thrown). */
@@ -75,18 +107,17 @@ export class IpsetPlugin implements FirewallPlugin {
     }
   }
 
-  private async applyNow(entries: readonly FirewallEntry[]): Promise<ApplyResult> {
-    // One round of two read-only processes, run while the entries are
-    // validated: the set's contents (absent = no set) and the filter table.
-    // Each process costs milliseconds (more from a large parent), and this is
-    // every cycle's fixed cost, so nothing else is asked here: whether a
-    // leftover temp set exists matters only to a full rebuild, which asks.
-    const currentP = this.saveIfExists();
-    const filterP = readFilter(this.runner);
-    currentP.catch(() => undefined);
-    filterP.catch(() => undefined);
+  /**
+   * `read`: the kernel state (readKernel, started earlier or just now): one round
+   * of two read-only processes, which runs while the entries are validated. Each
+   * process costs milliseconds (more from a large parent), and this is every
+   * cycle's fixed cost, so nothing else is asked here: whether a leftover temp
+   * set exists matters only to a full rebuild, which asks.
+   */
+  private async applyNow(entries: readonly FirewallEntry[], read: Promise<KernelRead>): Promise<ApplyResult> {
+    read.catch(() => undefined); // awaited below, after the validation (which may throw first)
     const wanted = normalizeEntries(entries);
-    const [current, filter] = await Promise.all([currentP, filterP]);
+    const { current, filter } = await read;
     const setExists = current !== undefined;
 
     // Nothing of ours anywhere and never applied by this instance: a first
@@ -222,6 +253,7 @@ export class IpsetPlugin implements FirewallPlugin {
   }
 
   private async flushNow(): Promise<void> {
+    this.prefetched = undefined;
     const filter = await readFilter(this.runner);
     const plan = planRemoval(filter, this.chain);
     await iptablesRestore(this.runner, plan.lines);

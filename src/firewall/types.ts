@@ -73,6 +73,14 @@ export interface FirewallPlugin {
    * a FirewallError is thrown. Creates and repairs owned objects as needed.
    */
   apply(entries: readonly FirewallEntry[]): Promise<ApplyResult>;
+  /**
+   * Optional: start reading the owned objects' current state now (read-only),
+   * for an apply that follows within seconds. The cycle calls it before its API
+   * calls, so the kernel dump overlaps the network instead of following it. An
+   * apply that finds the read stale (it fails on it) reads again and retries
+   * once; a read older than a few seconds is not used at all.
+   */
+  prefetch?(): void;
   /** The CIDRs the kernel holds now in the owned set (canonical text, sorted). */
   list(): Promise<string[]>;
   /** Remove every object the agent owns, and nothing else. */

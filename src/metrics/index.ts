@@ -29,6 +29,7 @@ export function instrumentPlugin(plugin: FirewallPlugin, metrics: AgentMetrics):
         metrics.observeApply((performance.now() - started) / 1000);
       }
     },
+    ...(plugin.prefetch ? { prefetch: () => plugin.prefetch!() } : {}),
     list: () => plugin.list(),
     flush: () => plugin.flush(),
   };

@@ -167,6 +167,15 @@ describe('fault modes', () => {
     expect(() => JSON.parse(third)).not.toThrow();
   });
 
+  it('filter limits a fault to one feed (the agent pulls its feeds at the same time)', async () => {
+    sim.setFault('http500', { routes: ['GET /ips'], filter: 2, skipRequests: 1 });
+    const status = async (filter: number) => {
+      const r = await getJson(sim, `/ips?limit=10&filter=${filter}&ts=0&full=no`);
+      return r.status;
+    };
+    expect([await status(0), await status(2), await status(3), await status(0), await status(2)]).toEqual([200, 200, 200, 200, 500]);
+  });
+
   it('rejects unknown modes and bad counts', () => {
     expect(() => sim.setFault('nope' as never)).toThrow(/unknown fault mode/);
     expect(() => sim.setFault('http500', { count: 0 })).toThrow(RangeError);

@@ -40,6 +40,11 @@ export interface FaultOptions {
   routes?: string[];
   /** Answer the first N matching requests normally, then apply the fault (any mode). Default 0. */
   skipRequests?: number;
+  /**
+   * Only `/ips` requests with this `filter` match (the agent pulls its three feeds at the same
+   * time, so "page N" of one feed needs the feed named). Other requests do not match.
+   */
+  filter?: number;
   /** slow: delay in ms (default 2000). */
   delayMs?: number;
   /** oversized/bytes: approximate body size (default 64 MiB). */
@@ -100,11 +105,12 @@ export class FaultState {
   }
 
   /** Decides for one request whether the fault applies, consuming `count`. */
-  take(route: string): ActiveFault | null {
+  take(route: string, query: Record<string, string> = {}): ActiveFault | null {
     const f = this.active;
     if (!f || !APPLIES[f.mode](route, f.options)) return null;
     const routes = f.options.routes;
     if (routes && !routes.some((r) => r === route || r === route.slice(route.indexOf(' ') + 1))) return null;
+    if (f.options.filter !== undefined && !(route.endsWith(' /ips') && query.filter === String(f.options.filter))) return null;
     if (this.skipped < (f.options.skipRequests ?? 0)) {
       this.skipped++;
       return null;

@@ -142,7 +142,7 @@ export class SimServer {
         if (!b.ok) return sendMessage(res, b.status, b.message);
         body = b.value;
       }
-      const fault = ctx.faults.take(route);
+      const fault = ctx.faults.take(route, entry.query);
       if (fault) {
         switch (fault.mode) {
           case 'reset':

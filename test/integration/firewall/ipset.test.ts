@@ -162,6 +162,48 @@ describe('ipset plugin on real netfilter', () => {
     expect(await lab.connect(ADDR.allowed)).toBe('connected');
   });
 
+  it('a prefetched read is used by the next apply, and one gone stale (objects wiped meanwhile) is read again', async () => {
+    await plugin.apply(base);
+    // Counts the kernel reads as they complete (the set's contents and the filter table).
+    const reads: string[] = [];
+    const inner = lab.host.runner();
+    const counting = new IpsetPlugin({
+      ...opts,
+      runner: {
+        async run(file, args, o) {
+          const out = await inner.run(file, args, o);
+          if (file === 'ipset' && args[0] === 'save') reads.push('set');
+          if (file === 'iptables' && args.includes('-S')) reads.push('filter');
+          return out;
+        },
+      },
+    });
+    await counting.apply(base);
+
+    // Fresh prefetch, nothing changed in between: the apply reads nothing more.
+    reads.length = 0;
+    counting.prefetch();
+    const next = base.filter((e) => e.cidr !== ADDR.blocked);
+    expect(await counting.apply(next)).toMatchObject({ removed: 1, mode: 'delta', repaired: [] });
+    expect(reads.sort()).toEqual(['filter', 'set']);
+    expect(await plugin.list()).toEqual(sortedCidrs(next));
+
+    // Prefetch, then someone wipes the rule, chain and set before the apply: the apply on the
+    // stale read fails, is retried on a fresh read, and re-creates everything.
+    reads.length = 0;
+    counting.prefetch();
+    expect(await waitFor(async () => reads.length === 2, 5000)).toBe(true);
+    await lab.host.exec('iptables', ['-F']);
+    await lab.host.exec('iptables', ['-X', NAMES.chainName]);
+    await lab.host.exec('ipset', ['destroy', NAMES.setName]);
+    const r = await counting.apply(base);
+    expect(r.repaired).toEqual(expect.arrayContaining([`ipset set ${NAMES.setName}`, `iptables chain ${NAMES.chainName}`, `hook INPUT -> ${NAMES.chainName}`]));
+    expect(await plugin.list()).toEqual(sortedCidrs(base));
+    expect(await hookCount(lab.host, 'INPUT')).toBe(1);
+    expect(await lab.connect(ADDR.blocked)).toBe('timeout');
+    expect(opts.lines.some((l) => l.level === 40 && String(l.msg).includes('retrying once'))).toBe(true);
+  });
+
   it('a failed full apply leaves the previous set in place and throws FirewallError with stderr', async () => {
     const before = await plugin.list();
     // hash:net cannot hold /0: the kernel rejects the line, the swap never runs.
