@@ -232,8 +232,12 @@ export async function runCycle(deps: CycleDeps, plugin: FirewallPlugin): Promise
       // Timeouts count from now, not from the cycle's start: the kernel starts counting when the
       // entries go in, and a long pull in between would otherwise push every expiry later (and make
       // the next cycle see every timeout as changed).
-      apply = await plugin.apply(toFirewallEntries(plan.selection, (deps.now ?? epochNow)()));
-      appliedEntries = plan.selection.entries.map((e) => ({ cidr: e.cidr.text, reason: e.reason, expiresAt: e.expiresAt }));
+      // Entries whose expiry has passed meanwhile (their score fell below the threshold during a
+      // long pull) are not applied: the kernel would drop them within the second anyway.
+      const applyAt = (deps.now ?? epochNow)();
+      const selected = { ...plan.selection, entries: plan.selection.entries.filter((e) => e.expiresAt === null || e.expiresAt > applyAt) };
+      apply = await plugin.apply(toFirewallEntries(selected, applyAt));
+      appliedEntries = selected.entries.map((e) => ({ cidr: e.cidr.text, reason: e.reason, expiresAt: e.expiresAt }));
       for (const what of apply.repaired) logger.warn({ repaired: what }, `firewall object was missing and has been re-created: ${what}`);
     } else {
       logger.info('running is disabled in the stored configuration: removing the agent rules, still syncing and reporting');

@@ -71,14 +71,19 @@ const NETWORK_CODES = new Set([
   'UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'UND_ERR_SOCKET', 'UND_ERR_CLOSED',
 ]);
 
-function errorCodeOf(err: unknown): string | undefined {
+/** The first `code` along the error's cause chain (a few levels: undici wraps) that `wanted` accepts. */
+function codeInChain(err: unknown, wanted: (code: string) => boolean): string | undefined {
   let e: unknown = err;
   for (let i = 0; i < 4 && e && typeof e === 'object'; i++) {
     const code = (e as { code?: unknown }).code;
-    if (typeof code === 'string' && NETWORK_CODES.has(code)) return code;
+    if (typeof code === 'string' && wanted(code)) return code;
     e = (e as { cause?: unknown }).cause;
   }
   return undefined;
+}
+
+function errorCodeOf(err: unknown): string | undefined {
+  return codeInChain(err, (c) => NETWORK_CODES.has(c));
 }
 
 /**
@@ -88,13 +93,7 @@ function errorCodeOf(err: unknown): string | undefined {
 const TLS_VERIFY_CODES = /^(ERR_TLS_CERT_ALTNAME_INVALID|DEPTH_ZERO_SELF_SIGNED_CERT|SELF_SIGNED_CERT_IN_CHAIN|UNABLE_TO_VERIFY_LEAF_SIGNATURE|UNABLE_TO_GET_ISSUER_CERT(_LOCALLY)?|CERT_HAS_EXPIRED|CERT_NOT_YET_VALID|CERT_UNTRUSTED|CERT_REJECTED|CERT_SIGNATURE_FAILURE|INVALID_CA|HOSTNAME_MISMATCH)$/;
 
 export function tlsVerifyCode(err: unknown): string | undefined {
-  let e: unknown = err;
-  for (let i = 0; i < 4 && e && typeof e === 'object'; i++) {
-    const code = (e as { code?: unknown }).code;
-    if (typeof code === 'string' && TLS_VERIFY_CODES.test(code)) return code;
-    e = (e as { cause?: unknown }).cause;
-  }
-  return undefined;
+  return codeInChain(err, (c) => TLS_VERIFY_CODES.test(c));
 }
 
 function isRetryable(err: unknown): boolean {

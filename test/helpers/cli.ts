@@ -45,6 +45,24 @@ export function writeConfig(values: Record<string, unknown>): { path: string; di
   return { path, dir };
 }
 
+/**
+ * A config for the daemon and fault tests: the simulator's agent, no retries, no jitter and
+ * short timeouts, so a failing cycle fails at once; rules in `<dir>/state/dry-run.ipset`.
+ */
+export function fastFailConfig(sim: { agid: string; url: string; token: string }, extra: Record<string, unknown> = {}) {
+  const cfg = writeConfig({
+    agid: sim.agid,
+    base_url: sim.url,
+    token: sim.token,
+    retries: 0,
+    jitter_seconds: 0,
+    request_timeout_ms: 1000,
+    connect_timeout_ms: 500,
+    ...extra,
+  });
+  return { ...cfg, rules: join(cfg.dir, 'state', 'dry-run.ipset'), state: join(cfg.dir, 'state') };
+}
+
 /** Poll `check` until it returns a truthy value or the deadline passes. */
 export async function waitFor<T>(check: () => T | Promise<T>, what: string, timeoutMs = 20_000, everyMs = 50): Promise<NonNullable<T>> {
   const deadline = Date.now() + timeoutMs;

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator, type Simulator } from '../simulator/index.js';
 import type { FaultMode, FaultOptions } from '../simulator/faults.js';
-import { writeConfig, waitFor } from '../helpers/cli.js';
+import { fastFailConfig, waitFor } from '../helpers/cli.js';
 import { DaemonProcess } from '../helpers/daemon.js';
 
 let sim: Simulator;
@@ -25,17 +25,7 @@ afterEach(async () => {
 });
 
 function setup(extra: Record<string, unknown> = {}) {
-  const cfg = writeConfig({
-    agid: sim.agid,
-    base_url: sim.url,
-    token: sim.token,
-    retries: 0,
-    jitter_seconds: 0,
-    request_timeout_ms: 1000,
-    connect_timeout_ms: 500,
-    ...extra,
-  });
-  return { ...cfg, rules: join(cfg.dir, 'state', 'dry-run.ipset') };
+  return fastFailConfig(sim, extra);
 }
 function start(path: string, env: Record<string, string> = {}): DaemonProcess {
   const d = new DaemonProcess(path, env);
