@@ -1,5 +1,6 @@
 /** Plain aligned text tables and small value formatters for human output. */
-import { writeJson } from './json-out.js';
+import { once } from 'node:events';
+import { jsonPieces } from './json-out.js';
 
 export function table(headers: string[], rows: (string | number)[][], align: ('l' | 'r')[] = []): string {
   const cells = [headers, ...rows.map((r) => r.map(String))];
@@ -27,7 +28,9 @@ export function isoTime(epochSeconds: number | undefined | null): string {
   return epochSeconds === undefined || epochSeconds === null ? '-' : new Date(epochSeconds * 1000).toISOString().replace('.000Z', 'Z');
 }
 
-/** The value as indented JSON on stdout, written in pieces (see json-out.ts). */
-export function printJson(value: unknown): void {
-  writeJson(value, (piece) => process.stdout.write(piece));
+/** The value as indented JSON on stdout, in pieces, each after the reader took the last (see json-out.ts). */
+export async function printJson(value: unknown): Promise<void> {
+  for (const piece of jsonPieces(value)) {
+    if (!process.stdout.write(piece)) await once(process.stdout, 'drain');
+  }
 }

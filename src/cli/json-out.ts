@@ -1,10 +1,10 @@
 /**
- * `JSON.stringify(value, null, 2)`, produced piece by piece. `plan --json` and
- * `sync --once --json` at a million indicators print a hundred thousand
- * entries; one string of the whole document (plus its UTF-8 copy on the way to
- * stdout) was the largest allocation of the run, ~80 MB at its peak. Writing
- * it in 64 KiB pieces keeps the output's cost to one piece at a time (stdout
- * writes to files, pipes and terminals are synchronous on Linux).
+ * `JSON.stringify(value, null, 2) + "\n"`, produced piece by piece. `plan --json`
+ * and `sync --once --json` at a million indicators print a hundred thousand
+ * entries; one string of the whole document (plus its copy on the way out) was
+ * the largest allocation of the run. Here the caller takes 64 KiB at a time and
+ * waits for the reader (stdout is asynchronous when it is a pipe: written all
+ * at once, the whole document would queue in memory behind a slow reader).
  *
  * Same text as JSON.stringify for JSON data: `toJSON` honoured, `undefined`,
  * functions and symbols skipped in objects and `null` in arrays, non-finite
@@ -12,18 +12,22 @@
  */
 const PIECE = 64 * 1024;
 
-export function writeJson(value: unknown, write: (piece: string) => void): void {
-  let buf = '';
+export function* jsonPieces(value: unknown): Generator<string, void, undefined> {
+  const parts: string[] = [];
+  let size = 0;
   const emit = (s: string) => {
-    buf += s;
-    if (buf.length >= PIECE) {
-      write(buf);
-      buf = '';
-    }
+    parts.push(s);
+    size += s.length;
   };
-  emitValue(value, '', '', emit, true);
+  for (const _ of emitValue(value, '', '', emit, true)) {
+    if (size >= PIECE) {
+      yield parts.join('');
+      parts.length = 0;
+      size = 0;
+    }
+  }
   emit('\n');
-  if (buf) write(buf);
+  yield parts.join('');
 }
 
 /** Whether JSON.stringify would leave this property out of an object. */
@@ -31,7 +35,8 @@ function omitted(v: unknown): boolean {
   return v === undefined || typeof v === 'function' || typeof v === 'symbol';
 }
 
-function emitValue(value: unknown, key: string, indent: string, emit: (s: string) => void, top = false): void {
+/** Emits the text of `value`; yields now and then (after each element) so the caller can cut pieces. */
+function* emitValue(value: unknown, key: string, indent: string, emit: (s: string) => void, top = false): Generator<void, void, undefined> {
   let v = value;
   if (v !== null && typeof v === 'object' && typeof (v as { toJSON?: unknown }).toJSON === 'function') {
     v = (v as { toJSON(k: string): unknown }).toJSON(key);
@@ -47,7 +52,8 @@ function emitValue(value: unknown, key: string, indent: string, emit: (s: string
     emit('[');
     for (let i = 0; i < v.length; i++) {
       emit(i === 0 ? `\n${inner}` : `,\n${inner}`);
-      emitValue(v[i], String(i), inner, emit);
+      yield* emitValue(v[i], String(i), inner, emit);
+      yield;
     }
     emit(`\n${indent}]`);
     return;
@@ -59,7 +65,8 @@ function emitValue(value: unknown, key: string, indent: string, emit: (s: string
     emit(first ? `{\n${inner}` : `,\n${inner}`);
     first = false;
     emit(`${JSON.stringify(k)}: `);
-    emitValue(item, k, inner, emit);
+    yield* emitValue(item, k, inner, emit);
+    yield;
   }
   emit(first ? '{}' : `\n${indent}}`);
 }

@@ -77,7 +77,7 @@ export async function agentsListCommand(opts: GlobalOptions & { json?: boolean }
   const api = createApi(config, logger);
   try {
     const agents = await api.agents();
-    if (opts.json) printJson({ agents });
+    if (opts.json) await printJson({ agents });
     else {
       const headers = ['agid', 'hostname', 'plugin', 'code', 'entries', 'last sync', 'running', 'max rules', 'threshold', 'sync min', 'version'];
       process.stdout.write(table(headers, agentRows(agents, Math.floor(Date.now() / 1000)), ['l', 'l', 'l', 'r', 'r', 'l', 'l', 'r', 'r', 'r', 'l']) + '\n');

@@ -78,7 +78,7 @@ export async function doctorCommand(opts: GlobalOptions & { json?: boolean }): P
   const results = await runChecks(path, logger);
   const code = doctorExitCode(results);
   if (opts.json) {
-    printJson({ checks: results.map(({ name, status, message, hint }) => ({ name, status, message, hint })), ok: code === 0 });
+    await printJson({ checks: results.map(({ name, status, message, hint }) => ({ name, status, message, hint })), ok: code === 0 });
   } else {
     printChecks(results);
   }

@@ -74,7 +74,7 @@ export async function planCommand(opts: GlobalOptions & { json?: boolean; limit?
     const state = openState(config, logger);
     const progress = createProgress({ json: opts.json });
     const plan = await computePlan({ config, api, state, logger, onProgress: progress.onProgress }, false).finally(() => progress.done());
-    if (opts.json) printJson(planToJson(config.agid, plan));
+    if (opts.json) await printJson(planToJson(config.agid, plan));
     else printPlanTable(plan, limit);
     return 0;
   } finally {

@@ -60,7 +60,7 @@ export async function statusCommand(opts: GlobalOptions & { json?: boolean }): P
     sources,
   };
   if (opts.json) {
-    printJson(out);
+    await printJson(out);
     return 0;
   }
   process.stdout.write(renderStatus(statusRows(config.agid, s, settings, sources, now)));

@@ -19,7 +19,7 @@ export async function syncCommand(opts: GlobalOptions & { once?: boolean; dryRun
       );
       const r = outcome.record;
       if (opts.json) {
-        printJson({
+        await printJson({
           ok: r.ok,
           code: r.code,
           error: r.errorCode ?? null,

@@ -1,10 +1,9 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { writeJson } from '../../../src/cli/json-out.js';
+import { jsonPieces } from '../../../src/cli/json-out.js';
 
 const written = (value: unknown): { text: string; pieces: string[] } => {
-  const pieces: string[] = [];
-  writeJson(value, (p) => pieces.push(p));
+  const pieces = [...jsonPieces(value)];
   return { text: pieces.join(''), pieces };
 };
 
