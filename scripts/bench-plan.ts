@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { startSimulator } from '../test/simulator/index.js';
+import { agentNodeFlags } from './bench/sync.js';
 
 const { values } = parseArgs({ options: { indicators: { type: 'string', default: '100000' }, runs: { type: 'string', default: '5' } } });
 const n = Number(values.indicators);
@@ -21,7 +22,7 @@ for (let i = 0; i < Number(values.runs); i++) {
   const t0 = process.hrtime.bigint();
   // Asynchronous: the simulator runs in this process and must keep answering.
   const out = await new Promise<string>((resolve, reject) => {
-    execFile(process.execPath, [cli, 'plan', '--json', '--config', config], { maxBuffer: 1 << 30, env: { ...process.env, WCF_LOG_LEVEL: 'warn' } }, (err, stdout) =>
+    execFile(process.execPath, [...agentNodeFlags(), cli, 'plan', '--json', '--config', config], { maxBuffer: 1 << 30, env: { ...process.env, WCF_LOG_LEVEL: 'warn' } }, (err, stdout) =>
       err ? reject(err) : resolve(stdout),
     );
   });

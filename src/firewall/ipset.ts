@@ -21,6 +21,8 @@ import { anyHook, effectiveHooks, iptablesRestore, planHooks, planRemoval, readF
 const NO_SUCH_SET = /does not exist/i;
 const SET_IN_USE = /in use/i;
 const IPSET_LINE = /Error in line (\d+)/;
+/** `ipset restore` on line 1 (creating the temp set) when a temp set of that name is left over. */
+const TEMP_LEFT_OVER = /Error in line 1: Set cannot be created: set with the same name already exists/i;
 /** A prefetched read older than this is not used (a cycle's pull and selection take seconds at most). */
 const PREFETCH_MAX_AGE_MS = 10_000;
 
@@ -152,7 +154,7 @@ export class IpsetPlugin implements FirewallPlugin {
     const mode = chooseMode(diff, currentEntries.size, wanted.length, forceFull);
 
     if (mode === 'full') {
-      await this.replace(wanted, sizing, setExists, (await this.setNames()).has(this.tempName));
+      await this.replace(wanted, sizing, setExists);
     } else if (mode === 'delta') {
       await this.delta(diff, current!);
     }
@@ -182,14 +184,23 @@ export class IpsetPlugin implements FirewallPlugin {
   }
 
   /** Build the temp set and swap it in, in one `ipset restore`. */
-  private async replace(entries: Iterable<KernelEntry>, sizing: ReturnType<typeof ipsetSizing>, setExists: boolean, tempExists: boolean) {
-    const input = renderIpsetFull({ setName: this.setName, tempName: this.tempName, sizing, setExists, tempExists }, entries);
-    try {
-      await this.runner.run('ipset', ['restore'], { input });
-    } catch (err) {
-      // The swap is the last step, so the live set still holds the previous entries.
-      await this.destroyQuietly(this.tempName);
-      throw withFailingLine(err, input, IPSET_LINE);
+  private async replace(entries: readonly KernelEntry[], sizing: ReturnType<typeof ipsetSizing>, setExists: boolean) {
+    // The temp set is normally absent, so nobody asks first (a process saved on every rebuild);
+    // one left by a run killed mid-apply makes line 1 fail: it is removed and the script run again.
+    for (let attempt = 0; ; attempt++) {
+      const input = renderIpsetFull({ setName: this.setName, tempName: this.tempName, sizing, setExists, tempExists: false }, entries);
+      try {
+        await this.runner.run('ipset', ['restore'], { input });
+        return;
+      } catch (err) {
+        if (attempt === 0 && stderrMatches(err, TEMP_LEFT_OVER)) {
+          await this.runner.run('ipset', ['destroy', this.tempName]); // in use by a foreign rule: that error is the answer
+          continue;
+        }
+        // The swap is the last step, so the live set still holds the previous entries.
+        await this.destroyQuietly(this.tempName);
+        throw withFailingLine(err, input, IPSET_LINE);
+      }
     }
   }
 
@@ -207,8 +218,7 @@ export class IpsetPlugin implements FirewallPlugin {
         if (cidr) before.push({ cidr, timeout });
       }
       try {
-        const names = await this.setNames();
-        await this.replace(before, ipsetSizing(this.options.capacity, before.length), true, names.has(this.tempName));
+        await this.replace(before, ipsetSizing(this.options.capacity, before.length), true);
         this.log.warn({ err: errorMessage(err) }, 'ipset delta failed; previous set contents restored');
       } catch (rollbackErr) {
         throw new FirewallError(`${errorMessage(err)} (and restoring the previous set failed: ${errorMessage(rollbackErr)})`, {

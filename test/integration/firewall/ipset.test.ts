@@ -114,6 +114,17 @@ describe('ipset plugin on real netfilter', () => {
     expect(await setNames(lab.host)).toEqual([NAMES.setName]);
   });
 
+  it('a temp set left by a run killed mid-apply does not stop a full rebuild', async () => {
+    await lab.host.exec('ipset', ['create', tempSetName(NAMES.setName), 'hash:net', 'timeout', '0']);
+    await lab.host.exec('ipset', ['add', tempSetName(NAMES.setName), '198.51.100.200']);
+    const wanted = [...fillers(300), { cidr: ADDR.blocked, timeoutSeconds: 300 }];
+    const r = await plugin.apply(wanted);
+    expect(r.mode).toBe('full');
+    expect(await plugin.list()).toEqual(sortedCidrs(wanted));
+    expect(await setNames(lab.host)).toEqual([NAMES.setName]);
+    await plugin.apply(base);
+  });
+
   it('grows the set beyond its maxelem by swapping in a larger one', async () => {
     const small = new IpsetPlugin(options(lab.host.runner(), { capacity: 10 }));
     const many = [...base, ...fillers(70_000, undefined, 20_000)];
