@@ -36,8 +36,12 @@ export function timeoutsDiffer(current: number | undefined, wanted: number | und
   return Math.abs(current - wanted) > TIMEOUT_TOLERANCE_S;
 }
 
-/** Compare the kernel's entries (CIDR -> remaining seconds) with the wanted ones (distinct CIDRs). */
-export function diffEntries(current: ReadonlyMap<string, number | undefined>, wanted: readonly KernelEntry[]): EntryDiff {
+/**
+ * Compare the kernel's entries (CIDR -> remaining seconds) with the wanted ones (distinct CIDRs).
+ * `readAgeS`: seconds since the kernel was read (a read made while the API calls ran); the
+ * remaining times have run down by that much since, and are compared as they are now.
+ */
+export function diffEntries(current: ReadonlyMap<string, number | undefined>, wanted: readonly KernelEntry[], readAgeS = 0): EntryDiff {
   if (current.size === 0) {
     // First fill: everything is new (no bookkeeping needed for a million entries).
     return { add: [...wanted], del: [], added: wanted.length, updated: 0, removed: 0 };
@@ -56,7 +60,7 @@ export function diffEntries(current: ReadonlyMap<string, number | undefined>, wa
       continue;
     }
     matched++;
-    if (timeoutsDiffer(remaining, e.timeout)) {
+    if (timeoutsDiffer(remaining === undefined ? undefined : remaining - readAgeS, e.timeout)) {
       add.push(e);
       updated++;
     }

@@ -29,6 +29,8 @@ const PREFETCH_MAX_AGE_MS = 10_000;
 interface KernelRead {
   readonly current: IpsetSaveParsed | undefined;
   readonly filter: FilterState;
+  /** When the set was read (ms since the epoch): its remaining timeouts are as of then. */
+  readonly at: number;
 }
 
 /**
@@ -80,7 +82,8 @@ export class IpsetPlugin implements FirewallPlugin {
 
   /** The set's contents (undefined: no set) and the filter table, read in parallel. */
   private readKernel(): Promise<KernelRead> {
-    return Promise.all([this.saveIfExists(), readFilter(this.runner)]).then(([current, filter]) => ({ current, filter }));
+    const at = Date.now();
+    return Promise.all([this.saveIfExists(), readFilter(this.runner)]).then(([current, filter]) => ({ current, filter, at }));
   }
 
   apply(entries: readonly FirewallEntry[]): Promise<ApplyResult> {
@@ -119,7 +122,7 @@ export class IpsetPlugin implements FirewallPlugin {
   private async applyNow(entries: readonly FirewallEntry[], read: Promise<KernelRead>): Promise<ApplyResult> {
     read.catch(() => undefined); // awaited below, after the validation (which may throw first)
     const wanted = normalizeEntries(entries);
-    const { current, filter } = await read;
+    const { current, filter, at: readAt } = await read;
     const setExists = current !== undefined;
 
     // Nothing of ours anywhere and never applied by this instance: a first
@@ -150,7 +153,7 @@ export class IpsetPlugin implements FirewallPlugin {
       }
     }
     const currentEntries = current?.entries ?? new Map<string, number | undefined>();
-    const diff = diffEntries(currentEntries, wanted);
+    const diff = diffEntries(currentEntries, wanted, Math.max(0, (Date.now() - readAt) / 1000));
     const mode = chooseMode(diff, currentEntries.size, wanted.length, forceFull);
 
     if (mode === 'full') {

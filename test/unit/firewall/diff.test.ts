@@ -20,6 +20,18 @@ describe('diffEntries', () => {
     expect(d.add.map((x) => x.cidr.text)).toEqual(['192.0.2.3', '192.0.2.4', '192.0.2.5']);
   });
 
+  it('compares remaining times as they are now when the kernel was read a while ago', () => {
+    // Read 12 s ago (while the pull ran): 3600 then is 3588 now, the very timeout now wanted.
+    const current = new Map<string, number | undefined>([
+      ['192.0.2.1', 3600],
+      ['192.0.2.2', undefined],
+    ]);
+    const wanted = [e('192.0.2.1', 3588), e('192.0.2.2')];
+    expect(diffEntries(current, wanted, 12).updated).toBe(0);
+    // Without the age the same read looks 12 s off: every timed entry would be re-added.
+    expect(diffEntries(current, wanted).updated).toBe(1);
+  });
+
   it('treats permanent and timed as different', () => {
     expect(timeoutsDiffer(undefined, undefined)).toBe(false);
     expect(timeoutsDiffer(undefined, 5)).toBe(true);
