@@ -146,8 +146,11 @@ export function selectEntries(input: SelectionInput): Selection {
   for (let k = 0; k < scored.length && k < room; k++) {
     const i = scored[k]!;
     // Expiry is solved only for what is selected: at most maximum_rules solves.
-    const secs = scoring.secondsUntilBelow(scores[i]!, Math.max(0, now - tss[i]!), threshold);
-    entries.push({ cidr: fromNumber(starts[i]!, prefixes[i]!), reason: 'score', score: scoreOf[i]!, expiresAt: secs === null ? null : now + secs });
+    // A ts ahead of our clock (clock skew) holds the full score until that ts, then decays: the
+    // expiry is the same instant whenever it is computed, so the next cycle sees no change.
+    const age = now - tss[i]!;
+    const secs = scoring.secondsUntilBelow(scores[i]!, Math.max(0, age), threshold);
+    entries.push({ cidr: fromNumber(starts[i]!, prefixes[i]!), reason: 'score', score: scoreOf[i]!, expiresAt: secs === null ? null : now + secs + Math.max(0, -age) });
   }
   return { entries, skipped };
 }

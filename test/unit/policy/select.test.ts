@@ -50,6 +50,18 @@ describe('selectEntries precedence', () => {
     expect(s.skipped.whitelist).toBe(1);
   });
 
+  it('an item stamped ahead of our clock expires at the same instant whenever the selection runs', () => {
+    const ahead = { cidr: mustParseCidr('203.0.113.50', 'test'), score: 9, ts: NOW + 600 };
+    const at = (now: number) => selectEntries(input({ now, feed: [ahead] })).entries[0]!.expiresAt;
+    const first = at(NOW);
+    expect(first).not.toBeNull();
+    expect(at(NOW + 300)).toBe(first); // still before its ts
+    expect(at(NOW + 900)).toBeCloseTo(first!, 6); // after its ts: the ordinary decay, same instant
+    // and that instant is its ts plus the decay time of a fresh item
+    const fresh = selectEntries(input({ now: NOW, feed: [{ ...ahead, ts: NOW }] })).entries[0]!.expiresAt!;
+    expect(first).toBeCloseTo(fresh + 600, 6);
+  });
+
   it('never blocks networks wider than min_prefix', () => {
     const s = selectEntries(input({ feed: [ind('20.0.0.0/7'), ind('30.0.0.0/8')], manualBlocks: [ind('40.0.0.0/6')], minPrefix: 8 }));
     expect(ips(s)).toEqual(['30.0.0.0/8']);
