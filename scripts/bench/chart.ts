@@ -33,9 +33,9 @@ export interface ChartOptions {
 const esc = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
 
 export function barChart(o: ChartOptions): string {
-  const W = 1040;
+  const W = 1200;
   const H = 560;
-  const m = { top: 64, right: 250, bottom: 70, left: 90 };
+  const m = { top: 64, right: 330, bottom: 70, left: 90 };
   const pw = W - m.left - m.right;
   const ph = H - m.top - m.bottom;
   const all = [...o.series.flatMap((s) => s.values), ...(o.line ? [o.line.value] : [])].filter((v): v is number => v !== undefined && v > 0);
