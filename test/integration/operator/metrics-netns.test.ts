@@ -3,6 +3,7 @@ import { startSimulator, type Simulator } from '../../simulator/index.js';
 import { runCli, waitFor, writeConfig } from '../../helpers/cli.js';
 import { DaemonProcess } from '../../helpers/daemon.js';
 import { ADDR, createLab, isRoot, type Lab } from '../../netns/netns.js';
+import { parseExposition } from '../../helpers/metrics.js';
 
 /**
  * `run` with metrics and `doctor`, both against a config whose `netns` points at
@@ -17,16 +18,7 @@ interface DoctorJson {
 }
 const byName = (d: DoctorJson) => Object.fromEntries(d.checks.map((c) => [c.name, c]));
 
-/** Exposition text as `name{labels}` -> value. */
-function parse(text: string): Map<string, number> {
-  const out = new Map<string, number>();
-  for (const line of text.split('\n')) {
-    if (!line || line.startsWith('#')) continue;
-    const i = line.lastIndexOf(' ');
-    out.set(line.slice(0, i), Number(line.slice(i + 1)));
-  }
-  return out;
-}
+const parse = parseExposition;
 
 const OBJECTS = {
   nftables: /^nft table inet wcf_agent present$/,

@@ -2,6 +2,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator, type Simulator } from '../../simulator/index.js';
 import { runCli, writeConfig, waitFor } from '../../helpers/cli.js';
 import { DaemonProcess } from '../../helpers/daemon.js';
+import { parseExposition } from '../../helpers/metrics.js';
 
 let sim: Simulator;
 const running: DaemonProcess[] = [];
@@ -19,16 +20,7 @@ function config(extra: Record<string, unknown> = {}) {
   return writeConfig({ agid: sim.agid, base_url: sim.url, token: sim.token, retries: 0, jitter_seconds: 0, metrics_listen: '127.0.0.1:0', ...extra });
 }
 
-/** Exposition text as `name{labels}` -> value. */
-function parse(text: string): Map<string, number> {
-  const out = new Map<string, number>();
-  for (const line of text.split('\n')) {
-    if (!line || line.startsWith('#')) continue;
-    const i = line.lastIndexOf(' ');
-    out.set(line.slice(0, i), Number(line.slice(i + 1)));
-  }
-  return out;
-}
+const parse = parseExposition;
 
 describe('metrics endpoint of `run`', () => {
   it('serves the agent metrics after a cycle, and stops with the daemon', async () => {
