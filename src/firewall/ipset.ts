@@ -116,8 +116,8 @@ export class IpsetPlugin implements FirewallPlugin {
    * `read`: the kernel state (readKernel, started earlier or just now): one round
    * of two read-only processes, which runs while the entries are validated. Each
    * process costs milliseconds (more from a large parent), and this is every
-   * cycle's fixed cost, so nothing else is asked here: whether a leftover temp
-   * set exists matters only to a full rebuild, which asks.
+   * cycle's fixed cost, so nothing else is asked (a temp set left over by a
+   * killed run is dealt with by `replace` when it gets in the way).
    */
   private async applyNow(entries: readonly FirewallEntry[], read: Promise<KernelRead>): Promise<ApplyResult> {
     read.catch(() => undefined); // awaited below, after the validation (which may throw first)
@@ -191,7 +191,7 @@ export class IpsetPlugin implements FirewallPlugin {
     // The temp set is normally absent, so nobody asks first (a process saved on every rebuild);
     // one left by a run killed mid-apply makes line 1 fail: it is removed and the script run again.
     for (let attempt = 0; ; attempt++) {
-      const input = renderIpsetFull({ setName: this.setName, tempName: this.tempName, sizing, setExists, tempExists: false }, entries);
+      const input = renderIpsetFull({ setName: this.setName, tempName: this.tempName, sizing, setExists }, entries);
       try {
         await this.runner.run('ipset', ['restore'], { input });
         return;

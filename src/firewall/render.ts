@@ -373,8 +373,6 @@ export interface IpsetFullOptions {
   readonly sizing: IpsetSizing;
   /** The live set exists: swap the temp set in; otherwise rename it. */
   readonly setExists: boolean;
-  /** A temp set left over from an interrupted run: destroy it first. */
-  readonly tempExists: boolean;
 }
 
 /**
@@ -385,7 +383,6 @@ export interface IpsetFullOptions {
  */
 export function renderIpsetFull(o: IpsetFullOptions, entries: Iterable<KernelEntry>): string {
   const t = new TextBuilder();
-  if (o.tempExists) t.str(`destroy ${o.tempName}\n`);
   t.str(`${renderIpsetCreate(o.tempName, o.sizing)}\n`);
   writeIpsetAdds(t, o.tempName, entries);
   if (o.setExists) t.str(`swap ${o.tempName} ${o.setName}\ndestroy ${o.tempName}\n`);

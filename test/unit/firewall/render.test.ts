@@ -196,15 +196,15 @@ describe('ipset rendering', () => {
   it('renders a full replacement as build-temp-then-swap', () => {
     const entries = [entry('192.0.2.0/24'), entry('198.51.100.7', 300)];
     const sizing = { hashsize: 1024, maxelem: 65536 };
-    expect(renderIpsetFull({ setName: 's', tempName: 's-tmp', sizing, setExists: true, tempExists: false }, entries)).toBe(
+    expect(renderIpsetFull({ setName: 's', tempName: 's-tmp', sizing, setExists: true }, entries)).toBe(
       'create s-tmp hash:net family inet hashsize 1024 maxelem 65536 timeout 0\n' +
         'add s-tmp 192.0.2.0/24\n' +
         'add s-tmp 198.51.100.7 timeout 300\n' +
         'swap s-tmp s\n' +
         'destroy s-tmp\n',
     );
-    expect(renderIpsetFull({ setName: 's', tempName: 's-tmp', sizing, setExists: false, tempExists: true }, [])).toBe(
-      'destroy s-tmp\ncreate s-tmp hash:net family inet hashsize 1024 maxelem 65536 timeout 0\nrename s-tmp s\n',
+    expect(renderIpsetFull({ setName: 's', tempName: 's-tmp', sizing, setExists: false }, [])).toBe(
+      'create s-tmp hash:net family inet hashsize 1024 maxelem 65536 timeout 0\nrename s-tmp s\n',
     );
   });
 
@@ -344,7 +344,7 @@ describe('rendering speed', () => {
     const t0 = performance.now();
     const normalized = normalizeEntries(entries);
     const sizing = ipsetSizing(1_000_000, normalized.length);
-    const ipset = renderIpsetFull({ setName: 's', tempName: 's-tmp', sizing, setExists: true, tempExists: false }, normalized);
+    const ipset = renderIpsetFull({ setName: 's', tempName: 's-tmp', sizing, setExists: true }, normalized);
     const t1 = performance.now();
     const nft = renderNftRecreate(layout, resolveOverlaps(normalized));
     const t2 = performance.now();
