@@ -229,11 +229,10 @@ export async function runCycle(deps: CycleDeps, plugin: FirewallPlugin): Promise
       state.update({ pendingShrink: verdict.pending });
       if (!verdict.allow) throw new GuardError(verdict.message!);
       if ('message' in verdict && verdict.message) logger.warn(verdict.message);
-      // Timeouts count from now, not from the cycle's start: the kernel starts counting when the
-      // entries go in, and a long pull in between would otherwise push every expiry later (and make
-      // the next cycle see every timeout as changed).
-      // Entries whose expiry has passed meanwhile (their score fell below the threshold during a
-      // long pull) are not applied: the kernel would drop them within the second anyway.
+      // On the clock of the apply, not of the cycle's start: the kernel counts timeouts from when
+      // the entries go in (counted from the start, a long pull made every expiry that much late,
+      // and the next cycle saw every timeout as changed), and an entry whose expiry passed during
+      // the pull is left out (the kernel would drop it within the second anyway).
       const applyAt = (deps.now ?? epochNow)();
       const selected = { ...plan.selection, entries: plan.selection.entries.filter((e) => e.expiresAt === null || e.expiresAt > applyAt) };
       apply = await plugin.apply(toFirewallEntries(selected, applyAt));

@@ -53,11 +53,8 @@ export async function pullAll(input: PullAllInput): Promise<PulledFeeds> {
     pullFeed(api, { ...common, filter: FEED_FILTER.whitelist, fromTs: 0 }),
   ]);
   for (const r of settled) if (r.status === 'rejected') throw r.reason;
-  const [main, manual, white] = settled.map((r) => (r as PromiseFulfilledResult<Awaited<ReturnType<typeof pullFeed>>>).value) as [
-    Awaited<ReturnType<typeof pullFeed>>,
-    Awaited<ReturnType<typeof pullFeed>>,
-    Awaited<ReturnType<typeof pullFeed>>,
-  ];
+  type Pulled = Awaited<ReturnType<typeof pullFeed>>;
+  const [main, manual, white] = settled.map((r) => (r as PromiseFulfilledResult<Pulled>).value) as [Pulled, Pulled, Pulled];
 
   let feed = main.items;
   if (cache) {
