@@ -4,7 +4,7 @@ import Conf from 'conf';
 import { StateError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { IndicatorMap } from '../feed/indicator.js';
-import { toCidr } from '../firewall/render.js';
+import { toCidr } from '../net/ipv4.js';
 import type { Settings, SettingSources } from '../config/server.js';
 import type { Reason, SkipReason } from '../policy/select.js';
 import { writeFileAtomic } from './atomic-file.js';

@@ -1,5 +1,4 @@
-import { fromNumber, parseCidr, type Cidr } from '../net/ipv4.js';
-import { toCidr } from '../firewall/render.js';
+import { fromNumber, parseCidr, toCidr, type Cidr } from '../net/ipv4.js';
 import type { FeedItem } from '../api/wire.js';
 
 /** A feed item reduced to what selection needs, keyed by its canonical CIDR. */

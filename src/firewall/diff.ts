@@ -1,4 +1,5 @@
-import { CidrIndex, toCidr, type KernelEntry } from './render.js';
+import { toCidr } from '../net/ipv4.js';
+import { CidrIndex, type KernelEntry } from './render.js';
 
 /**
  * A kernel timeout is "the same" as the wanted one within this many seconds.

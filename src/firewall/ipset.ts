@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import { FirewallError, errorMessage } from '../errors.js';
+import { toCidr } from '../net/ipv4.js';
 import { Serial, createRunner, stderrMatches, withFailingLine } from './exec.js';
 import { chooseMode, diffEntries, type EntryDiff } from './diff.js';
 import { tempSetName } from './names.js';
@@ -11,7 +12,6 @@ import {
   renderIpsetDelta,
   renderIpsetFull,
   sortCidrTexts,
-  toCidr,
   type IpsetSaveParsed,
   type KernelEntry,
 } from './render.js';

@@ -2,7 +2,8 @@ import type { Logger } from 'pino';
 import { FirewallError } from '../errors.js';
 import { diffEntries } from './diff.js';
 import { Serial, createRunner } from './exec.js';
-import { IPT_LOG, iptablesTarget, normalizeEntries, pushIptablesEntryRules, sortCidrTexts, toCidr } from './render.js';
+import { toCidr } from '../net/ipv4.js';
+import { IPT_LOG, iptablesTarget, normalizeEntries, pushIptablesEntryRules, sortCidrTexts } from './render.js';
 import type { ApplyResult, CommandRunner, FirewallEntry, FirewallPlugin, PluginOptions } from './types.js';
 import { anyHook, effectiveHooks, iptablesRestore, planHooks, planRemoval, readFilter, removeLeftoverBaseChains, type FilterState } from './xtables.js';
 

