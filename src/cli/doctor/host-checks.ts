@@ -1,13 +1,10 @@
 import { randomBytes } from 'node:crypto';
-import { lookup } from 'node:dns/promises';
 import { accessSync, constants, existsSync, readFileSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
-import { isIPv4 } from 'node:net';
 import { dirname, join } from 'node:path';
-import { hostAddresses } from '../../agent/protected.js';
+import { hostAddresses, listAddresses, resolveApiHost } from '../../agent/protected.js';
 import type { AgentConfig } from '../../config/load.js';
 import { errorMessage } from '../../errors.js';
 import type { CommandRunner } from '../../firewall/types.js';
-import { parseCidr } from '../../net/ipv4.js';
 import { check, type CheckResult } from './check.js';
 
 const CAP_NET_ADMIN = 12n;
@@ -60,21 +57,10 @@ export function stateDirCheck(dir: string): CheckResult {
   }
 }
 
-/**
- * The IPv4 addresses of the network namespace the runner works in (config
- * `netns`: `ip netns exec NAME ip -j -4 addr show`). Throws when the namespace
- * cannot be entered (missing, or no CAP_SYS_ADMIN).
- */
-export async function namespaceAddressList(runner: CommandRunner): Promise<string[]> {
-  const { stdout } = await runner.run('ip', ['-j', '-4', 'addr', 'show']);
-  const links = JSON.parse(stdout) as { addr_info?: { local?: string }[] }[];
-  return links.flatMap((l) => (l.addr_info ?? []).map((a) => parseCidr(a.local ?? ''))).flatMap((r) => (r.ok ? [r.cidr.text] : []));
-}
-
 /** Config `netns`: the namespace exists and can be entered; its addresses (protected like the host's). */
 export async function netnsCheck(netns: string, runner: CommandRunner): Promise<{ result: CheckResult; addresses: string[] | undefined }> {
   try {
-    const addresses = await namespaceAddressList(runner);
+    const addresses = (await listAddresses(runner)).map((c) => c.text);
     const shown = addresses.length ? addresses.join(', ') : 'no IPv4 address';
     return { result: check('firewall', 'netns', 'ok', `rules go into network namespace ${netns} (${shown}); the checks below look inside it`), addresses };
   } catch (err) {
@@ -83,18 +69,6 @@ export async function netnsCheck(netns: string, runner: CommandRunner): Promise<
         `create it (ip netns add ${netns}) or remove netns from config.json; entering a namespace needs CAP_SYS_ADMIN (see the netns note in the systemd unit)`),
       addresses: undefined,
     };
-  }
-}
-
-/** The API host's IPv4 addresses as the agent resolves them, or the reason there are none. */
-export async function resolveApiHost(baseUrl: string): Promise<{ host: string; addresses: string[]; error?: string }> {
-  const host = new URL(baseUrl).hostname.replace(/^\[|\]$/g, '');
-  if (isIPv4(host)) return { host, addresses: [host] };
-  try {
-    const found = await lookup(host, { all: true, family: 4 });
-    return { host, addresses: found.map((f) => f.address), ...(found.length ? {} : { error: 'no IPv4 address' }) };
-  } catch (err) {
-    return { host, addresses: [], error: (err as NodeJS.ErrnoException).code ?? errorMessage(err) };
   }
 }
 
