@@ -95,6 +95,15 @@ export class FirewallError extends WcfError {
     this.command = details.command;
     this.stderr = details.stderr;
   }
+
+  /** `err` with a new message, keeping the failing command and its stderr when it had them. */
+  static rewrap(err: unknown, message: string): FirewallError {
+    return new FirewallError(message, {
+      command: err instanceof FirewallError ? err.command : undefined,
+      stderr: err instanceof FirewallError ? err.stderr : undefined,
+      cause: err,
+    });
+  }
 }
 
 /** The state directory cannot be read or written. */
@@ -131,7 +140,6 @@ export const ERROR_CODES: Record<ErrorCode, CodeMapping> = {
   WCF_ERR_GUARD: { exit: 0, report: 50, describe: 'shrink guard held back a pull that would remove too much at once' },
 };
 
-export const EXIT_OK = 0;
 export const EXIT_INTERNAL = 1;
 
 export function exitCodeOf(err: unknown): number {

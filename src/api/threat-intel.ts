@@ -2,7 +2,6 @@ import { z } from 'zod';
 import type { ApiClient } from './client.js';
 import {
   AGENT_QUERY,
-  FEED_FILTER,
   IPS_QUERY,
   ROUTES,
   acceptFeedPage,
@@ -89,4 +88,3 @@ export class ThreatIntelApi {
   }
 }
 
-export { FEED_FILTER };

@@ -1,4 +1,4 @@
-import { localSettings } from '../../agent/cycle.js';
+import { localSettings } from '../../config/local-settings.js';
 import type { AgentConfig } from '../../config/load.js';
 import { LOCAL_DEFAULT_SOURCES, resolveSettings } from '../../config/server.js';
 import { ApiAuthError, ApiStatusError, ApiUnreachableError, errorMessage } from '../../errors.js';

@@ -46,7 +46,7 @@ describe('runCycle applies on the clock of the apply', () => {
       expect(out.record.applied).toBe(applied.length);
       const byCidr = new Map(selected.map((e) => [e.cidr.text, e]));
       for (const e of applied) {
-        const sel = byCidr.get(e.cidr)!;
+        const sel = byCidr.get(e.cidr.text)!;
         if (sel.expiresAt === null) expect(e.timeoutSeconds).toBeUndefined();
         else expect(e.timeoutSeconds).toBe(Math.max(1, Math.floor(sel.expiresAt - (start + delay))));
       }

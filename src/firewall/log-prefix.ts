@@ -1,0 +1,3 @@
+export const LOG_PREFIX = 'wcf-agent: ';
+/** Rate limit for logging blocked packets: a flood must not flood the journal. */
+export const LOG_LIMIT_PER_MINUTE = 10;
