@@ -278,6 +278,57 @@ describe('ipset plugin on real netfilter', () => {
   });
 });
 
+describe('ipset plugin: the set is sized for the maximum_rules in force', () => {
+  afterAll(async () => {
+    await destroyAll();
+  });
+
+  /** maxelem and hashsize of the live set, as ipset reports them. */
+  async function sizing(ns: Netns): Promise<{ maxelem: number; hashsize: number }> {
+    const header = await ns.exec('ipset', ['list', NAMES.setName, '-t']);
+    return { maxelem: Number(/maxelem (\d+)/.exec(header)![1]), hashsize: Number(/hashsize (\d+)/.exec(header)![1]) };
+  }
+
+  // The server's maximum_rules is 200,000 while config.json keeps the local default of 10,000: the
+  // set must be sized from the server's value that comes with each apply, not from config.json.
+  const SERVER = { capacity: 200_000 };
+
+  it('grows 60k -> 70k -> 80k over three cycles without ever resizing the set', async () => {
+    const ns = await Netns.create();
+    const p = new IpsetPlugin(options(ns.runner()));
+    const modes: string[] = [];
+    const sizes: Array<{ maxelem: number; hashsize: number }> = [];
+    for (const n of [60_000, 70_000, 80_000]) {
+      modes.push((await p.apply(fillers(n, 3600), SERVER)).mode);
+      sizes.push(await sizing(ns));
+      expect((await p.list()).length).toBe(n);
+    }
+    expect(sizes[0]!.maxelem).toBe(200_000);
+    expect(sizes).toEqual([sizes[0], sizes[0], sizes[0]]);
+    // The first fills an empty set; the next two add 10,000 each, which the delta policy sends
+    // through the atomic swap anyway (more than 1,000 changes), into a set of the same size.
+    expect(modes[0]).toBe('full');
+    await p.flush();
+  });
+
+  it('growth past the local default within the delta limits stays a delta: only the first apply rebuilds', async () => {
+    const ns = await Netns.create();
+    const p = new IpsetPlugin(options(ns.runner()));
+    // Sized from config.json's 10,000, the set had maxelem 65,536: the second and third applies
+    // would not fit and each would rebuild it.
+    const modes: string[] = [];
+    for (const n of [65_000, 65_800, 66_600]) modes.push((await p.apply(fillers(n, 3600), SERVER)).mode);
+    expect(modes).toEqual(['full', 'delta', 'delta']);
+    expect((await p.list()).length).toBe(66_600);
+    expect((await sizing(ns)).maxelem).toBe(200_000);
+    // The cap really changes (the server lowers it back to the local value): one rebuild, to that size.
+    expect((await p.apply(fillers(9_000, 3600), CAP)).mode).toBe('full');
+    expect((await sizing(ns)).maxelem).toBe(65_536);
+    expect((await p.apply(fillers(9_100, 3600), CAP)).mode).toBe('delta');
+    await p.flush();
+  });
+});
+
 describe('ipset plugin: ownership', () => {
   afterAll(async () => {
     await destroyAll();
@@ -325,7 +376,7 @@ describe('ipset plugin: ownership', () => {
     const q = new IpsetPlugin(options(empty.runner()));
     await q.apply(fillers(3), CAP);
     await q.flush();
-    expect(await snapshot(empty)).toEqual({ iptables: expect.any(String), ipset: '', nft: '' });
+    expect(await snapshot(empty)).toEqual({ iptables: '', ipset: '', nft: '' });
 
     // A drop policy someone set is theirs: the chain stays.
     const policy = await Netns.create();

@@ -97,11 +97,15 @@ describe('nftables plugin on real netfilter', () => {
 
   it('removing an element that expires between the read and the transaction does not fail the transaction', async () => {
     await plugin.apply([...base, { cidr: net('198.51.100.78'), timeoutSeconds: 1 }], CAP);
-    const slow = wrapRunner(lab.host.runner(), () => undefined);
-    const delayed: typeof slow = {
+    expect(await plugin.list()).toContain('198.51.100.78');
+    const inner = lab.host.runner();
+    const delayed: typeof inner = {
       async run(file, args, o) {
-        if (file === 'nft' && args[0] === '-f') await new Promise((r) => setTimeout(r, 2500)); // the element expires meanwhile
-        return slow.run(file, args, o);
+        // Hold the transaction until the element it deletes has expired in the kernel.
+        if (file === 'nft' && args[0] === '-f') {
+          expect(await waitFor(async () => !(await plugin.list()).includes('198.51.100.78'), 10_000, 100)).toBe(true);
+        }
+        return inner.run(file, args, o);
       },
     };
     const p = new NftablesPlugin(options(delayed));
@@ -163,6 +167,20 @@ describe('nftables plugin on real netfilter', () => {
     expect(await plugin.apply(base, CAP)).toMatchObject({ mode: 'none', repaired: [] });
     expect(await plugin.list()).toEqual(sortedCidrs(base));
     expect(await lab.connect(ADDR.inNet)).toBe('timeout');
+  });
+
+  it('after `nft flush ruleset`, a new process that knows of an earlier apply warns of a repair once, not of a first install', async () => {
+    const ns = await Netns.create();
+    const first = options(ns.runner());
+    await new NftablesPlugin(first).apply(base, CAP);
+    expect(first.lines.some((l) => l.level === 30 && l.msg === 'created nft table')).toBe(true);
+    await ns.exec('nft', ['flush', 'ruleset']);
+    const o = options(ns.runner());
+    const r = await new NftablesPlugin(o).apply(base, { ...CAP, appliedBefore: true });
+    expect(r.repaired).toEqual([`nft table inet ${NAMES.tableName}`]);
+    expect(o.lines.filter((l) => l.level === 40)).toHaveLength(1);
+    expect(o.lines.some((l) => String(l.msg).startsWith('created'))).toBe(false);
+    await ns.destroy();
   });
 
   it('a failed transaction leaves the previous set in place and throws FirewallError with stderr', async () => {
