@@ -1,6 +1,6 @@
 // Every failure the agent can meet is one of these classes. Each carries a stable
 // string `code` (for logs and --json), and maps in ONE place (below) to the process
-// exit code and to the numeric `code` reported to the API (contract section 3).
+// exit code and to the numeric `code` reported to the API (the state report).
 
 export type ErrorCode =
   | 'WCF_ERR_USAGE'
@@ -39,7 +39,7 @@ export class ConfigError extends WcfError {
   }
 }
 
-/** The server's stored configuration for this agent (E7 `config`) has invalid values. */
+/** The server's stored configuration for this agent (the `config` of GET /feedback) has invalid values. */
 export class ServerConfigError extends WcfError {
   readonly problems: string[];
   constructor(problems: string[]) {
