@@ -19,6 +19,12 @@ export class Repairs {
  * The bookkeeping every kernel backend shares: applies and flushes run one at
  * a time, the first apply tells a first install from a repair, and what was
  * created, repaired and changed is logged once, here.
+ *
+ * Every write reaches the kernel through `apply` or `flush` below (the cycle,
+ * the start-up restore and any re-assertion of the last applied set call
+ * `apply`), so a filter that must see every write, such as one dropping
+ * protected networks, belongs at the top of these two methods, once for all
+ * backends.
  */
 export abstract class KernelPlugin {
   private readonly serial = new Serial();
