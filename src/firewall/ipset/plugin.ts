@@ -3,14 +3,13 @@ import { toCidr } from '../../net/ipv4.js';
 import { chooseMode, diffEntries, type EntryDiff } from '../diff.js';
 import { normalizeEntries, sortCidrTexts, type KernelEntry } from '../entries.js';
 import { createRunner, stderrMatches, withFailingLine } from '../exec.js';
-import { KernelPlugin } from '../kernel-plugin.js';
+import { KernelPlugin, type Repairs } from '../kernel-plugin.js';
 import { tempSetName } from '../names.js';
 import type { ApplyOptions, ApplyResult, CommandRunner, DropCounters, FirewallEntry, FirewallPlugin, OwnedObject, PluginOptions } from '../plugin.js';
 import { anyHook, effectiveHooks, iptablesRestore, planHooks, readFilter, type FilterState } from '../xtables/filter.js';
 import { chainCounters, chainObject, failIfReferenced, removeOwnedChain } from '../xtables/owned-chain.js';
 import { iptablesSetRules } from '../xtables/rules.js';
 import { ipsetSizing, parseIpsetSave, renderIpsetDelta, renderIpsetFull, type IpsetSaveParsed, type IpsetSizing } from './text.js';
-import type { Repairs } from '../kernel-plugin.js';
 
 const NO_SUCH_SET = /does not exist/i;
 const SET_IN_USE = /in use/i;

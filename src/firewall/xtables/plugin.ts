@@ -1,4 +1,3 @@
-import type { Logger } from 'pino';
 import { diffEntries } from '../diff.js';
 import { normalizeEntries, sortCidrTexts } from '../entries.js';
 import { createRunner } from '../exec.js';
@@ -27,7 +26,7 @@ export class IptablesPlugin extends KernelPlugin implements FirewallPlugin {
   private warnedSize = 0;
 
   constructor(private readonly options: PluginOptions) {
-    super(options.logger as Logger);
+    super(options.logger);
     this.runner = options.runner ?? createRunner();
     this.chain = options.names.chainName;
   }
