@@ -1,6 +1,6 @@
 // Every failure the agent can meet is one of these classes. Each carries a stable
 // string `code` (for logs and --json), and maps in ONE place (below) to the process
-// exit code and to the numeric `code` reported to the API (contract section 3).
+// exit code and to the numeric `code` reported to the API (the state report).
 
 export type ErrorCode =
   | 'WCF_ERR_USAGE'
@@ -39,7 +39,7 @@ export class ConfigError extends WcfError {
   }
 }
 
-/** The server's stored configuration for this agent (E7 `config`) has invalid values. */
+/** The server's stored configuration for this agent (the `config` of GET /feedback) has invalid values. */
 export class ServerConfigError extends WcfError {
   readonly problems: string[];
   constructor(problems: string[]) {
@@ -95,6 +95,15 @@ export class FirewallError extends WcfError {
     this.command = details.command;
     this.stderr = details.stderr;
   }
+
+  /** `err` with a new message, keeping the failing command and its stderr when it had them. */
+  static rewrap(err: unknown, message: string): FirewallError {
+    return new FirewallError(message, {
+      command: err instanceof FirewallError ? err.command : undefined,
+      stderr: err instanceof FirewallError ? err.stderr : undefined,
+      cause: err,
+    });
+  }
 }
 
 /** The state directory cannot be read or written. */
@@ -131,7 +140,6 @@ export const ERROR_CODES: Record<ErrorCode, CodeMapping> = {
   WCF_ERR_GUARD: { exit: 0, report: 50, describe: 'shrink guard held back a pull that would remove too much at once' },
 };
 
-export const EXIT_OK = 0;
 export const EXIT_INTERNAL = 1;
 
 export function exitCodeOf(err: unknown): number {

@@ -5,19 +5,14 @@
  * scripts/bench-apply.ts.
  */
 import pino from 'pino';
-import { IpsetPlugin } from '../../src/firewall/ipset.js';
-import { NftablesPlugin } from '../../src/firewall/nftables.js';
-import {
-  ipsetSizing,
-  nftHooks,
-  normalizeEntries,
-  pushIpsetAdds,
-  renderIpsetCreate,
-  renderNftRecreate,
-  resolveOverlaps,
-} from '../../src/firewall/render.js';
-import type { CommandRunner, FirewallEntry, FirewallPlugin, PluginOptions } from '../../src/firewall/types.js';
-import { mustParseCidr, numberToIp } from '../../src/net/ipv4.js';
+import { IpsetPlugin } from '../../src/firewall/ipset/plugin.js';
+import { NftablesPlugin } from '../../src/firewall/nft/plugin.js';
+import { normalizeEntries } from '../../src/firewall/entries.js';
+import { ipsetSizing, pushIpsetAdds, renderIpsetCreate } from '../../src/firewall/ipset/text.js';
+import { resolveOverlaps } from '../../src/firewall/nft/overlaps.js';
+import { nftHooks, renderNftRecreate } from '../../src/firewall/nft/text.js';
+import type { CommandRunner, FirewallEntry, FirewallPlugin, PluginOptions } from '../../src/firewall/plugin.js';
+import { fromNumber } from '../../src/net/ipv4.js';
 import { log, median, timed } from './stats.js';
 
 export type ApplyBackend = 'ipset' | 'nftables';
@@ -55,12 +50,10 @@ export function makeEntries(n: number): FirewallEntry[] {
     const first = v >>> 24;
     if (first === 0 || first === 127 || first >= 224 || (first === 100 && ((v >>> 22) & 3) === 1) || seen.has(v)) continue;
     seen.add(v);
-    out.push({ cidr: numberToIp(v), timeoutSeconds: out.length % 3 === 0 ? undefined : 3600 + (out.length % 1000) });
+    out.push({ cidr: fromNumber(v, 32), timeoutSeconds: out.length % 3 === 0 ? undefined : 3600 + (out.length % 1000) });
   }
-  for (let i = 0; i < nets; i++) out.push({ cidr: `${numberToIp(((100 << 24) | (64 << 16) | (i << 8)) >>> 0)}/24` });
-  // With the parsed form beside the text, as the agent's cycle hands them over (its selection
-  // holds them parsed already), so the plugin is timed as the agent uses it.
-  return out.map((e) => ({ ...e, parsed: mustParseCidr(e.cidr, 'bench') }));
+  for (let i = 0; i < nets; i++) out.push({ cidr: fromNumber(((100 << 24) | (64 << 16) | (i << 8)) >>> 0, 24) });
+  return out;
 }
 
 export interface ApplyBenchOptions {
@@ -77,12 +70,11 @@ export interface ApplyBenchOptions {
  */
 export async function benchApply(o: ApplyBenchOptions): Promise<ApplyResult[]> {
   const { runner, runs } = o;
-  const options = (capacity: number): PluginOptions => ({
+  const options = (): PluginOptions => ({
     names,
     hookChains: ['INPUT', 'FORWARD'],
     action: 'DROP',
     logBlocked: false,
-    capacity,
     logger: pino({ level: 'silent' }),
     runner,
   });
@@ -112,7 +104,7 @@ export async function benchApply(o: ApplyBenchOptions): Promise<ApplyResult[]> {
       const b: number[] = [];
       for (let i = 0; i < runs; i++) {
         await plugin.flush();
-        p.push((await timed(() => plugin.apply(entries))).ms);
+        p.push((await timed(() => plugin.apply(entries, { capacity: n }))).ms);
         // Check the kernel holds every entry (not timed). Once per size for nftables: `nft -j list set`
         // is super-linear (a million elements take over a minute of nft's CPU).
         if (backend === 'ipset' || i === 0) {
@@ -133,7 +125,7 @@ export async function benchApply(o: ApplyBenchOptions): Promise<ApplyResult[]> {
       const input = ipsetText();
       await bench(
         'ipset',
-        new IpsetPlugin(options(n)),
+        new IpsetPlugin(options()),
         () => runner.run('ipset', ['restore'], { input }),
         () => runner.run('ipset', ['destroy', 'bench-bare']),
       );
@@ -142,7 +134,7 @@ export async function benchApply(o: ApplyBenchOptions): Promise<ApplyResult[]> {
       const input = nftText();
       await bench(
         'nftables',
-        new NftablesPlugin(options(n)),
+        new NftablesPlugin(options()),
         () => runner.run('nft', ['-f', '-'], { input }),
         () => runner.run('nft', ['delete', 'table', 'inet', 'bench_bare']),
       );

@@ -1,14 +1,14 @@
-import { hostname } from 'node:os';
-import { ApiUnreachableError, GuardError, ServerConfigError, WcfError, errorMessage, reportCodeOf } from '../errors.js';
+import { GuardError, ServerConfigError, WcfError, errorMessage } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { AgentConfig } from '../config/load.js';
+import { localSettings } from '../config/local-settings.js';
 import { LOCAL_DEFAULT_SOURCES, resolveSettings, type Settings, type SettingSources } from '../config/server.js';
 import type { ThreatIntelApi } from '../api/threat-intel.js';
-import type { StateReport } from '../api/wire.js';
-import type { FirewallEntry, FirewallPlugin, ApplyResult } from '../firewall/types.js';
+import { timeoutUntil, type ApplyResult, type FirewallEntry, type FirewallPlugin } from '../firewall/index.js';
 import { createScoring, type Scoring } from '../score/decay.js';
-import { selectEntries, type Reason, type Selection } from '../policy/select.js';
+import { selectEntries, type Selection } from '../policy/select.js';
 import { AGENT_VERSION } from '../version.js';
+import { recordCycle, reportCycle, type AppliedEntry } from './cycle-report.js';
 import { pullAll, type PulledFeeds } from './pull-all.js';
 import { protectedNetworks } from './protected.js';
 import type { AppliedSet, CycleRecord, StateStore } from './state.js';
@@ -27,7 +27,7 @@ export interface CycleDeps {
   force?: boolean;
   /** Receives the time of each phase (runCycle passes one; optional for computePlan's other callers). */
   clock?: PhaseClock;
-  /** Told whether the agent record exists as soon as E7 answers (before the pull, which may still fail). */
+  /** Told whether the agent record exists as soon as the agent-record call answers (before the pull, which may still fail). */
   onAgentRecord?: (status: 'present' | 'deleted') => void;
 }
 
@@ -45,11 +45,13 @@ export interface PlanResult {
 export interface CycleOutcome {
   record: CycleRecord;
   plan?: PlanResult;
+  /** Settings in force after the cycle: the server's when the pull got them, else the previous ones. */
+  settings: Settings;
   apply?: ApplyResult;
   error?: WcfError | Error;
   reported: boolean;
   /**
-   * Milliseconds per phase: config (E7), pull (feed cache read + pulls + merge), select (decay,
+   * Milliseconds per phase: config (the agent-record call), pull (feed cache read + pulls + merge), select (decay,
    * selection), cache (feed cache and state writes), apply (shrink guard + firewall), save
    * (applied-<plugin>.json), report; `failed` for the phase that threw.
    */
@@ -60,16 +62,6 @@ const rejectedFormulas = new Set<string>();
 
 function epochNow(): number {
   return Math.floor(Date.now() / 1000);
-}
-
-export function localSettings(config: AgentConfig): Settings {
-  return {
-    maximum_rules: config.maximum_rules,
-    score_threshold: config.score_threshold,
-    sync_time: config.sync_time,
-    running: true,
-    version: null,
-  };
 }
 
 /** Settings in force before this cycle: the last ones stored, else the local defaults. */
@@ -156,24 +148,14 @@ export async function computePlan(deps: CycleDeps, useCache: boolean): Promise<P
   };
 }
 
-/** Seconds of kernel timeout for an entry: floor, so it leaves no later than its expiry. */
+/** The selection as firewall entries, with kernel timeouts counted from `now`. */
 export function toFirewallEntries(selection: Selection, now: number): FirewallEntry[] {
-  return selection.entries.map((e) => ({
-    cidr: e.cidr.text,
-    timeoutSeconds: e.expiresAt === null ? undefined : Math.max(1, Math.floor(e.expiresAt - now)),
-    parsed: e.cidr,
-  }));
+  return selection.entries.map((e) => ({ cidr: e.cidr, timeoutSeconds: timeoutUntil(e.expiresAt, now) }));
 }
 
 /** Entries of an applied set that have not expired by `now`. */
 export function liveEntries(set: AppliedSet | undefined, now: number): AppliedSet['entries'] {
   return (set?.entries ?? []).filter((e) => e.expiresAt === null || e.expiresAt > now);
-}
-
-function countByReason(entries: readonly { reason: Reason }[]): Record<Reason, number> {
-  const out: Record<Reason, number> = { manual: 0, score: 0 };
-  for (const e of entries) out[e.reason]++;
-  return out;
 }
 
 /**
@@ -192,23 +174,48 @@ function persistPull({ feeds, ...plan }: PlanResult & { feeds: PulledFeeds }, st
   return { plan, fullPull: feeds.full };
 }
 
+/** The cycle's firewall step: the shrink guard, then apply the selection (or flush when running is off). */
+async function enforce(deps: CycleDeps, plugin: FirewallPlugin, plan: PlanResult, now: number): Promise<{ apply?: ApplyResult; entries: AppliedEntry[] }> {
+  const { config, state, logger } = deps;
+  if (!plan.settings.running) {
+    logger.info('running is disabled in the stored configuration: removing the agent rules, still syncing and reporting');
+    await plugin.flush();
+    return { entries: [] };
+  }
+  const last = state.loadApplied(plugin.name);
+  const verdict = deps.force
+    ? { allow: true, pending: undefined }
+    : checkShrink(liveEntries(last, now).length, plan.selection.entries.length, config.shrink_guard_ratio, state.small.pendingShrink, now);
+  state.update({ pendingShrink: verdict.pending });
+  if (!verdict.allow) throw new GuardError(verdict.message!);
+  if ('message' in verdict && verdict.message) logger.warn(verdict.message);
+  // On the clock of the apply, not of the cycle's start: the kernel counts timeouts from when
+  // the entries go in (counted from the start, a long pull made every expiry that much late,
+  // and the next cycle saw every timeout as changed), and an entry whose expiry passed during
+  // the pull is left out (the kernel would drop it within the second anyway).
+  const applyAt = (deps.now ?? epochNow)();
+  const selected = { ...plan.selection, entries: plan.selection.entries.filter((e) => e.expiresAt === null || e.expiresAt > applyAt) };
+  // The set is sized for the maximum_rules in force (the server's), not config.json's.
+  const apply = await plugin.apply(toFirewallEntries(selected, applyAt), { capacity: plan.settings.maximum_rules, appliedBefore: last !== undefined });
+  return { apply, entries: selected.entries.map((e) => ({ cidr: e.cidr.text, reason: e.reason, expiresAt: e.expiresAt })) };
+}
+
 /**
- * One sync cycle: pull, select, apply, persist, report. A failed pull or apply
- * leaves the previously applied set in place; the error is reported with a
- * non-zero `code` when the report call can get through.
+ * One sync cycle: pull and select, persist what the pull learnt, enforce,
+ * save the applied set, record, report. A failed pull or apply leaves the
+ * previously applied set in place; the error is reported with a non-zero
+ * `code` when the report call can get through. The outcome carries the
+ * settings in force after the cycle.
  */
 export async function runCycle(deps: CycleDeps, plugin: FirewallPlugin): Promise<CycleOutcome> {
-  const { config, state, logger } = deps;
+  const { state, logger } = deps;
   const started = Date.now();
   const clock = new PhaseClock();
   const now = (deps.now ?? epochNow)();
-  const prev = previousSettings(deps);
-  const emptyCounts = { allowlist: 0, too_wide: 0, whitelist: 0, threshold: 0, cap: 0 };
   let plan: PlanResult | undefined;
   let fullPull = false;
-  let apply: ApplyResult | undefined;
+  let enforced: { apply?: ApplyResult; entries: AppliedEntry[] } | undefined;
   let error: WcfError | Error | undefined;
-  let appliedEntries: { cidr: string; reason: Reason; expiresAt: number | null }[] | undefined;
   let agentRecord: 'present' | 'deleted' | undefined;
 
   // The firewall's current state is read while the API calls run (read-only; see FirewallPlugin.prefetch).
@@ -217,34 +224,11 @@ export async function runCycle(deps: CycleDeps, plugin: FirewallPlugin): Promise
     // The feed itself (tens of MB at a million indicators) stays inside persistPull: it is
     // collectable before the apply allocates, which is where a cycle's memory peaks.
     const pulled = persistPull(await computePlan({ ...deps, now: () => now, clock, onAgentRecord: (s) => (agentRecord = s) }, true), state, now);
-    plan = pulled.plan;
-    fullPull = pulled.fullPull;
+    ({ plan, fullPull } = pulled);
     clock.lap('cache');
-
-    if (plan.settings.running) {
-      const before = liveEntries(state.loadApplied(plugin.name), now).length;
-      const verdict = deps.force
-        ? { allow: true, pending: undefined }
-        : checkShrink(before, plan.selection.entries.length, config.shrink_guard_ratio, state.small.pendingShrink, now);
-      state.update({ pendingShrink: verdict.pending });
-      if (!verdict.allow) throw new GuardError(verdict.message!);
-      if ('message' in verdict && verdict.message) logger.warn(verdict.message);
-      // On the clock of the apply, not of the cycle's start: the kernel counts timeouts from when
-      // the entries go in (counted from the start, a long pull made every expiry that much late,
-      // and the next cycle saw every timeout as changed), and an entry whose expiry passed during
-      // the pull is left out (the kernel would drop it within the second anyway).
-      const applyAt = (deps.now ?? epochNow)();
-      const selected = { ...plan.selection, entries: plan.selection.entries.filter((e) => e.expiresAt === null || e.expiresAt > applyAt) };
-      apply = await plugin.apply(toFirewallEntries(selected, applyAt));
-      appliedEntries = selected.entries.map((e) => ({ cidr: e.cidr.text, reason: e.reason, expiresAt: e.expiresAt }));
-      for (const what of apply.repaired) logger.warn({ repaired: what }, `firewall object was missing and has been re-created: ${what}`);
-    } else {
-      logger.info('running is disabled in the stored configuration: removing the agent rules, still syncing and reporting');
-      await plugin.flush();
-      appliedEntries = [];
-    }
+    enforced = await enforce(deps, plugin, plan, now);
     clock.lap('apply');
-    state.saveApplied({ ts: now, plugin: plugin.name, entries: appliedEntries });
+    state.saveApplied({ ts: now, plugin: plugin.name, entries: enforced.entries });
     clock.lap('save');
     if (plan.settingProblems.length) error = new ServerConfigError(plan.settingProblems);
   } catch (err) {
@@ -253,52 +237,11 @@ export async function runCycle(deps: CycleDeps, plugin: FirewallPlugin): Promise
     logger.error({ code: (error as WcfError).code ?? 'internal' }, `sync failed, previous firewall state kept: ${errorMessage(error)}`);
   }
 
-  const settings = plan?.settings ?? prev.settings;
-  // A server-config problem or a held-back shrink still leaves a protected, consistent host.
-  const ok = error === undefined || error instanceof ServerConfigError || error instanceof GuardError;
-  const current = appliedEntries ?? liveEntries(state.loadApplied(plugin.name), now);
-  const record: CycleRecord = {
-    ts: now,
-    ok,
-    code: error ? reportCodeOf(error) : 0,
-    errorCode: (error as WcfError | undefined)?.code,
-    message: error ? errorMessage(error) : undefined,
-    durationMs: Date.now() - started,
-    plugin: plugin.name,
-    applied: current.length,
-    byReason: countByReason(current),
-    skipped: plan?.selection.skipped ?? emptyCounts,
-    fullPull,
-    running: settings.running,
-  };
-  state.update({ lastCycle: record, ...(ok ? { lastSuccessAt: now } : {}) });
-
-  const report: StateReport = {
-    agid: config.agid,
-    hostanme: hostname(),
-    plugin: plugin.name,
-    code: record.code,
-    blacklist: current.map((e) => e.cidr),
-    maximum_rules: settings.maximum_rules,
-    score_threshold: settings.score_threshold,
-    sync_time: String(settings.sync_time),
-    ts: now,
-    version: AGENT_VERSION,
-  };
-  let reported = false;
-  if (agentRecord === 'deleted') {
-    logger.info('not reporting: the agent record is deleted and the agent does not re-create it');
-  } else if (error instanceof ApiUnreachableError && deps.api.client.aborted) {
-    logger.info('not reporting: the agent is stopping');
-  } else {
-    try {
-      reported = await deps.api.report(report, { retry: error === undefined });
-      if (!reported) logger.warn('the server has no record for this agent; report not stored');
-    } catch (err) {
-      logger.warn({ code: (err as WcfError).code }, `state report failed: ${errorMessage(err)}`);
-    }
-  }
+  const settings = plan?.settings ?? previousSettings(deps).settings;
+  const current = enforced?.entries ?? liveEntries(state.loadApplied(plugin.name), now);
+  const record = recordCycle({ state, plugin: plugin.name, now, started, error, current, skipped: plan?.selection.skipped, fullPull, running: settings.running });
+  const reported = await reportCycle(deps, { plugin: plugin.name, record, settings, current, now, error, agentRecord });
   clock.lap('report');
   logger.debug({ timings: clock.ms }, 'cycle phase timings (ms)');
-  return { record, plan, apply, error, reported, timings: clock.ms };
+  return { record, plan, settings, apply: enforced?.apply, error, reported, timings: clock.ms };
 }

@@ -2,9 +2,11 @@ import { errorMessage, WcfError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { AgentConfig } from '../config/load.js';
 import type { ThreatIntelApi } from '../api/threat-intel.js';
-import type { FirewallPlugin } from '../firewall/types.js';
+import { timeoutUntil, type FirewallPlugin } from '../firewall/index.js';
+import type { Settings } from '../config/server.js';
 import { liveEntries, previousSettings, runCycle, type CycleOutcome } from './cycle.js';
 import { withLock } from './lock.js';
+import { toCidr } from '../net/ipv4.js';
 import type { StateStore } from './state.js';
 import { Scheduler } from './scheduler.js';
 
@@ -70,6 +72,8 @@ export class Daemon {
   private readonly scheduler: Scheduler;
   private failures = 0;
   private stopping = false;
+  /** Settings in force: read from the state once at start, then what each cycle answers (not re-read from disk). */
+  private settings!: Settings;
 
   constructor(opts: DaemonOptions) {
     this.opts = opts;
@@ -83,7 +87,7 @@ export class Daemon {
         nextCycleDelayMs({
           ok,
           failures: this.failures,
-          syncTimeMinutes: previousSettings(this.parts).settings.sync_time,
+          syncTimeMinutes: this.settings.sync_time,
           jitterSeconds: this.parts.config.jitter_seconds,
           minuteMs: minute,
           random,
@@ -92,12 +96,9 @@ export class Daemon {
     });
   }
 
-  get config(): AgentConfig {
-    return this.parts.config;
-  }
-
   async start(): Promise<void> {
     this.parts = await this.opts.open(this.opts.initialConfig);
+    this.settings = previousSettings(this.parts).settings;
     await this.restore();
     if (!this.stopping) this.scheduler.start();
   }
@@ -107,16 +108,16 @@ export class Daemon {
     const { plugin, state } = this.parts;
     const now = Math.floor(Date.now() / 1000);
     const last = state.loadApplied(plugin.name);
-    if (!last || !previousSettings(this.parts).settings.running) {
+    if (!last || !this.settings.running) {
       this.logger.info({ plugin: plugin.name }, 'no last known good set to restore');
       return;
     }
-    const entries = liveEntries(last, now).map((e) => ({
-      cidr: e.cidr,
-      timeoutSeconds: e.expiresAt === null ? undefined : Math.max(1, Math.floor(e.expiresAt - now)),
-    }));
+    const entries = liveEntries(last, now).flatMap((e) => {
+      const cidr = toCidr(e.cidr);
+      return cidr ? [{ cidr, timeoutSeconds: timeoutUntil(e.expiresAt, now) }] : [];
+    });
     try {
-      const r = await plugin.apply(entries);
+      const r = await plugin.apply(entries, { capacity: this.settings.maximum_rules, appliedBefore: true });
       this.logger.info({ plugin: plugin.name, entries: entries.length, added: r.added, since: last.ts }, `restored the last known good set (${entries.length} entries) before any network call`);
     } catch (err) {
       this.logger.error({ code: (err as WcfError).code }, `could not restore the last known good set: ${errorMessage(err)}`);
@@ -135,6 +136,7 @@ export class Daemon {
     const ok = outcome?.record.ok ?? false;
     this.failures = ok ? 0 : this.failures + 1;
     if (outcome) {
+      this.settings = outcome.settings;
       const r = outcome.record;
       if (r.ok) this.logger.info({ applied: r.applied, manual: r.byReason.manual, score: r.byReason.score, code: r.code, ms: r.durationMs }, 'cycle done');
       this.opts.onCycle?.(outcome);

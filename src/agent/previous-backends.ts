@@ -1,6 +1,6 @@
 import { errorMessage } from '../errors.js';
 import type { Logger } from '../log.js';
-import type { FirewallPlugin, PluginName } from '../firewall/types.js';
+import type { FirewallPlugin, PluginName } from '../firewall/index.js';
 import type { StateStore } from './state.js';
 
 const KERNEL_BACKENDS: readonly PluginName[] = ['ipset', 'nftables', 'iptables'];

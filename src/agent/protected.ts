@@ -2,8 +2,8 @@ import { lookup } from 'node:dns/promises';
 import { isIPv4 } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import { errorMessage } from '../errors.js';
-import { createRunner } from '../firewall/exec.js';
-import type { CommandRunner } from '../firewall/types.js';
+import { createRunner } from '../firewall/index.js';
+import type { CommandRunner } from '../firewall/index.js';
 import type { Logger } from '../log.js';
 import { mustParseCidr, parseCidr, type Cidr } from '../net/ipv4.js';
 

@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, readFileSync, renameSync, unlinkSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, renameSync } from 'node:fs';
 import { join } from 'node:path';
 import Conf from 'conf';
 import { StateError } from '../errors.js';
@@ -51,11 +51,9 @@ export interface AppliedSet {
  * u32[count], prefix u8[count], in host byte order (the file never leaves the
  * machine). 21 bytes per indicator, read straight into typed arrays: a million
  * indicators load in tens of milliseconds, where JSON rows took about a second
- * and ~150 MB of short-lived objects (version 1, `feed-cache.json`, is no
- * longer read: without a cache the next pull is simply a full one).
+ * and ~150 MB of short-lived objects.
  */
 const FEED_CACHE_FILE = 'feed-cache.bin';
-const LEGACY_FEED_CACHE_FILE = 'feed-cache.json';
 const FEED_CACHE_MAGIC = 0x43464357; // "WCFC"
 const FEED_CACHE_VERSION = 2;
 const FEED_CACHE_HEADER = 16;
@@ -200,11 +198,6 @@ export class StateStore {
       writeFileAtomic(join(this.dir, FEED_CACHE_FILE), [bytes(header), bytes(c.tss), bytes(c.scores), bytes(c.starts), bytes(c.prefixes)]);
     } catch (err) {
       throw new StateError(`cannot write ${FEED_CACHE_FILE} in ${this.dir}: ${(err as Error).message}`, { cause: err });
-    }
-    try {
-      unlinkSync(join(this.dir, LEGACY_FEED_CACHE_FILE)); // a previous version's cache: superseded, can be large
-    } catch {
-      /* usually absent */
     }
   }
 

@@ -2,7 +2,6 @@ import { z } from 'zod';
 import type { ApiClient } from './client.js';
 import {
   AGENT_QUERY,
-  FEED_FILTER,
   IPS_QUERY,
   ROUTES,
   acceptFeedPage,
@@ -15,7 +14,7 @@ import {
   type StoredConfigBody,
 } from './wire.js';
 
-/** Body of POST /ips (E2): an IPv4 report. Which fields are required is not shown; the CLI sends ip, confidence and decision. */
+/** Body of POST /ips: an IPv4 report. Which fields are required is not shown; the CLI sends ip, confidence and decision. */
 export interface IpReportBody {
   ip: string;
   confidence: number;
@@ -31,18 +30,18 @@ export interface IpReportBody {
 export class ThreatIntelApi {
   constructor(readonly client: ApiClient) {}
 
-  /** E1: health probe, no auth. The body is opaque. */
+  /** GET /version: health probe, no auth. The body is opaque. */
   async version(): Promise<{ body: unknown; date: string | undefined }> {
     const r = await this.client.call(ROUTES.version, z.unknown(), { auth: false });
     return { body: r.data, date: r.date };
   }
 
-  /** E2 (admin): report an indicator or override its decision. No response body. Not retried: the operator sees the failure and re-runs. */
+  /** POST /ips (admin): report an indicator or override its decision. No response body. Not retried: the operator sees the failure and re-runs. */
   async reportIndicator(body: IpReportBody): Promise<void> {
     await this.client.call(ROUTES.ips, null, { method: 'POST', body, retry: false });
   }
 
-  /** E3: one page of the IPv4 feed. */
+  /** GET /ips: one page of the IPv4 feed. */
   async feedPage(filter: FeedFilter, ts: number, limit: number): Promise<FeedPage> {
     const r = await this.client.call(ROUTES.ips, feedPageSchema, {
       query: { [IPS_QUERY.limit]: limit, [IPS_QUERY.filter]: filter, [IPS_QUERY.ts]: ts, [IPS_QUERY.full]: 'no' },
@@ -51,20 +50,20 @@ export class ThreatIntelApi {
     return r.data!;
   }
 
-  /** E7 for one agent; `null` when the record was deleted (404 or empty array). */
+  /** GET /feedback for one agent; `null` when the record was deleted (404 or empty array). */
   async agent(agid: string): Promise<AgentRecord | null> {
     const r = await this.client.call(ROUTES.feedback, agentListSchema, { query: { [AGENT_QUERY]: agid }, allowStatus: [404] });
     if (r.status === 404 || !r.data) return null;
     return r.data.find((a) => a.agid === agid) ?? null;
   }
 
-  /** E7 without filter: every agent (admin). */
+  /** GET /feedback without filter: every agent (admin). */
   async agents(): Promise<AgentRecord[]> {
     return (await this.client.call(ROUTES.feedback, agentListSchema)).data!;
   }
 
   /**
-   * State report (contract section 3). Answers false when the server says the
+   * State report (the state report). Answers false when the server says the
    * record does not exist (404): the agent never re-creates a deleted record itself.
    */
   async report(state: StateReport, options: { retry?: boolean } = {}): Promise<boolean> {
@@ -78,15 +77,14 @@ export class ThreatIntelApi {
     return r.status !== 404;
   }
 
-  /** E8 (admin). */
+  /** POST /feedback/config (admin). */
   async storeConfig(agid: string, body: StoredConfigBody): Promise<void> {
     await this.client.call(ROUTES.feedbackConfig, null, { method: 'POST', query: { [AGENT_QUERY]: agid }, body, retry: false });
   }
 
-  /** E9 (admin). */
+  /** DELETE /feedback (admin). */
   async deleteAgent(agid: string): Promise<void> {
     await this.client.call(ROUTES.feedback, null, { method: 'DELETE', query: { [AGENT_QUERY]: agid }, retry: false });
   }
 }
 
-export { FEED_FILTER };

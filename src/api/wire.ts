@@ -3,7 +3,7 @@ import { z } from 'zod';
 /**
  * Everything the agent knows about the API's wire format lives here: routes,
  * query parameter names, and the schemas every response is parsed with. The
- * spec leaves query names "not shown"; the contract fixes them (README,
+ * spec leaves query names "not shown"; the agent fixes them (README,
  * "Assumptions"), so a deployment with other names changes only this file.
  */
 
@@ -23,7 +23,7 @@ export const IPS_QUERY = {
 
 export const AGENT_QUERY = 'agid';
 
-/** E3 selector values. */
+/** Feed selector values (`filter` of GET /ips). */
 export const FEED_FILTER = { all: 0, ownOrg: 1, manualBlock: 2, whitelist: 3 } as const;
 export type FeedFilter = (typeof FEED_FILTER)[keyof typeof FEED_FILTER];
 
@@ -37,7 +37,7 @@ export const feedItemSchema = z.looseObject({
   ts: epochSeconds,
   score: z.number().refine(Number.isFinite, 'must be a finite number'),
   is_network: z.boolean().optional(),
-  // No documented meaning (contract section 1): logged, never decided on.
+  // No documented meaning (the feed walk described in the README): logged, never decided on.
   dec: z.number().optional(),
   delay: z.number().optional(),
 });
@@ -100,7 +100,7 @@ export function acceptFeedPage(json: unknown): FeedPage | undefined {
 }
 
 /**
- * E7 agent record. `config` values arrive as numbers or numeric strings; they
+ * An agent record (GET /feedback). `config` values arrive as numbers or numeric strings; they
  * are checked one by one in config/server.ts so one bad value does not discard
  * the others.
  */
@@ -112,7 +112,7 @@ export const agentRecordSchema = z.looseObject({
 export type AgentRecord = z.infer<typeof agentRecordSchema>;
 export const agentListSchema = z.array(agentRecordSchema);
 
-/** Body of POST /feedback (contract section 3). `hostanme` is spelled as the API spells it. */
+/** Body of POST /feedback (the state report). `hostanme` is spelled as the API spells it. */
 export interface StateReport {
   agid: string;
   hostanme: string;
@@ -126,7 +126,7 @@ export interface StateReport {
   version: string;
 }
 
-/** Body of POST /feedback/config (E8): five strings. */
+/** Body of POST /feedback/config (store an agent's configuration): five strings. */
 export interface StoredConfigBody {
   maximum_rules?: string;
   running?: string;

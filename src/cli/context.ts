@@ -6,10 +6,7 @@ import { ApiClient } from '../api/client.js';
 import { ThreatIntelApi } from '../api/threat-intel.js';
 import { StateStore } from '../agent/state.js';
 import { flushPreviousBackends } from '../agent/previous-backends.js';
-import { createPlugin } from '../firewall/index.js';
-import { detectPlugin } from '../firewall/detect.js';
-import { createRunner, netnsPrefix } from '../firewall/exec.js';
-import type { FirewallPlugin, PluginName } from '../firewall/types.js';
+import { openPlugin as openFirewallPlugin, type FirewallPlugin, type PluginName, type PluginOptions } from '../firewall/index.js';
 import { AGENT_VERSION } from '../version.js';
 
 export interface GlobalOptions {
@@ -48,26 +45,21 @@ export function openState(config: AgentConfig, logger: Logger): StateStore {
 }
 
 /** The plugin named by config (or --dry-run); `auto` probes nftables, then ipset, then iptables. */
-export async function openPlugin(config: AgentConfig, logger: Logger, dryRun: boolean, only?: PluginName): Promise<FirewallPlugin> {
-  let name: PluginName;
-  const runner = createRunner(netnsPrefix(config.netns));
-  if (only) name = only;
-  else if (dryRun || config.plugin === 'dry-run') name = 'dry-run';
-  else if (config.plugin === 'auto') {
-    name = await detectPlugin(runner);
-    logger.info({ plugin: name }, `plugin auto-detected: ${name}`);
-  } else name = config.plugin;
-  return createPlugin(name, {
+export function openPlugin(config: AgentConfig, logger: Logger, dryRun: boolean, only?: PluginName): Promise<FirewallPlugin> {
+  return openFirewallPlugin({ plugin: config.plugin, dryRun, only, netns: config.netns }, pluginOptions(config, logger));
+}
+
+/** What every plugin is built with, from config.json (the runner is added by whoever builds it). */
+export function pluginOptions(config: AgentConfig, logger: Logger): Omit<PluginOptions, 'runner'> {
+  return {
     names: { setName: config.set_name, chainName: config.chain_name, tableName: config.table_name },
     hookChains: config.hook_chains,
     action: config.action,
     logBlocked: config.log_blocked,
-    capacity: config.maximum_rules,
     logger,
-    runner,
     dryRunOutput: config.dry_run_output ?? join(config.state_dir, `dry-run.${config.dry_run_format}`),
     dryRunFormat: config.dry_run_format,
-  });
+  };
 }
 
 /** The configured plugin, after removing what a previously used kernel backend left behind. */

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { ConfigError } from '../errors.js';
-import { validateOwnedNames } from '../firewall/names.js';
+import { validateOwnedNames } from '../firewall/index.js';
 import { configSchema, formatIssues, type ConfigFile } from './schema.js';
 
 export const DEFAULT_CONFIG_PATH = '/etc/wcf-agent/config.json';

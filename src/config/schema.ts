@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { parseCidr } from '../net/ipv4.js';
 
 /**
- * config.json: a flat object (contract section 6). Unknown keys are an error so a
+ * config.json: a flat object (the keys are listed in the README). Unknown keys are an error so a
  * typo (`maximun_rules`) cannot pass silently. Every key is documented in
  * config.json.example; defaults here are the ones the README lists.
  */

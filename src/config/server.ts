@@ -1,6 +1,6 @@
 import { HARD_LIMITS } from './schema.js';
 
-/** The settings the API stores per agent (E7 `config`), as the agent uses them. */
+/** The settings the API stores per agent (the `config` of GET /feedback), as the agent uses them. */
 export interface Settings {
   maximum_rules: number;
   score_threshold: number;
@@ -41,8 +41,7 @@ function runningFlag(v: unknown): boolean | string {
 }
 
 /**
- * Merge the server's stored configuration over the previous settings (contract
- * section 4): each valid value is taken; an invalid one keeps the previous value
+ * Merge the server's stored configuration over the previous settings: each valid value is taken; an invalid one keeps the previous value
  * and is reported. A missing key keeps the previous value too. `raw` undefined
  * (record deleted, or no config object) keeps everything.
  */

@@ -32,7 +32,7 @@ export interface PullResult {
 }
 
 /**
- * Pull every page of one feed selector from `fromTs` (contract section 1): pages
+ * Pull every page of one feed selector from `fromTs` (the feed walk described in the README): pages
  * come ordered by ts; while a page is full, ask again from its largest ts (the
  * overlap is de-duplicated). A full page whose items all share the requested ts
  * cannot advance by ts: ask once with the largest page size, then step past that

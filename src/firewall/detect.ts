@@ -1,5 +1,5 @@
 import { FirewallError, errorMessage } from '../errors.js';
-import type { CommandRunner } from './types.js';
+import type { CommandRunner, PluginName } from './plugin.js';
 
 export type DetectedPlugin = 'nftables' | 'ipset' | 'iptables';
 
@@ -30,3 +30,30 @@ export async function detectPlugin(runner: CommandRunner): Promise<DetectedPlugi
     stderr: failures.join('\n'),
   });
 }
+
+/** Every tool a backend may run. */
+export const TOOLS = ['nft', 'ipset', 'iptables', 'iptables-restore'] as const;
+export type Tool = (typeof TOOLS)[number];
+/** The tools each backend runs (doctor checks they answer). */
+export const PLUGIN_TOOLS: Record<Exclude<PluginName, 'dry-run'>, readonly Tool[]> = {
+  nftables: ['nft'],
+  ipset: ['ipset', 'iptables', 'iptables-restore'],
+  iptables: ['iptables', 'iptables-restore'],
+};
+
+/** `TOOL --version` for each tool: its first output line, or null when missing or failing. */
+export async function probeTools(runner: CommandRunner): Promise<Map<Tool, string | null>> {
+  const out = new Map<Tool, string | null>();
+  await Promise.all(
+    TOOLS.map(async (t) => {
+      try {
+        const r = await runner.run(t, ['--version']);
+        out.set(t, (r.stdout.trim() || r.stderr.trim()).split('\n')[0]!.trim() || t);
+      } catch {
+        out.set(t, null);
+      }
+    }),
+  );
+  return out;
+}
+

@@ -1,5 +1,6 @@
 import { toCidr } from '../net/ipv4.js';
-import { CidrIndex, type KernelEntry } from './render.js';
+import { CidrIndex } from '../net/cidr-index.js';
+import type { KernelEntry } from './entries.js';
 
 /**
  * A kernel timeout is "the same" as the wanted one within this many seconds.

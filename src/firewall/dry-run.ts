@@ -1,24 +1,15 @@
-import { mkdir, readFile, rename, unlink, writeFile } from 'node:fs/promises';
+import { access, mkdir, readFile, rename, unlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import type { Logger } from 'pino';
 import { FirewallError, errorMessage } from '../errors.js';
 import { diffEntries } from './diff.js';
-import {
-  iptablesSetRules,
-  ipsetSizing,
-  nftHooks,
-  normalizeEntries,
-  parseIpsetSave,
-  parseNftScriptElements,
-  pushIpsetAdds,
-  pushNftTable,
-  renderIpsetCreate,
-  resolveOverlaps,
-  sortCidrTexts,
-  type KernelEntry,
-} from './render.js';
-import type { ApplyResult, FirewallEntry, FirewallPlugin, PluginOptions } from './types.js';
+import { normalizeEntries, sortCidrTexts, type KernelEntry } from './entries.js';
+import { ipsetSizing, parseIpsetSave, pushIpsetAdds, renderIpsetCreate } from './ipset/text.js';
+import { resolveOverlaps } from './nft/overlaps.js';
+import { nftHooks, parseNftScriptElements, pushNftTable } from './nft/text.js';
+import type { ApplyOptions, ApplyResult, DropCounters, FirewallEntry, FirewallPlugin, OwnedObject, PluginOptions } from './plugin.js';
+import { iptablesSetRules } from './xtables/rules.js';
 
 /** Where dry-run writes when the options name no file. */
 export function defaultDryRunOutput(format: 'ipset' | 'nft'): string {
@@ -40,7 +31,7 @@ export class DryRunPlugin implements FirewallPlugin {
   private readonly format: 'ipset' | 'nft';
   private readonly log: Logger;
   /** What was last written to stdout (`-`), which cannot be read back. */
-  private memory: { text: string; at: number } | undefined;
+  private memory: string | undefined;
 
   constructor(private readonly options: PluginOptions) {
     this.format = options.dryRunFormat ?? 'ipset';
@@ -48,7 +39,7 @@ export class DryRunPlugin implements FirewallPlugin {
     this.log = options.logger;
   }
 
-  private render(entries: readonly KernelEntry[], now: number): string {
+  private render(entries: readonly KernelEntry[], now: number, capacity: number): string {
     const { names } = this.options;
     const out: string[] = [
       `# wcf-agent dry-run ${new Date(now * 1000).toISOString()} (epoch ${now}): ${entries.length} entries, nothing applied to the kernel`,
@@ -65,7 +56,7 @@ export class DryRunPlugin implements FirewallPlugin {
       out.push(`#   :${names.chainName} - [0:0]`);
       for (const r of iptablesSetRules(names.chainName, names.setName, this.options.action, this.options.logBlocked)) out.push(`#   ${r}`);
       for (const h of this.options.hookChains) out.push(`#   -I ${h} 1 -j ${names.chainName}`);
-      out.push(`${renderIpsetCreate(names.setName, ipsetSizing(this.options.capacity, entries.length))} -exist`, `flush ${names.setName}`);
+      out.push(`${renderIpsetCreate(names.setName, ipsetSizing(capacity, entries.length))} -exist`, `flush ${names.setName}`);
       pushIpsetAdds(out, names.setName, entries);
     }
     out.push('');
@@ -77,7 +68,7 @@ export class DryRunPlugin implements FirewallPlugin {
     let text: string;
     if (this.output === '-') {
       if (!this.memory) return new Map();
-      text = this.memory.text;
+      text = this.memory;
     } else {
       try {
         text = await readFile(this.output, 'utf8');
@@ -114,15 +105,15 @@ export class DryRunPlugin implements FirewallPlugin {
     }
   }
 
-  async apply(entries: readonly FirewallEntry[]): Promise<ApplyResult> {
+  async apply(entries: readonly FirewallEntry[], options: ApplyOptions): Promise<ApplyResult> {
     const normalized = normalizeEntries(entries);
     const wanted = this.format === 'nft' ? resolveOverlaps(normalized) : normalized;
     const previous = await this.readBack();
     const diff = diffEntries(previous, wanted);
     const now = Math.floor(Date.now() / 1000);
-    const text = this.render(wanted, now);
+    const text = this.render(wanted, now, options.capacity);
     await this.write(text);
-    if (this.output === '-') this.memory = { text, at: now };
+    if (this.output === '-') this.memory = text;
     const changed = diff.added + diff.removed + diff.updated > 0;
     this.log.info({ output: this.output, format: this.format, entries: wanted.length, added: diff.added, removed: diff.removed }, 'dry-run: ruleset rendered, nothing applied');
     return { added: diff.added, removed: diff.removed, updated: diff.updated, mode: changed ? 'full' : 'none', repaired: [] };
@@ -141,6 +132,24 @@ export class DryRunPlugin implements FirewallPlugin {
       if ((err as NodeJS.ErrnoException).code !== 'ENOENT') {
         throw new FirewallError(`cannot remove dry-run output ${this.output}: ${errorMessage(err)}`, { cause: err });
       }
+    }
+  }
+
+  /** Nothing is enforced, so nothing is dropped. */
+  async readCounters(): Promise<DropCounters> {
+    return { packets: 0, bytes: 0 };
+  }
+
+  /** The output file stands for the objects (stdout has none). */
+  async objects(): Promise<OwnedObject[]> {
+    if (this.output === '-') return [];
+    const what = `dry-run output ${this.output}`;
+    try {
+      await access(this.output);
+      return [{ what, state: 'present' }];
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [{ what, state: 'absent' }];
+      return [{ what, state: 'unreadable', error: errorMessage(err) }];
     }
   }
 }

@@ -1,6 +1,6 @@
 import { execa, ExecaError } from 'execa';
 import { FirewallError } from '../errors.js';
-import type { CommandRunner } from './types.js';
+import type { CommandRunner } from './plugin.js';
 
 /** Default per-command limit. A 1,000,000-entry `nft -f` takes tens of seconds; nothing legitimate takes minutes. */
 export const DEFAULT_COMMAND_TIMEOUT_MS = 180_000;

@@ -1,14 +1,21 @@
+import { detectPlugin } from './detect.js';
 import { DryRunPlugin } from './dry-run.js';
-import { createRunner } from './exec.js';
-import { IpsetPlugin } from './ipset.js';
-import { IptablesPlugin } from './iptables.js';
-import { NftablesPlugin } from './nftables.js';
-import type { FirewallPlugin, PluginName, PluginOptions } from './types.js';
+import { createRunner, netnsPrefix } from './exec.js';
+import { IpsetPlugin } from './ipset/plugin.js';
+import { NftablesPlugin } from './nft/plugin.js';
+import type { CommandRunner, FirewallPlugin, PluginName, PluginOptions } from './plugin.js';
+import { IptablesPlugin } from './xtables/plugin.js';
 
-export { detectPlugin } from './detect.js';
-export { createRunner } from './exec.js';
+/**
+ * The firewall layer's only entry point for code outside src/firewall/: the
+ * plugin interface, building a plugin, detection, and the command runner.
+ */
+
+export { PLUGIN_TOOLS, TOOLS, detectPlugin, probeTools, type Tool } from './detect.js';
+export { createRunner, netnsPrefix, type RunnerOptions } from './exec.js';
 export { validateOwnedNames } from './names.js';
-export type * from './types.js';
+export { timeoutUntil } from './entries.js';
+export type * from './plugin.js';
 
 /** The backend for a configured (or detected) plugin name. Owned names come only from `options.names`. */
 export function createPlugin(name: PluginName, options: PluginOptions): FirewallPlugin {
@@ -27,4 +34,24 @@ export function createPlugin(name: PluginName, options: PluginOptions): Firewall
       throw new Error(`unknown firewall plugin ${String(never)}`);
     }
   }
+}
+
+/**
+ * The plugin a config asks for: `only` (a named backend), else dry-run when
+ * asked, else the configured one; `auto` runs the read-only detection probes.
+ * Commands run in `netns` when given.
+ */
+export async function openPlugin(
+  choice: { plugin: PluginName | 'auto'; dryRun: boolean; only?: PluginName; netns?: string },
+  options: Omit<PluginOptions, 'runner'>,
+): Promise<FirewallPlugin> {
+  const runner: CommandRunner = createRunner(netnsPrefix(choice.netns));
+  let name: PluginName;
+  if (choice.only) name = choice.only;
+  else if (choice.dryRun || choice.plugin === 'dry-run') name = 'dry-run';
+  else if (choice.plugin === 'auto') {
+    name = await detectPlugin(runner);
+    options.logger.info({ plugin: name }, `plugin auto-detected: ${name}`);
+  } else name = choice.plugin;
+  return createPlugin(name, { ...options, runner });
 }

@@ -1,4 +1,4 @@
-import type { OwnedNames } from './types.js';
+import type { OwnedNames } from './plugin.js';
 
 /**
  * Limits of the names the agent gives its firewall objects. The names come from

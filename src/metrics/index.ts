@@ -2,17 +2,14 @@ import type { CycleOutcome } from '../agent/cycle.js';
 import type { DaemonParts } from '../agent/daemon.js';
 import type { AgentConfig } from '../config/load.js';
 import { errorMessage } from '../errors.js';
-import { createRunner, netnsPrefix } from '../firewall/exec.js';
-import type { CommandRunner, FirewallPlugin } from '../firewall/types.js';
+import type { DropCounters, FirewallPlugin } from '../firewall/index.js';
 import type { Logger } from '../log.js';
-import { readDropCounters } from './counters.js';
 import { parseListen } from './listen.js';
 import { AgentMetrics } from './registry.js';
 import { startMetricsServer, type MetricsServer } from './server.js';
 
 export { AgentMetrics } from './registry.js';
 export { parseListen, isLoopbackHost, type ListenAddress } from './listen.js';
-export { readDropCounters, type DropCounters } from './counters.js';
 
 /** Reading counters must stay quick: a scrape waits for it. */
 const COUNTER_READ_TIMEOUT_MS = 5000;
@@ -21,10 +18,10 @@ const COUNTER_READ_TIMEOUT_MS = 5000;
 export function instrumentPlugin(plugin: FirewallPlugin, metrics: AgentMetrics): FirewallPlugin {
   return {
     name: plugin.name,
-    async apply(entries) {
+    async apply(entries, options) {
       const started = performance.now();
       try {
-        return await plugin.apply(entries);
+        return await plugin.apply(entries, options);
       } finally {
         metrics.observeApply((performance.now() - started) / 1000);
       }
@@ -32,17 +29,18 @@ export function instrumentPlugin(plugin: FirewallPlugin, metrics: AgentMetrics):
     ...(plugin.prefetch ? { prefetch: () => plugin.prefetch!() } : {}),
     list: () => plugin.list(),
     flush: () => plugin.flush(),
+    readCounters: () => plugin.readCounters(),
+    objects: () => plugin.objects(),
   };
 }
 
-/**
- * Where the counters are read: the namespace the rules are in. With `netns`
- * that is `ip netns exec NAME`, the prefix openPlugin gives the agent's own
- * firewall commands (src/cli/context.ts); reading the root namespace would
- * report another ruleset's (absent) objects.
- */
-export function counterRunner(netns: string | undefined): CommandRunner {
-  return createRunner(netnsPrefix(netns), { timeoutMs: COUNTER_READ_TIMEOUT_MS });
+/** The plugin's counters, or a rejection once `ms` have passed: a scrape must not wait for a hung tool. */
+export function readCountersWithin(plugin: FirewallPlugin, ms: number): Promise<DropCounters> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`reading the drop counters took more than ${ms} ms`)), ms);
+  });
+  return Promise.race([plugin.readCounters(), late]).finally(() => clearTimeout(timer));
 }
 
 export interface DaemonMetrics {
@@ -75,10 +73,8 @@ export function setupDaemonMetrics(config: AgentConfig, logger: Logger): DaemonM
       if (firstOpen) metrics.setLastSuccess(parts.state.small.lastSuccessAt);
       firstOpen = false;
       const plugin = instrumentPlugin(parts.plugin, metrics);
-      const names = { setName: parts.config.set_name, chainName: parts.config.chain_name, tableName: parts.config.table_name };
-      const runner = counterRunner(parts.config.netns);
       metrics.setCounterReader(
-        () => readDropCounters(plugin.name, names, runner),
+        () => readCountersWithin(plugin, COUNTER_READ_TIMEOUT_MS),
         (err) => {
           // Once per distinct problem: a scrape every 15 s must not flood the journal.
           const msg = errorMessage(err);

@@ -1,7 +1,7 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { CycleOutcome } from '../agent/cycle.js';
 import type { RequestInfo } from '../api/client.js';
-import type { DropCounters } from './counters.js';
+import type { DropCounters } from '../firewall/index.js';
 
 export const PREFIX = 'wcf_agent_';
 const SKIP_REASONS = ['allowlist', 'whitelist', 'threshold', 'cap', 'too_wide'] as const;

@@ -36,7 +36,7 @@ export interface Selection {
   readonly skipped: Record<SkipReason, number>;
 }
 
-/** Never blocked, whatever the feed says (contract section 2, rule 1). */
+/** Never blocked, whatever the feed says. */
 export const ALWAYS_PROTECTED: readonly Cidr[] = ['127.0.0.0/8', '0.0.0.0/8'].map((s) => {
   const r = parseCidr(s);
   if (!r.ok) throw new Error(r.error);
@@ -60,7 +60,7 @@ function feedTable(feed: Iterable<Indicator>): IndicatorMap {
 }
 
 /**
- * The blocked set at `now`, in the contract's order of precedence:
+ * The blocked set at `now`, in this order of precedence:
  *  1. never anything overlapping a protected network, nor networks wider than min_prefix;
  *  2. never whitelisted indicators (overlap counts: a whitelisted address inside a blocked /24 vetoes the /24);
  *  3. manual blocks first;

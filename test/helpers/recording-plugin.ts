@@ -1,4 +1,4 @@
-import type { ApplyResult, FirewallEntry, FirewallPlugin, PluginName } from '../../src/firewall/types.js';
+import type { ApplyOptions, ApplyResult, DropCounters, FirewallEntry, FirewallPlugin, OwnedObject, PluginName } from '../../src/firewall/plugin.js';
 
 /**
  * A FirewallPlugin that touches nothing and records every call, for tests of
@@ -6,6 +6,8 @@ import type { ApplyResult, FirewallEntry, FirewallPlugin, PluginName } from '../
  */
 export class RecordingPlugin implements FirewallPlugin {
   readonly applies: FirewallEntry[][] = [];
+  /** The options of each apply (the capacity it was sized for). */
+  readonly applyOptions: ApplyOptions[] = [];
   flushes = 0;
   private held: string[] = [];
 
@@ -16,10 +18,11 @@ export class RecordingPlugin implements FirewallPlugin {
     return this.applies.length + this.flushes;
   }
 
-  async apply(entries: readonly FirewallEntry[]): Promise<ApplyResult> {
+  async apply(entries: readonly FirewallEntry[], options: ApplyOptions): Promise<ApplyResult> {
     this.applies.push([...entries]);
+    this.applyOptions.push(options);
     const before = new Set(this.held);
-    this.held = entries.map((e) => e.cidr).sort();
+    this.held = entries.map((e) => e.cidr.text).sort();
     const added = this.held.filter((c) => !before.has(c)).length;
     return { added, removed: before.size - (this.held.length - added), updated: 0, mode: 'full', repaired: [] };
   }
@@ -31,5 +34,13 @@ export class RecordingPlugin implements FirewallPlugin {
   async flush(): Promise<void> {
     this.flushes++;
     this.held = [];
+  }
+
+  async readCounters(): Promise<DropCounters> {
+    return { packets: 0, bytes: 0 };
+  }
+
+  async objects(): Promise<OwnedObject[]> {
+    return [];
   }
 }

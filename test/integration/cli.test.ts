@@ -58,7 +58,7 @@ describe('plan --json', () => {
     const r = await runCli(['plan', '--json', '--config', path]);
     expect(r.exitCode, r.stderr).toBe(0);
     expect(existsSync(join(dir, 'state', 'dry-run.ipset'))).toBe(false);
-    expect(existsSync(join(dir, 'state', 'feed-cache.json'))).toBe(false);
+    expect(existsSync(join(dir, 'state', 'feed-cache.bin'))).toBe(false);
   });
 
   it('prints a readable table without --json', async () => {

@@ -1,12 +1,12 @@
 import { loadConfig, resolveConfigPath, type AgentConfig } from '../../config/load.js';
 import { errorMessage } from '../../errors.js';
-import { createRunner, netnsPrefix } from '../../firewall/exec.js';
+import { createPlugin, createRunner, netnsPrefix, probeTools } from '../../firewall/index.js';
 import { createLogger, type Logger } from '../../log.js';
-import type { GlobalOptions } from '../context.js';
+import { pluginOptions, type GlobalOptions } from '../context.js';
 import { printJson } from '../format.js';
 import { apiChecks } from '../doctor/api-checks.js';
 import { check, doctorExitCode, type CheckResult } from '../doctor/check.js';
-import { objectsCheck, pluginCheck, probeTools, toolsCheck } from '../doctor/firewall-checks.js';
+import { objectsCheck, pluginCheck, toolsCheck } from '../doctor/firewall-checks.js';
 import { allowlistCheck, capabilityCheck, netnsCheck, stateDirCheck } from '../doctor/host-checks.js';
 import { extraConfigProblems } from './check-config.js';
 
@@ -42,8 +42,7 @@ export async function runChecks(path: string, logger: Logger): Promise<CheckResu
   const out: CheckResult[] = [result, ...api, ...(ns ? [ns.result] : []), toolsCheck(plugin, tools), detected.result, capabilityCheck(plugin)];
   if (config) {
     if (detected.effective) {
-      const names = { setName: config.set_name, chainName: config.chain_name, tableName: config.table_name };
-      out.push(await objectsCheck(detected.effective, names, runner, config));
+      out.push(await objectsCheck(createPlugin(detected.effective, { ...pluginOptions(config, logger), runner })));
     }
     out.push(stateDirCheck(config.state_dir), await allowlistCheck(config, netns ? { name: netns, addresses: ns?.addresses } : undefined));
   }

@@ -1,6 +1,6 @@
 import { loadContext, openState, type GlobalOptions } from '../context.js';
 import { duration, isoTime, printJson, table } from '../format.js';
-import { localSettings } from '../../agent/cycle.js';
+import { localSettings } from '../../config/local-settings.js';
 import type { SmallState } from '../../agent/state.js';
 import { LOCAL_DEFAULT_SOURCES, type SettingSources, type Settings } from '../../config/server.js';
 

@@ -1,4 +1,4 @@
-import { localSettings } from '../../agent/cycle.js';
+import { localSettings } from '../../config/local-settings.js';
 import type { AgentConfig } from '../../config/load.js';
 import { LOCAL_DEFAULT_SOURCES, resolveSettings } from '../../config/server.js';
 import { ApiAuthError, ApiStatusError, ApiUnreachableError, errorMessage } from '../../errors.js';
@@ -48,8 +48,8 @@ function recordCheck(config: AgentConfig, record: AgentRecord | null): CheckResu
 }
 
 /**
- * API reachability (E1, no auth), the token (E7 for our agid), the stored
- * configuration, and clock skew from E1's Date header. No retries: doctor
+ * API reachability (GET /version, no auth), the token (GET /feedback for our agid), the stored
+ * configuration, and clock skew from that answer's Date header. No retries: doctor
  * answers quickly. Nothing is written to the API.
  */
 export async function apiChecks(config: AgentConfig, logger: Logger): Promise<CheckResult[]> {

@@ -4,7 +4,7 @@ import { dirname, join } from 'node:path';
 import { hostAddresses, listAddresses, resolveApiHost } from '../../agent/protected.js';
 import type { AgentConfig } from '../../config/load.js';
 import { errorMessage } from '../../errors.js';
-import type { CommandRunner } from '../../firewall/types.js';
+import type { CommandRunner } from '../../firewall/index.js';
 import { check, type CheckResult } from './check.js';
 
 const CAP_NET_ADMIN = 12n;

@@ -1,10 +1,17 @@
 import type { Logger } from 'pino';
-import type { CommandRunner, FirewallEntry, PluginOptions } from '../../../src/firewall/types.js';
-import { toCidr } from '../../../src/net/ipv4.js';
-import { compareCidr } from '../../../src/net/ipv4.js';
+import type { ApplyOptions, CommandRunner, FirewallEntry, PluginOptions } from '../../../src/firewall/plugin.js';
+import { compareCidr, fromNumber, mustParseCidr, type Cidr } from '../../../src/net/ipv4.js';
 import { captureLogger } from '../../netns/netns.js';
 
 export const NAMES = { setName: 'wcf-blocklist', chainName: 'WCF-AGENT', tableName: 'wcf_agent' } as const;
+
+/** What each apply is sized for: the local default maximum_rules. */
+export const CAP: ApplyOptions = { capacity: 10_000 };
+
+/** A CIDR written in a test. */
+export function net(text: string): Cidr {
+  return mustParseCidr(text, 'test entry');
+}
 
 export function options(runner: CommandRunner, overrides: Partial<PluginOptions> = {}): PluginOptions & { lines: Array<Record<string, unknown>> } {
   const { logger, lines } = captureLogger();
@@ -13,7 +20,6 @@ export function options(runner: CommandRunner, overrides: Partial<PluginOptions>
     hookChains: ['INPUT', 'FORWARD'],
     action: 'DROP',
     logBlocked: false,
-    capacity: 10_000,
     logger: logger as Logger,
     runner,
     ...overrides,
@@ -26,14 +32,14 @@ export function fillers(n: number, timeoutSeconds?: number, base = 0): FirewallE
   const out: FirewallEntry[] = [];
   for (let i = base; i < base + n; i++) {
     const v = (100 << 24) + (64 << 16) + i;
-    out.push({ cidr: `${v >>> 24}.${(v >>> 16) & 255}.${(v >>> 8) & 255}.${v & 255}`, timeoutSeconds });
+    out.push({ cidr: fromNumber(v >>> 0, 32), timeoutSeconds });
   }
   return out;
 }
 
 export function sortedCidrs(entries: readonly FirewallEntry[]): string[] {
   return entries
-    .map((e) => toCidr(e.cidr)!)
+    .map((e) => e.cidr)
     .sort(compareCidr)
     .map((c) => c.text);
 }

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FirewallError } from '../../../src/errors.js';
 import { createPlugin, createRunner, detectPlugin } from '../../../src/firewall/index.js';
 import { Netns, destroyAll, snapshot } from '../../netns/netns.js';
-import { fillers, options } from './common.js';
+import { CAP, fillers, options } from './common.js';
 
 describe('detectPlugin and createPlugin on real tools', () => {
   let ns: Netns;
@@ -45,7 +45,7 @@ describe('detectPlugin and createPlugin on real tools', () => {
     for (const name of ['nftables', 'ipset', 'iptables'] as const) {
       const p = createPlugin(name, options(ns.runner()));
       expect(p.name).toBe(name);
-      await p.apply(fillers(3));
+      await p.apply(fillers(3), CAP);
       expect(await p.list()).toHaveLength(3);
       await p.flush();
       expect(await p.list()).toEqual([]);

@@ -1,27 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FirewallError } from '../../../src/errors.js';
-import { NftablesPlugin } from '../../../src/firewall/nftables.js';
-import type { FirewallEntry } from '../../../src/firewall/types.js';
-import { ADDR, Netns, createLab, destroyAll, snapshot, waitFor, wrapRunner, type Lab } from '../../netns/netns.js';
-import { NAMES, fillers, options, sortedCidrs } from './common.js';
-
-/** `nft -j list set` read independently of the plugin: CIDR -> {timeout, expires} (undefined = permanent). */
-async function kernelSet(ns: Netns): Promise<Map<string, { timeout?: number; expires?: number }>> {
-  const doc = JSON.parse(await ns.exec('nft', ['-j', 'list', 'set', 'inet', NAMES.tableName, NAMES.setName])) as {
-    nftables: Array<{ set?: { elem?: unknown[] } }>;
-  };
-  const out = new Map<string, { timeout?: number; expires?: number }>();
-  for (const item of doc.nftables) {
-    for (const raw of item.set?.elem ?? []) {
-      const el = (raw as { elem?: { val: unknown; timeout?: number; expires?: number } }).elem;
-      const val = el ? el.val : raw;
-      const text =
-        typeof val === 'string' ? val : `${(val as { prefix: { addr: string; len: number } }).prefix.addr}/${(val as { prefix: { len: number } }).prefix.len}`;
-      out.set(text, el ? { timeout: el.timeout, expires: el.expires } : {});
-    }
-  }
-  return out;
-}
+import { NftablesPlugin } from '../../../src/firewall/nft/plugin.js';
+import type { FirewallEntry } from '../../../src/firewall/plugin.js';
+import { ADDR, Netns, createLab, destroyAll, waitFor, wrapRunner, type Lab } from '../../netns/netns.js';
+import { CAP, NAMES, fillers, net, options, sortedCidrs } from './common.js';
+import { nftElements } from './kernel.js';
 
 async function chains(ns: Netns): Promise<string> {
   return ns.exec('nft', ['-t', 'list', 'table', 'inet', NAMES.tableName]);
@@ -33,136 +16,126 @@ describe('nftables plugin on real netfilter', () => {
   let opts: ReturnType<typeof options>;
   const base: FirewallEntry[] = [
     ...fillers(40),
-    { cidr: ADDR.blocked, timeoutSeconds: 300 },
-    { cidr: ADDR.net24 },
-    { cidr: '192.0.2.0/24', timeoutSeconds: 600 },
+    { cidr: net(ADDR.blocked), timeoutSeconds: 300 },
+    { cidr: net(ADDR.net24) },
+    { cidr: net('192.0.2.0/24'), timeoutSeconds: 600 },
   ];
 
   beforeAll(async () => {
     lab = await createLab();
     opts = options(lab.host.runner());
     plugin = new NftablesPlugin(opts);
+    // What the shared contract suite checks the first apply does (contract.test.ts).
+    await plugin.apply(base, CAP);
   });
   afterAll(async () => {
     await destroyAll();
   });
 
-  it('puts exactly the given entries into the kernel, a /24 staying a network', async () => {
-    const r = await plugin.apply(base);
-    expect(r).toMatchObject({ added: base.length, removed: 0, mode: 'full', repaired: [] });
-    expect(await plugin.list()).toEqual(sortedCidrs(base));
-    const kernel = await kernelSet(lab.host);
-    expect([...kernel.keys()].sort()).toEqual(base.map((e) => e.cidr).sort());
-    expect(kernel.get(ADDR.net24)).toEqual({});
-    expect(kernel.get(ADDR.blocked)?.timeout).toBe(300);
-    const text = await chains(lab.host);
-    expect(text).toMatch(/chain input \{\n\s+type filter hook input priority filter - 5; policy accept;\n\s+ip saddr @wcf-blocklist counter packets \d+ bytes \d+ drop/);
-    expect(text).toMatch(/chain forward \{\n\s+type filter hook forward priority filter - 5; policy accept;/);
-  });
-
-  it('drops real TCP from a blocked address and from inside a blocked /24, lets others through', async () => {
-    expect(await lab.connect(ADDR.allowed)).toBe('connected');
-    expect(await lab.connect(ADDR.other)).toBe('connected');
-    expect(await lab.connect(ADDR.blocked)).toBe('timeout');
-    expect(await lab.connect(ADDR.inNet)).toBe('timeout');
-  });
-
   it('a small change is one delta transaction: removes an entry (traffic passes again), updates a changed timeout', async () => {
     const next = base
-      .filter((e) => e.cidr !== ADDR.blocked)
-      .map((e) => (e.cidr === '192.0.2.0/24' ? { cidr: e.cidr, timeoutSeconds: 5000 } : e));
-    const r = await plugin.apply(next);
+      .filter((e) => e.cidr.text !== ADDR.blocked)
+      .map((e) => (e.cidr.text === '192.0.2.0/24' ? { cidr: e.cidr, timeoutSeconds: 5000 } : e));
+    const r = await plugin.apply(next, CAP);
     expect(r).toMatchObject({ added: 0, removed: 1, updated: 1, mode: 'delta', repaired: [] });
     expect(await plugin.list()).toEqual(sortedCidrs(next));
-    const kernel = await kernelSet(lab.host);
+    const kernel = await nftElements(lab.host);
     expect(kernel.has(ADDR.blocked)).toBe(false);
     expect(kernel.get('192.0.2.0/24')?.timeout).toBe(5000);
     expect(await lab.connect(ADDR.blocked)).toBe('connected');
 
-    const perm = next.map((e) => (e.cidr === '192.0.2.0/24' ? { cidr: e.cidr } : e));
-    expect(await plugin.apply(perm)).toMatchObject({ updated: 1, mode: 'delta' });
-    expect((await kernelSet(lab.host)).get('192.0.2.0/24')).toEqual({});
-    expect(await plugin.apply(next)).toMatchObject({ updated: 1, mode: 'delta' });
-    expect((await kernelSet(lab.host)).get('192.0.2.0/24')?.timeout).toBe(5000);
+    const perm = next.map((e) => (e.cidr.text === '192.0.2.0/24' ? { cidr: e.cidr } : e));
+    expect(await plugin.apply(perm, CAP)).toMatchObject({ updated: 1, mode: 'delta' });
+    expect((await nftElements(lab.host)).get('192.0.2.0/24')).toEqual({});
+    expect(await plugin.apply(next, CAP)).toMatchObject({ updated: 1, mode: 'delta' });
+    expect((await nftElements(lab.host)).get('192.0.2.0/24')?.timeout).toBe(5000);
   });
 
   it('an entry with a short timeout leaves by itself', async () => {
-    await plugin.apply([...base, { cidr: '198.51.100.77', timeoutSeconds: 2 }]);
+    await plugin.apply([...base, { cidr: net('198.51.100.77'), timeoutSeconds: 2 }], CAP);
     expect(await plugin.list()).toContain('198.51.100.77');
     expect(await waitFor(async () => !(await plugin.list()).includes('198.51.100.77'), 10_000)).toBe(true);
     expect(await plugin.list()).toEqual(sortedCidrs(base));
     // the expired element is gone from the kernel: a later delta does not trip over it
-    expect(await plugin.apply(base)).toMatchObject({ mode: 'none' });
+    expect(await plugin.apply(base, CAP)).toMatchObject({ mode: 'none' });
   });
 
   it('removing an element that expires between the read and the transaction does not fail the transaction', async () => {
-    await plugin.apply([...base, { cidr: '198.51.100.78', timeoutSeconds: 1 }]);
-    const slow = wrapRunner(lab.host.runner(), () => undefined);
-    const delayed: typeof slow = {
+    await plugin.apply([...base, { cidr: net('198.51.100.78'), timeoutSeconds: 1 }], CAP);
+    expect(await plugin.list()).toContain('198.51.100.78');
+    const inner = lab.host.runner();
+    const delayed: typeof inner = {
       async run(file, args, o) {
-        if (file === 'nft' && args[0] === '-f') await new Promise((r) => setTimeout(r, 2500)); // the element expires meanwhile
-        return slow.run(file, args, o);
+        // Hold the transaction until the element it deletes has expired in the kernel.
+        if (file === 'nft' && args[0] === '-f') {
+          expect(await waitFor(async () => !(await plugin.list()).includes('198.51.100.78'), 10_000, 100)).toBe(true);
+        }
+        return inner.run(file, args, o);
       },
     };
     const p = new NftablesPlugin(options(delayed));
-    expect(await p.apply(base)).toMatchObject({ mode: 'delta', removed: 1 });
+    expect(await p.apply(base, CAP)).toMatchObject({ mode: 'delta', removed: 1 });
     expect(await plugin.list()).toEqual(sortedCidrs(base));
   });
 
   it('large changes refill the set in one transaction, small ones apply a delta; both give the right content', async () => {
     const big = [...base, ...fillers(3000, 3600, 1000)];
-    expect(await plugin.apply(big)).toMatchObject({ mode: 'full', added: 3000, repaired: [] });
+    expect(await plugin.apply(big, CAP)).toMatchObject({ mode: 'full', added: 3000, repaired: [] });
     expect(await plugin.list()).toEqual(sortedCidrs(big));
     const small = [...big.slice(0, -10), ...fillers(5, 60, 9000)];
-    expect(await plugin.apply(small)).toMatchObject({ mode: 'delta', added: 5, removed: 10 });
+    expect(await plugin.apply(small, CAP)).toMatchObject({ mode: 'delta', added: 5, removed: 10 });
     expect(await plugin.list()).toEqual(sortedCidrs(small));
-    expect(await plugin.apply(base)).toMatchObject({ mode: 'full', removed: 2995 });
+    expect(await plugin.apply(base, CAP)).toMatchObject({ mode: 'full', removed: 2995 });
     expect(await plugin.list()).toEqual(sortedCidrs(base));
   });
 
   it('overlapping entries: a covered entry is dropped, one that outlives its cover splits the wider entry', async () => {
-    const covered = [...base, { cidr: '198.18.2.77', timeoutSeconds: 60 }]; // inside the permanent /24
-    expect(await plugin.apply(covered)).toMatchObject({ mode: 'none' });
+    const covered = [...base, { cidr: net('198.18.2.77'), timeoutSeconds: 60 }]; // inside the permanent /24
+    expect(await plugin.apply(covered, CAP)).toMatchObject({ mode: 'none' });
     expect(await plugin.list()).toEqual(sortedCidrs(base));
 
     // A permanent /32 inside a timed /24: the /24 is split around it, nothing overlaps, all of it blocked.
-    const outlives = [...base, { cidr: '192.0.2.7' }];
-    await plugin.apply(outlives);
-    const kernel = await kernelSet(lab.host);
+    const outlives = [...base, { cidr: net('192.0.2.7') }];
+    await plugin.apply(outlives, CAP);
+    const kernel = await nftElements(lab.host);
     expect(kernel.get('192.0.2.7')).toEqual({});
     expect(kernel.has('192.0.2.0/24')).toBe(false);
     expect(kernel.get('192.0.2.128/25')?.timeout).toBe(600);
     expect([...kernel.keys()].filter((k) => k.startsWith('192.0.2.'))).toHaveLength(9);
-    await plugin.apply(base);
+    await plugin.apply(base, CAP);
     expect(await plugin.list()).toEqual(sortedCidrs(base));
-  });
-
-  it('applying twice, or from a second instance, adds no duplicate chain or rule', async () => {
-    expect(await plugin.apply(base)).toMatchObject({ mode: 'none', repaired: [] });
-    const second = new NftablesPlugin(options(lab.host.runner()));
-    expect(await second.apply(base)).toMatchObject({ mode: 'none', repaired: [] });
-    const text = await chains(lab.host);
-    expect(text.match(/chain input/g)).toHaveLength(1);
-    expect(text.match(/drop/g)).toHaveLength(2);
-    expect((await lab.host.exec('nft', ['list', 'tables'])).match(/wcf_agent/g)).toHaveLength(1);
   });
 
   it('repairs a deleted table or an emptied chain, and reports it', async () => {
     await lab.host.exec('nft', ['delete', 'table', 'inet', NAMES.tableName]);
     expect(await lab.connect(ADDR.inNet)).toBe('connected');
-    const r = await plugin.apply(base);
+    const r = await plugin.apply(base, CAP);
     expect(r).toMatchObject({ mode: 'full', repaired: [`nft table inet ${NAMES.tableName}`] });
     expect(opts.lines.some((l) => l.level === 40 && JSON.stringify(l.repaired).includes('nft table'))).toBe(true);
     expect(await plugin.list()).toEqual(sortedCidrs(base));
     expect(await lab.connect(ADDR.inNet)).toBe('timeout');
 
     await lab.host.exec('nft', ['flush', 'chain', 'inet', NAMES.tableName, 'input']);
-    expect((await plugin.apply(base)).repaired).toEqual(['rule in nft chain input']);
+    expect((await plugin.apply(base, CAP)).repaired).toEqual(['rule in nft chain input']);
     await lab.host.exec('nft', ['add', 'rule', 'inet', NAMES.tableName, 'forward', 'accept']);
-    expect((await plugin.apply(base)).repaired).toEqual(['rules of nft chain forward (differed from expected)']);
-    expect(await plugin.apply(base)).toMatchObject({ mode: 'none', repaired: [] });
+    expect((await plugin.apply(base, CAP)).repaired).toEqual(['rules of nft chain forward (differed from expected)']);
+    expect(await plugin.apply(base, CAP)).toMatchObject({ mode: 'none', repaired: [] });
     expect(await plugin.list()).toEqual(sortedCidrs(base));
     expect(await lab.connect(ADDR.inNet)).toBe('timeout');
+  });
+
+  it('after `nft flush ruleset`, a new process that knows of an earlier apply warns of a repair once, not of a first install', async () => {
+    const ns = await Netns.create();
+    const first = options(ns.runner());
+    await new NftablesPlugin(first).apply(base, CAP);
+    expect(first.lines.some((l) => l.level === 30 && l.msg === 'created nft table')).toBe(true);
+    await ns.exec('nft', ['flush', 'ruleset']);
+    const o = options(ns.runner());
+    const r = await new NftablesPlugin(o).apply(base, { ...CAP, appliedBefore: true });
+    expect(r.repaired).toEqual([`nft table inet ${NAMES.tableName}`]);
+    expect(o.lines.filter((l) => l.level === 40)).toHaveLength(1);
+    expect(o.lines.some((l) => String(l.msg).startsWith('created'))).toBe(false);
+    await ns.destroy();
   });
 
   it('a failed transaction leaves the previous set in place and throws FirewallError with stderr', async () => {
@@ -172,8 +145,8 @@ describe('nftables plugin on real netfilter', () => {
       file === 'nft' && args[0] === '-f' ? { input: `${input ?? ''}add element inet ${NAMES.tableName} ${NAMES.setName} { 192.0.2.300 }\n` } : undefined,
     );
     const failing = new NftablesPlugin(options(corrupt));
-    for (const entries of [fillers(2000, 60, 30_000), [...base.slice(1), { cidr: '198.51.100.9' }]]) {
-      const err = await failing.apply(entries).catch((e: unknown) => e);
+    for (const entries of [fillers(2000, 60, 30_000), [...base.slice(1), { cidr: net('198.51.100.9') }]]) {
+      const err = await failing.apply(entries, CAP).catch((e: unknown) => e);
       expect(err).toBeInstanceOf(FirewallError);
       expect((err as FirewallError).message).toMatch(/nft -f -/);
       expect((err as FirewallError).stderr).toMatch(/Error/);
@@ -184,13 +157,13 @@ describe('nftables plugin on real netfilter', () => {
 
   it('REJECT and rate-limited log rules when configured', async () => {
     const p = new NftablesPlugin(options(lab.host.runner(), { action: 'REJECT', logBlocked: true }));
-    const r = await p.apply(base);
+    const r = await p.apply(base, CAP);
     expect(r.repaired).toContain('rules of nft chain input (differed from expected)');
     const text = await chains(lab.host);
     expect(text).toMatch(/ip saddr @wcf-blocklist limit rate 10\/minute (?:burst 5 packets )?log prefix "wcf-agent: "/);
     expect(text).toMatch(/ip saddr @wcf-blocklist counter packets \d+ bytes \d+ reject/);
     expect(await lab.connect(ADDR.inNet)).toBe('error:ECONNREFUSED');
-    expect(await p.apply(base)).toMatchObject({ mode: 'none', repaired: [] });
+    expect(await p.apply(base, CAP)).toMatchObject({ mode: 'none', repaired: [] });
     expect(await p.list()).toEqual(sortedCidrs(base));
   });
 
@@ -203,26 +176,3 @@ describe('nftables plugin on real netfilter', () => {
   });
 });
 
-describe('nftables plugin: ownership', () => {
-  afterAll(async () => {
-    await destroyAll();
-  });
-
-  it('flush restores the exact original ruleset', async () => {
-    const ns = await Netns.create();
-    await ns.exec('nft', ['add', 'table', 'inet', 'unrelated']);
-    await ns.exec('nft', ['add', 'set', 'inet', 'unrelated', 's', '{ type ipv4_addr; }']);
-    await ns.exec('nft', ['add', 'chain', 'inet', 'unrelated', 'c', '{ type filter hook input priority -5; policy accept; }']);
-    await ns.exec('nft', ['add', 'rule', 'inet', 'unrelated', 'c', 'ip', 'saddr', '@s', 'drop']);
-    await ns.exec('iptables', ['-A', 'INPUT', '-p', 'tcp', '--dport', '22', '-j', 'ACCEPT']);
-    await ns.exec('ipset', ['create', 'unrelated', 'hash:ip']);
-    const before = await snapshot(ns);
-    const p = new NftablesPlugin(options(ns.runner()));
-    await p.apply([...fillers(20), { cidr: '192.0.2.0/24', timeoutSeconds: 100 }]);
-    await p.apply(fillers(5));
-    await p.flush();
-    expect(await snapshot(ns)).toEqual(before);
-    await p.flush();
-    expect(await snapshot(ns)).toEqual(before);
-  });
-});

@@ -42,11 +42,13 @@ describe('runCycle applies on the clock of the apply', () => {
       const expired = selected.filter((e) => e.expiresAt !== null && e.expiresAt <= start + delay);
       expect(expired.length).toBeGreaterThan(0); // the data has entries that expire within the half hour
       const applied = plugin.applies[0]!;
+      // Sized for the server's maximum_rules (3000), not config.json's default (10,000).
+      expect(plugin.applyOptions[0]).toEqual({ capacity: 3000, appliedBefore: false });
       expect(applied).toHaveLength(selected.length - expired.length);
       expect(out.record.applied).toBe(applied.length);
       const byCidr = new Map(selected.map((e) => [e.cidr.text, e]));
       for (const e of applied) {
-        const sel = byCidr.get(e.cidr)!;
+        const sel = byCidr.get(e.cidr.text)!;
         if (sel.expiresAt === null) expect(e.timeoutSeconds).toBeUndefined();
         else expect(e.timeoutSeconds).toBe(Math.max(1, Math.floor(sel.expiresAt - (start + delay))));
       }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { existsSync, mkdtempSync, readFileSync, truncateSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, truncateSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
@@ -41,12 +41,5 @@ describe('feed cache', () => {
     writeFileSync(path, JSON.stringify({ version: 1, rows: [] }));
     expect(state.loadFeedCache()).toBeUndefined();
     expect(warnings.filter((w) => /unknown format/.test(w))).toHaveLength(2);
-  });
-
-  it('replaces the JSON cache of earlier versions', () => {
-    const { dir, state } = store();
-    writeFileSync(join(dir, 'feed-cache.json'), JSON.stringify({ version: 1, rows: [['192.0.2.1', 1, 1]] }));
-    state.saveFeedCache(sample(2));
-    expect(existsSync(join(dir, 'feed-cache.json'))).toBe(false);
   });
 });

@@ -4,12 +4,14 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { clockCheck } from '../../../src/cli/doctor/api-checks.js';
 import { check, doctorExitCode } from '../../../src/cli/doctor/check.js';
-import { objectsCheck, toolsCheck, type Tool } from '../../../src/cli/doctor/firewall-checks.js';
+import { objectsCheck, toolsCheck } from '../../../src/cli/doctor/firewall-checks.js';
 import { resolveApiHost } from '../../../src/agent/protected.js';
 import { allowlistCheck, capabilityCheck, hasNetAdmin, netnsCheck, stateDirCheck } from '../../../src/cli/doctor/host-checks.js';
 import type { AgentConfig } from '../../../src/config/load.js';
 import { FirewallError } from '../../../src/errors.js';
-import type { CommandRunner } from '../../../src/firewall/types.js';
+import pino from 'pino';
+import { createPlugin, type Tool } from '../../../src/firewall/index.js';
+import type { CommandRunner, PluginName } from '../../../src/firewall/plugin.js';
 
 const NAMES = { setName: 'wcf-blocklist', chainName: 'WCF-AGENT', tableName: 'wcf_agent' };
 
@@ -28,6 +30,9 @@ function runner(answers: Record<string, string | Error>): CommandRunner & { call
   };
 }
 const absent = (stderr: string) => new FirewallError('command failed', { stderr });
+/** The backend `name` running its commands through `r` (which answers only what the test allows). */
+const plugin = (name: PluginName, r: CommandRunner) =>
+  createPlugin(name, { names: NAMES, hookChains: ['INPUT'], action: 'DROP', logBlocked: false, logger: pino({ level: 'silent' }), runner: r });
 
 describe('doctor checks', () => {
   it('clock: ok within 30 s, warn above, fail above 300 s', () => {
@@ -66,26 +71,25 @@ describe('doctor checks', () => {
   });
 
   it('firewall objects: present ok, absent warn, unreadable warn; read-only commands', async () => {
-    const cfg = {} as AgentConfig;
-    const nftList = 'nft -t list table inet wcf_agent';
-    expect(await objectsCheck('nftables', NAMES, runner({ [nftList]: 'table inet wcf_agent {}' }), cfg)).toMatchObject({ status: 'ok' });
-    expect(await objectsCheck('nftables', NAMES, runner({ [nftList]: absent('Error: No such file or directory') }), cfg)).toMatchObject({
+    const nftList = 'nft -j -t list table inet wcf_agent';
+    expect(await objectsCheck(plugin('nftables', runner({ [nftList]: '{"nftables": []}' })))).toMatchObject({ status: 'ok' });
+    expect(await objectsCheck(plugin('nftables', runner({ [nftList]: absent('Error: No such file or directory') })))).toMatchObject({
       status: 'warn',
       message: expect.stringMatching(/not created yet \(the first sync creates it\)/),
     });
     const ipsetN = 'ipset list -n';
-    const iptS = 'iptables -w 5 -t filter -S';
+    const iptS = 'iptables -w 10 -t filter -S';
     const filter = '-P INPUT ACCEPT\n-N WCF-AGENT\n-A INPUT -j WCF-AGENT\n';
-    expect(await objectsCheck('ipset', NAMES, runner({ [ipsetN]: 'other\nwcf-blocklist\n', [iptS]: filter }), cfg)).toMatchObject({ status: 'ok' });
-    expect(await objectsCheck('ipset', NAMES, runner({ [ipsetN]: 'other\n', [iptS]: '-P INPUT ACCEPT\n-N WCF-AGENT-OTHER\n' }), cfg)).toMatchObject({
+    expect(await objectsCheck(plugin('ipset', runner({ [ipsetN]: 'other\nwcf-blocklist\n', [iptS]: filter })))).toMatchObject({ status: 'ok' });
+    expect(await objectsCheck(plugin('ipset', runner({ [ipsetN]: 'other\n', [iptS]: '-P INPUT ACCEPT\n-N WCF-AGENT-OTHER\n' })))).toMatchObject({
       status: 'warn',
       message: expect.stringMatching(/absent/),
     });
-    expect(await objectsCheck('ipset', NAMES, runner({ [ipsetN]: 'wcf-blocklist\n', [iptS]: '-P INPUT ACCEPT\n' }), cfg)).toMatchObject({
+    expect(await objectsCheck(plugin('ipset', runner({ [ipsetN]: 'wcf-blocklist\n', [iptS]: '-P INPUT ACCEPT\n' })))).toMatchObject({
       status: 'warn',
       message: expect.stringMatching(/incomplete/),
     });
-    expect(await objectsCheck('iptables', NAMES, runner({ [iptS]: absent('Permission denied (you must be root)') }), cfg)).toMatchObject({
+    expect(await objectsCheck(plugin('iptables', runner({ [iptS]: absent('Permission denied (you must be root)') })))).toMatchObject({
       status: 'warn',
       message: expect.stringMatching(/cannot read/),
     });

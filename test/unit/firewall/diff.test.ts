@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { DELTA_MAX_CHANGES, TIMEOUT_TOLERANCE_S, chooseMode, diffEntries, timeoutsDiffer } from '../../../src/firewall/diff.js';
 import { toCidr } from '../../../src/net/ipv4.js';
-import type { KernelEntry } from '../../../src/firewall/render.js';
+import type { KernelEntry } from '../../../src/firewall/entries.js';
 
 const e = (cidr: string, timeout?: number): KernelEntry => ({ cidr: toCidr(cidr)!, timeout });
 

@@ -6,7 +6,10 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { FirewallError } from '../../../src/errors.js';
 import { DryRunPlugin } from '../../../src/firewall/dry-run.js';
 import { createPlugin } from '../../../src/firewall/index.js';
-import type { CommandRunner, PluginOptions } from '../../../src/firewall/types.js';
+import type { CommandRunner, PluginOptions } from '../../../src/firewall/plugin.js';
+import { mustParseCidr } from '../../../src/net/ipv4.js';
+
+const net = (text: string) => mustParseCidr(text, 'test entry');
 
 const noCommands: CommandRunner = {
   run: vi.fn(async () => {
@@ -20,7 +23,6 @@ function opts(dryRunOutput: string, dryRunFormat: 'ipset' | 'nft', extra: Partia
     hookChains: ['INPUT', 'FORWARD'],
     action: 'DROP',
     logBlocked: false,
-    capacity: 1000,
     logger: pino({ level: 'silent' }),
     runner: noCommands,
     dryRunOutput,
@@ -41,7 +43,7 @@ describe('dry-run plugin', () => {
   it('writes the ipset restore text, lists it back, runs no command', async () => {
     const file = join(dir, 'sub', 'ruleset.ipset');
     const p = createPlugin('dry-run', opts(file, 'ipset'));
-    const r = await p.apply([{ cidr: '192.0.2.0/24' }, { cidr: '198.51.100.7', timeoutSeconds: 300 }]);
+    const r = await p.apply([{ cidr: net('192.0.2.0/24') }, { cidr: net('198.51.100.7'), timeoutSeconds: 300 }], { capacity: 1000 });
     expect(r).toEqual({ added: 2, removed: 0, updated: 0, mode: 'full', repaired: [] });
     const text = await readFile(file, 'utf8');
     expect(text).toMatch(/^# wcf-agent dry-run /);
@@ -49,8 +51,8 @@ describe('dry-run plugin', () => {
     expect(text).toContain('create wcf-blocklist hash:net family inet hashsize 1024 maxelem 65536 timeout 0 -exist\nflush wcf-blocklist\n');
     expect(text).toContain('add wcf-blocklist 192.0.2.0/24\nadd wcf-blocklist 198.51.100.7 timeout 300\n');
     expect(await p.list()).toEqual(['192.0.2.0/24', '198.51.100.7']);
-    expect(await p.apply([{ cidr: '192.0.2.0/24' }, { cidr: '198.51.100.7', timeoutSeconds: 300 }])).toMatchObject({ mode: 'none' });
-    expect(await p.apply([{ cidr: '192.0.2.0/24' }])).toMatchObject({ removed: 1, mode: 'full' });
+    expect(await p.apply([{ cidr: net('192.0.2.0/24') }, { cidr: net('198.51.100.7'), timeoutSeconds: 300 }], { capacity: 1000 })).toMatchObject({ mode: 'none' });
+    expect(await p.apply([{ cidr: net('192.0.2.0/24') }], { capacity: 1000 })).toMatchObject({ removed: 1, mode: 'full' });
     expect(await readdir(join(dir, 'sub'))).toEqual(['ruleset.ipset']); // no temp files left
     expect(noCommands.run).not.toHaveBeenCalled();
     await p.flush();
@@ -62,7 +64,7 @@ describe('dry-run plugin', () => {
   it('writes the nft script (overlaps resolved) and lists it back', async () => {
     const file = join(dir, 'ruleset.nft');
     const p = new DryRunPlugin(opts(file, 'nft'));
-    await p.apply([{ cidr: '192.0.2.0/24' }, { cidr: '192.0.2.7', timeoutSeconds: 10 }, { cidr: '198.51.100.7', timeoutSeconds: 300 }]);
+    await p.apply([{ cidr: net('192.0.2.0/24') }, { cidr: net('192.0.2.7'), timeoutSeconds: 10 }, { cidr: net('198.51.100.7'), timeoutSeconds: 300 }], { capacity: 1000 });
     const text = await readFile(file, 'utf8');
     expect(text).toContain('add table inet wcf_agent\ndelete table inet wcf_agent\ntable inet wcf_agent {');
     expect(text).toContain('\t\t\t192.0.2.0/24,\n\t\t\t198.51.100.7 timeout 300s\n');
@@ -79,7 +81,7 @@ describe('dry-run plugin', () => {
     await writeFile(file, `# wcf-agent dry-run x (epoch ${old}): 2 entries\nadd wcf-blocklist 192.0.2.1 timeout 50\nadd wcf-blocklist 192.0.2.2 timeout 400\n`);
     const p = new DryRunPlugin(opts(file, 'ipset'));
     expect(await p.list()).toEqual(['192.0.2.2']);
-    expect(await p.apply([{ cidr: '192.0.2.2', timeoutSeconds: 300 }])).toMatchObject({ added: 0, removed: 0, updated: 0, mode: 'none' });
+    expect(await p.apply([{ cidr: net('192.0.2.2'), timeoutSeconds: 300 }], { capacity: 1000 })).toMatchObject({ added: 0, removed: 0, updated: 0, mode: 'none' });
   });
 
   it('`-` writes to stdout and remembers what it wrote', async () => {
@@ -89,7 +91,7 @@ describe('dry-run plugin', () => {
     }) as typeof process.stdout.write);
     try {
       const p = new DryRunPlugin(opts('-', 'ipset'));
-      await p.apply([{ cidr: '192.0.2.9' }]);
+      await p.apply([{ cidr: net('192.0.2.9') }], { capacity: 1000 });
       expect(String(write.mock.calls[0]?.[0])).toContain('add wcf-blocklist 192.0.2.9\n');
       expect(await p.list()).toEqual(['192.0.2.9']);
       await p.flush();
@@ -102,6 +104,6 @@ describe('dry-run plugin', () => {
   it('reports an unwritable output as a FirewallError', async () => {
     await writeFile(join(dir, 'file'), 'x');
     const p = new DryRunPlugin(opts(join(dir, 'file', 'below'), 'ipset'));
-    await expect(p.apply([{ cidr: '192.0.2.9' }])).rejects.toBeInstanceOf(FirewallError);
+    await expect(p.apply([{ cidr: net('192.0.2.9') }], { capacity: 1000 })).rejects.toBeInstanceOf(FirewallError);
   });
 });

@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { TextBuilder, pushIpsetAdds, renderIpsetCreate, renderIpsetDelta, renderIpsetFull, type KernelEntry } from '../../../src/firewall/render.js';
+import type { KernelEntry } from '../../../src/firewall/entries.js';
+import { pushIpsetAdds, renderIpsetCreate, renderIpsetDelta, renderIpsetFull } from '../../../src/firewall/ipset/text.js';
+import { TextBuilder } from '../../../src/firewall/text-builder.js';
 import { fromNumber } from '../../../src/net/ipv4.js';
 
 const arbEntry = fc.record({

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { parseEntryChain } from '../../../src/firewall/iptables.js';
-import { checkNftStructure } from '../../../src/firewall/nftables.js';
-import { effectiveHooks, parseIptablesS, planHooks, planRemoval } from '../../../src/firewall/xtables.js';
+import { parseEntryChain } from '../../../src/firewall/xtables/rules.js';
+import { checkNftStructure } from '../../../src/firewall/nft/structure.js';
+import { effectiveHooks, parseIptablesS, planHooks, planRemoval } from '../../../src/firewall/xtables/filter.js';
 
 const S = `-P INPUT ACCEPT
 -P FORWARD ACCEPT
@@ -65,6 +65,9 @@ describe('iptables planning', () => {
   });
 });
 
+/** What checkNftStructure finds wrong (empty = intact). */
+const nftProblems = (json: string, l: Parameters<typeof checkNftStructure>[1]) => checkNftStructure(json, l).problems;
+
 describe('checkNftStructure', () => {
   const layout = { table: 't', set: 's', hooks: ['input'] as const, action: 'DROP' as const, logBlocked: false };
   const doc = (extra: object[] = [], rules?: object[]) =>
@@ -86,10 +89,10 @@ describe('checkNftStructure', () => {
       ],
     });
   it('accepts the expected table and reports differences', () => {
-    expect(checkNftStructure(doc(), layout)).toEqual([]);
-    expect(checkNftStructure(doc(), { ...layout, action: 'REJECT' })).toEqual(['rules of nft chain input (differed from expected)']);
-    expect(checkNftStructure(doc(), { ...layout, hooks: ['input', 'forward'] })).toEqual(['nft chain forward']);
-    expect(checkNftStructure(doc([], []), layout)).toEqual(['rule in nft chain input']);
-    expect(checkNftStructure(doc([{ chain: { name: 'x' } }]), layout)).toEqual(['unexpected chain x in nft table t']);
+    expect(nftProblems(doc(), layout)).toEqual([]);
+    expect(nftProblems(doc(), { ...layout, action: 'REJECT' })).toEqual(['rules of nft chain input (differed from expected)']);
+    expect(nftProblems(doc(), { ...layout, hooks: ['input', 'forward'] })).toEqual(['nft chain forward']);
+    expect(nftProblems(doc([], []), layout)).toEqual(['rule in nft chain input']);
+    expect(nftProblems(doc([{ chain: { name: 'x' } }]), layout)).toEqual(['unexpected chain x in nft table t']);
   });
 });

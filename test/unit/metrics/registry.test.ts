@@ -5,7 +5,8 @@ import type { CycleRecord } from '../../../src/agent/state.js';
 import { AgentMetrics, instrumentPlugin } from '../../../src/metrics/index.js';
 import { parseListen } from '../../../src/metrics/listen.js';
 import { startMetricsServer, type MetricsServer } from '../../../src/metrics/server.js';
-import type { FirewallPlugin } from '../../../src/firewall/types.js';
+import type { FirewallPlugin } from '../../../src/firewall/plugin.js';
+import { toCidr } from '../../../src/net/ipv4.js';
 
 const silent = pino({ level: 'silent' });
 
@@ -23,7 +24,8 @@ function outcome(over: Partial<CycleRecord> = {}, withPlan = true): CycleOutcome
     running: true,
     ...over,
   };
-  return { record, reported: true, ...(withPlan ? { plan: {} as CycleOutcome['plan'] } : {}) };
+  const settings = { maximum_rules: 10_000, score_threshold: 0, sync_time: 5, running: true, version: null };
+  return { record, settings, reported: true, ...(withPlan ? { plan: {} as CycleOutcome['plan'] } : {}) };
 }
 
 /** `name{labels} value` lines of the exposition text as a map. */
@@ -90,12 +92,14 @@ describe('AgentMetrics', () => {
       },
       list: async () => ['192.0.2.1'],
       flush: async () => undefined,
+      readCounters: async () => ({ packets: 0, bytes: 0 }),
+      objects: async () => [],
     };
     const p = instrumentPlugin(inner, m);
     expect(p.name).toBe('dry-run');
-    await p.apply([{ cidr: '192.0.2.1' }]);
+    await p.apply([{ cidr: toCidr('192.0.2.1')! }], { capacity: 10 });
     fail = true;
-    await expect(p.apply([])).rejects.toThrow('boom');
+    await expect(p.apply([], { capacity: 10 })).rejects.toThrow('boom');
     expect(await p.list()).toEqual(['192.0.2.1']);
     expect((await scrape(m)).get('wcf_agent_firewall_apply_duration_seconds_count')).toBe(2);
   });

@@ -1,9 +1,17 @@
 import { describe, expect, it } from 'vitest';
 import { FirewallError } from '../../../src/errors.js';
-import type { CommandRunner } from '../../../src/firewall/types.js';
-import { parseIptablesCounters, parseNftCounters, readDropCounters } from '../../../src/metrics/counters.js';
+import pino from 'pino';
+import { createPlugin } from '../../../src/firewall/index.js';
+import { parseNftCounters } from '../../../src/firewall/nft/json.js';
+import type { CommandRunner, PluginName } from '../../../src/firewall/plugin.js';
+import { parseIptablesCounters } from '../../../src/firewall/xtables/rules.js';
 
 const NAMES = { setName: 'wcf-blocklist', chainName: 'WCF-AGENT', tableName: 'wcf_agent' };
+
+/** Each backend's own counter read, its commands answered by `runner`. */
+function readDropCounters(name: PluginName, runner: CommandRunner) {
+  return createPlugin(name, { names: NAMES, hookChains: ['INPUT'], action: 'DROP', logBlocked: false, logger: pino({ level: 'silent' }), runner }).readCounters();
+}
 
 const NFT_JSON = JSON.stringify({
   nftables: [
@@ -50,28 +58,28 @@ describe('drop counters', () => {
 
   it('reads with the owned names, read-only commands only', async () => {
     const nft = fakeRunner(() => NFT_JSON);
-    expect(await readDropCounters('nftables', NAMES, nft)).toEqual({ packets: 10, bytes: 600 });
+    expect(await readDropCounters('nftables', nft)).toEqual({ packets: 10, bytes: 600 });
     expect(nft.calls).toEqual([['nft', '-j', '-t', 'list', 'table', 'inet', 'wcf_agent']]);
     const ipt = fakeRunner(() => IPT_L);
-    expect(await readDropCounters('ipset', NAMES, ipt)).toEqual({ packets: 17, bytes: 1260 });
-    expect(ipt.calls[0]).toEqual(['iptables', '-w', '5', '-t', 'filter', '-L', 'WCF-AGENT', '-v', '-x', '-n']);
+    expect(await readDropCounters('ipset', ipt)).toEqual({ packets: 17, bytes: 1260 });
+    expect(ipt.calls[0]).toEqual(['iptables', '-w', '10', '-t', 'filter', '-L', 'WCF-AGENT', '-v', '-x', '-n']);
     const none = fakeRunner(() => new Error('never called'));
-    expect(await readDropCounters('dry-run', NAMES, none)).toEqual({ packets: 0, bytes: 0 });
+    expect(await readDropCounters('dry-run', none)).toEqual({ packets: 0, bytes: 0 });
     expect(none.calls).toEqual([]);
   });
 
   it('absent objects count as zero; other failures throw', async () => {
     const absentNft = fakeRunner(() => new FirewallError('command failed', { stderr: 'Error: No such file or directory\nlist table inet wcf_agent' }));
-    expect(await readDropCounters('nftables', NAMES, absentNft)).toEqual({ packets: 0, bytes: 0 });
+    expect(await readDropCounters('nftables', absentNft)).toEqual({ packets: 0, bytes: 0 });
     const absentIpt = fakeRunner(() => new FirewallError('command failed', { stderr: 'iptables: No chain/target/match by that name.' }));
-    expect(await readDropCounters('iptables', NAMES, absentIpt)).toEqual({ packets: 0, bytes: 0 });
+    expect(await readDropCounters('iptables', absentIpt)).toEqual({ packets: 0, bytes: 0 });
     // iptables-nft 1.8.9 calls a chain missing from a missing table "incompatible": absent if `-S` lacks it.
     const incompatible = new FirewallError('command failed', { stderr: "iptables v1.8.9 (nf_tables): chain `WCF-AGENT' in table `filter' is incompatible, use 'nft' tool." });
     const nftOnly = fakeRunner((_f, args) => (args.includes('-L') ? incompatible : '-P INPUT ACCEPT\n'));
-    expect(await readDropCounters('ipset', NAMES, nftOnly)).toEqual({ packets: 0, bytes: 0 });
+    expect(await readDropCounters('ipset', nftOnly)).toEqual({ packets: 0, bytes: 0 });
     const reallyIncompatible = fakeRunner((_f, args) => (args.includes('-L') ? incompatible : '-P INPUT ACCEPT\n-N WCF-AGENT\n'));
-    await expect(readDropCounters('ipset', NAMES, reallyIncompatible)).rejects.toMatchObject({ stderr: expect.stringMatching(/incompatible/) });
+    await expect(readDropCounters('ipset', reallyIncompatible)).rejects.toMatchObject({ stderr: expect.stringMatching(/incompatible/) });
     const denied = fakeRunner(() => new FirewallError('command failed', { stderr: 'Operation not permitted' }));
-    await expect(readDropCounters('nftables', NAMES, denied)).rejects.toThrow(FirewallError);
+    await expect(readDropCounters('nftables', denied)).rejects.toThrow(FirewallError);
   });
 });

@@ -1,5 +1,6 @@
-import { withFailingLine } from './exec.js';
-import type { CommandRunner } from './types.js';
+import { withFailingLine } from '../exec.js';
+import { parseNftJson } from '../nft/json.js';
+import type { CommandRunner } from '../plugin.js';
 
 /**
  * iptables (filter table) helpers shared by the ipset and iptables plugins:
@@ -9,7 +10,7 @@ import type { CommandRunner } from './types.js';
  */
 
 /** Wait at most this long for the xtables lock (legacy iptables; the nft variant ignores it). */
-const XTABLES_WAIT_S = '10';
+export const XTABLES_WAIT_S = '10';
 
 export interface FilterState {
   /** Every chain of the filter table: built-ins (`-P`) and user chains (`-N`). */
@@ -167,7 +168,7 @@ export async function removeLeftoverBaseChains(runner: CommandRunner, unhooked: 
     const v = await runner.run('iptables', ['-V']);
     if (!/nf_tables/.test(`${v.stdout}${v.stderr}`)) return [];
     const { stdout } = await runner.run('nft', ['-j', 'list', 'table', 'ip', 'filter']);
-    const items = (JSON.parse(stdout) as { nftables: Array<Record<string, Record<string, unknown>>> }).nftables;
+    const items = parseNftJson(stdout) as Array<Record<string, Record<string, unknown> | undefined>>;
     const chains = new Map<string, Record<string, unknown>>();
     const ruleCount = new Map<string, number>();
     let others = 0;

@@ -1,22 +1,15 @@
-import type { Logger } from 'pino';
-import { FirewallError, errorMessage } from '../errors.js';
-import { toCidr } from '../net/ipv4.js';
-import { Serial, createRunner, stderrMatches, withFailingLine } from './exec.js';
-import { chooseMode, diffEntries, type EntryDiff } from './diff.js';
-import { tempSetName } from './names.js';
-import {
-  iptablesSetRules,
-  ipsetSizing,
-  normalizeEntries,
-  parseIpsetSave,
-  renderIpsetDelta,
-  renderIpsetFull,
-  sortCidrTexts,
-  type IpsetSaveParsed,
-  type KernelEntry,
-} from './render.js';
-import type { ApplyResult, CommandRunner, FirewallEntry, FirewallPlugin, PluginOptions } from './types.js';
-import { anyHook, effectiveHooks, iptablesRestore, planHooks, planRemoval, readFilter, removeLeftoverBaseChains, type FilterState } from './xtables.js';
+import { FirewallError, errorMessage } from '../../errors.js';
+import { toCidr } from '../../net/ipv4.js';
+import { chooseMode, diffEntries, type EntryDiff } from '../diff.js';
+import { normalizeEntries, sortCidrTexts, type KernelEntry } from '../entries.js';
+import { createRunner, stderrMatches, withFailingLine } from '../exec.js';
+import { KernelPlugin, type Repairs } from '../kernel-plugin.js';
+import { tempSetName } from '../names.js';
+import type { ApplyOptions, ApplyResult, CommandRunner, DropCounters, FirewallEntry, FirewallPlugin, OwnedObject, PluginOptions } from '../plugin.js';
+import { anyHook, effectiveHooks, iptablesRestore, planHooks, readFilter, type FilterState } from '../xtables/filter.js';
+import { chainCounters, chainObject, failIfReferenced, removeOwnedChain } from '../xtables/owned-chain.js';
+import { iptablesSetRules } from '../xtables/rules.js';
+import { ipsetSizing, parseIpsetSave, renderIpsetDelta, renderIpsetFull, type IpsetSaveParsed, type IpsetSizing } from './text.js';
 
 const NO_SUCH_SET = /does not exist/i;
 const SET_IN_USE = /in use/i;
@@ -44,20 +37,17 @@ interface KernelRead {
  * with del/add lines; if that fails midway, the previous contents (read just
  * before) are swapped back in.
  */
-export class IpsetPlugin implements FirewallPlugin {
+export class IpsetPlugin extends KernelPlugin implements FirewallPlugin {
   readonly name = 'ipset' as const;
   private readonly runner: CommandRunner;
-  private readonly log: Logger;
   private readonly setName: string;
   private readonly tempName: string;
   private readonly chain: string;
-  private appliedOnce = false;
   private prefetched: { at: number; read: Promise<KernelRead> } | undefined;
-  private readonly serial = new Serial();
 
   constructor(private readonly options: PluginOptions) {
+    super(options.logger);
     this.runner = options.runner ?? createRunner();
-    this.log = options.logger;
     this.setName = options.names.setName;
     this.tempName = tempSetName(options.names.setName);
     this.chain = options.names.chainName;
@@ -86,20 +76,18 @@ export class IpsetPlugin implements FirewallPlugin {
     return Promise.all([this.saveIfExists(), readFilter(this.runner)]).then(([current, filter]) => ({ current, filter, at }));
   }
 
-  apply(entries: readonly FirewallEntry[]): Promise<ApplyResult> {
-    return this.serial.run(async () => {
-      const pre = this.prefetched;
-      this.prefetched = undefined;
-      if (!pre || Date.now() - pre.at > PREFETCH_MAX_AGE_MS) return this.applyNow(entries, this.readKernel());
-      try {
-        return await this.applyNow(entries, pre.read.catch(() => this.readKernel()));
-      } catch (err) {
-        // Someone may have changed the objects since the read (a firewall reload):
-        // read them again and apply once more, on what is there now.
-        this.log.warn({ err: errorMessage(err) }, 'apply failed on the state read at the start of the cycle; reading it again and retrying once');
-        return this.applyNow(entries, this.readKernel());
-      }
-    });
+  protected async applyNow(entries: readonly FirewallEntry[], options: ApplyOptions): Promise<ApplyResult> {
+    const pre = this.prefetched;
+    this.prefetched = undefined;
+    if (!pre || Date.now() - pre.at > PREFETCH_MAX_AGE_MS) return this.applyOn(entries, options, this.readKernel());
+    try {
+      return await this.applyOn(entries, options, pre.read.catch(() => this.readKernel()));
+    } catch (err) {
+      // Someone may have changed the objects since the read (a firewall reload):
+      // read them again and apply once more, on what is there now.
+      this.log.warn({ err: errorMessage(err) }, 'apply failed on the state read at the start of the cycle; reading it again and retrying once');
+      return this.applyOn(entries, options, this.readKernel());
+    }
   }
 
   /** The live set's contents, or undefined when it does not exist (any other failure is thrown). */
@@ -119,36 +107,29 @@ export class IpsetPlugin implements FirewallPlugin {
    * cycle's fixed cost, so nothing else is asked (a temp set left over by a
    * killed run is dealt with by `replace` when it gets in the way).
    */
-  private async applyNow(entries: readonly FirewallEntry[], read: Promise<KernelRead>): Promise<ApplyResult> {
+  private async applyOn(entries: readonly FirewallEntry[], options: ApplyOptions, read: Promise<KernelRead>): Promise<ApplyResult> {
     read.catch(() => undefined); // awaited below, after the validation (which may throw first)
     const wanted = normalizeEntries(entries);
     const { current, filter, at: readAt } = await read;
     const setExists = current !== undefined;
+    const repairs = this.repairs(!setExists && !filter.chains.has(this.chain) && !anyHook(filter, this.chain), options);
 
-    // Nothing of ours anywhere and never applied by this instance: a first
-    // install (or a reboot), so creations are not "repairs".
-    const fresh = !this.appliedOnce && !setExists && !filter.chains.has(this.chain) && !anyHook(filter, this.chain);
-    const repaired: string[] = [];
-    const note = (what: string) => {
-      if (!fresh) repaired.push(what);
-    };
-
-    // --- the set
-    const sizing = ipsetSizing(this.options.capacity, wanted.length);
+    // --- the set, sized for the capacity in force: resized (by the swap of a
+    // full rebuild) only when that capacity changes, not as the entries grow.
+    const sizing = ipsetSizing(options.capacity, wanted.length);
     let forceFull = false;
     if (!current) {
-      note(`ipset set ${this.setName}`);
+      repairs.note(`ipset set ${this.setName}`);
       forceFull = true;
     } else {
       this.checkSetType(current);
-      const maxelem = Number(current.createOptions.get('maxelem') ?? '65536');
       if (!current.createOptions.has('timeout')) {
-        note(`ipset set ${this.setName} timeout support`);
+        repairs.note(`ipset set ${this.setName} timeout support`);
         forceFull = true;
-      } else if (maxelem < wanted.length) {
-        forceFull = true; // grow: the swapped-in set is sized for the new count
+      } else if (Number(current.createOptions.get('maxelem') ?? '65536') !== sizing.maxelem) {
+        forceFull = true; // resize: the swapped-in set is sized for the capacity now in force
       } else if (current.odd > 0) {
-        note(`ipset set ${this.setName}: ${current.odd} foreign entries`);
+        repairs.note(`ipset set ${this.setName}: ${current.odd} foreign entries`);
         forceFull = true;
       }
     }
@@ -159,19 +140,12 @@ export class IpsetPlugin implements FirewallPlugin {
     if (mode === 'full') {
       await this.replace(wanted, sizing, setExists);
     } else if (mode === 'delta') {
-      await this.delta(diff, current!);
+      await this.delta(diff, current!, sizing);
     }
 
     // --- chain, rule, hooks (after the set: the rule needs the set to exist)
-    await this.ensureChain(filter, note);
-
-    this.appliedOnce = true;
-    if (fresh) this.log.info({ set: this.setName, chain: this.chain }, 'created ipset set and iptables chain');
-    if (repaired.length > 0) this.log.warn({ repaired }, 'firewall objects were missing or altered and have been re-created');
-    if (mode !== 'none') {
-      this.log.info({ mode, added: diff.added, removed: diff.removed, updated: diff.updated, size: wanted.length }, 'ipset set updated');
-    }
-    return { added: diff.added, removed: diff.removed, updated: diff.updated, mode, repaired };
+    await this.ensureChain(filter, repairs);
+    return this.done(repairs, { what: 'ipset set and iptables chain', fields: { set: this.setName, chain: this.chain } }, diff, mode, wanted.length);
   }
 
   private checkSetType(current: IpsetSaveParsed): void {
@@ -187,7 +161,7 @@ export class IpsetPlugin implements FirewallPlugin {
   }
 
   /** Build the temp set and swap it in, in one `ipset restore`. */
-  private async replace(entries: readonly KernelEntry[], sizing: ReturnType<typeof ipsetSizing>, setExists: boolean) {
+  private async replace(entries: readonly KernelEntry[], sizing: IpsetSizing, setExists: boolean) {
     // The temp set is normally absent, so nobody asks first (a process saved on every rebuild);
     // one left by a run killed mid-apply makes line 1 fail: it is removed and the script run again.
     for (let attempt = 0; ; attempt++) {
@@ -207,7 +181,7 @@ export class IpsetPlugin implements FirewallPlugin {
     }
   }
 
-  private async delta(diff: EntryDiff, previous: IpsetSaveParsed) {
+  private async delta(diff: EntryDiff, previous: IpsetSaveParsed, sizing: IpsetSizing) {
     const input = renderIpsetDelta(this.setName, diff.add, diff.del);
     try {
       await this.runner.run('ipset', ['-exist', 'restore'], { input });
@@ -221,33 +195,29 @@ export class IpsetPlugin implements FirewallPlugin {
         if (cidr) before.push({ cidr, timeout });
       }
       try {
-        await this.replace(before, ipsetSizing(this.options.capacity, before.length), true);
+        await this.replace(before, sizing, true);
         this.log.warn({ err: errorMessage(err) }, 'ipset delta failed; previous set contents restored');
       } catch (rollbackErr) {
-        throw new FirewallError(`${errorMessage(err)} (and restoring the previous set failed: ${errorMessage(rollbackErr)})`, {
-          command: err instanceof FirewallError ? err.command : undefined,
-          stderr: err instanceof FirewallError ? err.stderr : undefined,
-          cause: err,
-        });
+        throw FirewallError.rewrap(err, `${errorMessage(err)} (and restoring the previous set failed: ${errorMessage(rollbackErr)})`);
       }
       throw err;
     }
   }
 
-  private async ensureChain(filter: FilterState, note: (what: string) => void): Promise<void> {
+  private async ensureChain(filter: FilterState, repairs: Repairs): Promise<void> {
     const expected = iptablesSetRules(this.chain, this.setName, this.options.action, this.options.logBlocked);
     const actual = filter.rules.get(this.chain) ?? [];
     const lines: string[] = [];
     if (!filter.chains.has(this.chain)) {
-      note(`iptables chain ${this.chain}`);
+      repairs.note(`iptables chain ${this.chain}`);
       lines.push(`:${this.chain} - [0:0]`, ...expected);
     } else if (actual.length !== expected.length || actual.some((r, i) => r !== expected[i])) {
-      note(actual.length === 0 ? `rule in iptables chain ${this.chain}` : `rules of iptables chain ${this.chain} (differed from expected)`);
+      repairs.note(actual.length === 0 ? `rule in iptables chain ${this.chain}` : `rules of iptables chain ${this.chain} (differed from expected)`);
       // Declaring an existing chain under --noflush empties it; -F says so explicitly.
       lines.push(`:${this.chain} - [0:0]`, `-F ${this.chain}`, ...expected);
     }
     const hooks = planHooks(filter, this.chain, effectiveHooks(this.options.hookChains, filter));
-    for (const f of hooks.fixes) note(f);
+    for (const f of hooks.fixes) repairs.note(f);
     lines.push(...hooks.lines);
     await iptablesRestore(this.runner, lines);
   }
@@ -261,25 +231,28 @@ export class IpsetPlugin implements FirewallPlugin {
     }
   }
 
-  flush(): Promise<void> {
-    return this.serial.run(() => this.flushNow());
-  }
-
-  private async flushNow(): Promise<void> {
+  protected async flushNow(): Promise<void> {
     this.prefetched = undefined;
-    const filter = await readFilter(this.runner);
-    const plan = planRemoval(filter, this.chain);
-    await iptablesRestore(this.runner, plan.lines);
-    const leftovers = await removeLeftoverBaseChains(this.runner, plan.unhooked);
-    if (leftovers.length > 0) this.log.debug({ removed: leftovers }, 'removed empty iptables-nft base chains left by the agent’s hooks');
+    const foreign = await removeOwnedChain(this.runner, this.chain, this.log);
     const names = await this.setNames();
     for (const set of [this.setName, this.tempName]) if (names.has(set)) await this.destroy(set);
     this.log.info({ set: this.setName, chain: this.chain }, 'removed the agent’s ipset set, chain and hooks');
-    if (plan.foreign.length > 0) {
-      throw new FirewallError(
-        `iptables chain ${this.chain} was emptied but not deleted: rules the agent did not create still jump to it: ${plan.foreign.join('; ')}`,
-      );
+    failIfReferenced(this.chain, foreign);
+  }
+
+  readCounters(): Promise<DropCounters> {
+    return chainCounters(this.runner, this.chain);
+  }
+
+  async objects(): Promise<OwnedObject[]> {
+    const what = `ipset ${this.setName}`;
+    let set: OwnedObject;
+    try {
+      set = { what, state: (await this.setNames()).has(this.setName) ? 'present' : 'absent' };
+    } catch (err) {
+      set = { what, state: 'unreadable', error: errorMessage(err) };
     }
+    return [set, await chainObject(this.runner, this.chain)];
   }
 
   /** Destroy a set; retry briefly while the kernel still holds a reference from a just-deleted rule. */
@@ -295,11 +268,7 @@ export class IpsetPlugin implements FirewallPlugin {
             await new Promise((r) => setTimeout(r, 50));
             continue;
           }
-          throw new FirewallError(`ipset set ${set} is still used by a rule the agent did not create; remove that rule, then flush again`, {
-            command: err instanceof FirewallError ? err.command : undefined,
-            stderr: err instanceof FirewallError ? err.stderr : undefined,
-            cause: err,
-          });
+          throw FirewallError.rewrap(err, `ipset set ${set} is still used by a rule the agent did not create; remove that rule, then flush again`);
         }
         throw err;
       }

@@ -1,24 +1,24 @@
 import type { Logger } from 'pino';
 import type { Cidr } from '../net/ipv4.js';
 
+/**
+ * The firewall plugin interface: everything code outside src/firewall/ may ask
+ * of a backend. Each backend (nft/, ipset/, xtables/, dry-run.ts) owns its
+ * commands, its text format, its counters and its health read; callers only
+ * see what is declared here.
+ */
+
 export type PluginName = 'ipset' | 'nftables' | 'iptables' | 'dry-run';
-export const PLUGIN_NAMES: readonly PluginName[] = ['ipset', 'nftables', 'iptables', 'dry-run'];
 
 /** One address or network to block. */
 export interface FirewallEntry {
-  /** Canonical CIDR text from src/net/ipv4.ts: `a.b.c.d` or `a.b.c.0/24`. */
-  readonly cidr: string;
+  /** Parsed once at the edge (selection or the applied-set file); the plugins never re-parse text. */
+  readonly cidr: Cidr;
   /**
    * Seconds until the kernel removes the entry by itself (the decayed score
    * crosses the threshold then). Undefined = no timeout (manual blocks).
    */
   readonly timeoutSeconds?: number | undefined;
-  /**
-   * `cidr` already parsed (a Cidr whose `text` is `cidr`), so it is not parsed
-   * again: the cycle passes the Cidr its selection holds, which at a million
-   * entries saves a million short-lived objects. Optional.
-   */
-  readonly parsed?: Cidr | undefined;
 }
 
 /** Names of the objects the agent owns. Validated at config load. */
@@ -43,8 +43,6 @@ export interface PluginOptions {
   readonly action: 'DROP' | 'REJECT';
   /** Log blocked packets (rate-limited) before the action. */
   readonly logBlocked: boolean;
-  /** Capacity to size sets for (maximum_rules). */
-  readonly capacity: number;
   readonly logger: Logger;
   /** Where commands run; tests pass one that prefixes `ip netns exec NS`. */
   readonly runner?: CommandRunner;
@@ -54,6 +52,22 @@ export interface PluginOptions {
   readonly dryRunFormat?: 'ipset' | 'nft';
 }
 
+/** What one apply is sized for; comes with each apply because the server may change it between cycles. */
+export interface ApplyOptions {
+  /**
+   * The maximum_rules in force (the server's value, else the local one): the
+   * most entries a selection can hold. Sets with a fixed size are sized for
+   * it (with headroom), so they are rebuilt only when this changes.
+   */
+  readonly capacity: number;
+  /**
+   * The agent's state records an earlier apply with this backend. Objects
+   * found missing are then repairs (someone removed them: a warning), not a
+   * first install (an info line), even in a process that has not applied yet.
+   */
+  readonly appliedBefore?: boolean;
+}
+
 export interface ApplyResult {
   readonly added: number;
   readonly removed: number;
@@ -61,18 +75,35 @@ export interface ApplyResult {
   readonly updated: number;
   /** `full` = rebuilt and swapped, `delta` = add/del in place. */
   readonly mode: 'full' | 'delta' | 'none';
-  /** Things the plugin found missing and re-created this cycle (self-healing). */
+  /** Things the plugin found missing and re-created this cycle (self-healing); the plugin has logged them. */
   readonly repaired: readonly string[];
+}
+
+/** Packets and bytes dropped (or rejected) by the agent's own rules since they were created. */
+export interface DropCounters {
+  packets: number;
+  bytes: number;
+}
+
+/** One object the agent owns, as found in the kernel (or the dry-run file). */
+export interface OwnedObject {
+  /** What it is, for people: `nft table inet wcf_agent`, `ipset wcf-blocklist`. */
+  readonly what: string;
+  readonly state: 'present' | 'absent' | 'unreadable';
+  /** Why it could not be read (state `unreadable`). */
+  readonly error?: string;
 }
 
 export interface FirewallPlugin {
   readonly name: PluginName;
   /**
-   * Make the kernel hold exactly `entries` (already selected, de-duplicated,
-   * capped). Atomic: on failure the previously applied set stays in place and
-   * a FirewallError is thrown. Creates and repairs owned objects as needed.
+   * Make the kernel hold exactly `entries` (already selected, capped). Atomic:
+   * on failure the previously applied set stays in place and a FirewallError
+   * is thrown. Creates and repairs owned objects as needed. This is also the
+   * entry point for re-asserting a last applied set (start-up restore, or a
+   * watcher between cycles): the same checks and the same writes.
    */
-  apply(entries: readonly FirewallEntry[]): Promise<ApplyResult>;
+  apply(entries: readonly FirewallEntry[], options: ApplyOptions): Promise<ApplyResult>;
   /**
    * Optional: start reading the owned objects' current state now (read-only),
    * for an apply that follows within seconds. The cycle calls it before its API
@@ -85,4 +116,8 @@ export interface FirewallPlugin {
   list(): Promise<string[]>;
   /** Remove every object the agent owns, and nothing else. */
   flush(): Promise<void>;
+  /** Drop counters of the agent's own rules. Read-only; absent objects count as zero. */
+  readCounters(): Promise<DropCounters>;
+  /** The agent's objects and whether each exists. Read-only. */
+  objects(): Promise<OwnedObject[]>;
 }

@@ -1,0 +1,93 @@
+import { hostname } from 'node:os';
+import { ApiUnreachableError, GuardError, ServerConfigError, type WcfError, errorMessage, reportCodeOf } from '../errors.js';
+import type { StateReport } from '../api/wire.js';
+import type { Settings } from '../config/server.js';
+import type { PluginName } from '../firewall/index.js';
+import type { Reason, Selection } from '../policy/select.js';
+import { AGENT_VERSION } from '../version.js';
+import type { CycleDeps } from './cycle.js';
+import type { CycleRecord, StateStore } from './state.js';
+
+/** An applied entry as the state file keeps it. */
+export interface AppliedEntry {
+  cidr: string;
+  reason: Reason;
+  expiresAt: number | null;
+}
+
+const NO_SKIPS: Selection['skipped'] = { allowlist: 0, too_wide: 0, whitelist: 0, threshold: 0, cap: 0 };
+
+function countByReason(entries: readonly { reason: Reason }[]): Record<Reason, number> {
+  const out: Record<Reason, number> = { manual: 0, score: 0 };
+  for (const e of entries) out[e.reason]++;
+  return out;
+}
+
+/** The cycle's record (status, metrics), stored in the state. */
+export function recordCycle(c: {
+  state: StateStore;
+  plugin: PluginName;
+  now: number;
+  started: number;
+  error: WcfError | Error | undefined;
+  current: readonly AppliedEntry[];
+  skipped: Selection['skipped'] | undefined;
+  fullPull: boolean;
+  running: boolean;
+}): CycleRecord {
+  const { error } = c;
+  // A server-config problem or a held-back shrink still leaves a protected, consistent host.
+  const ok = error === undefined || error instanceof ServerConfigError || error instanceof GuardError;
+  const record: CycleRecord = {
+    ts: c.now,
+    ok,
+    code: error ? reportCodeOf(error) : 0,
+    errorCode: (error as WcfError | undefined)?.code,
+    message: error ? errorMessage(error) : undefined,
+    durationMs: Date.now() - c.started,
+    plugin: c.plugin,
+    applied: c.current.length,
+    byReason: countByReason(c.current),
+    skipped: c.skipped ?? NO_SKIPS,
+    fullPull: c.fullPull,
+    running: c.running,
+  };
+  c.state.update({ lastCycle: record, ...(ok ? { lastSuccessAt: c.now } : {}) });
+  return record;
+}
+
+/** Send the state report, unless the record is deleted or the agent is stopping. True when the server stored it. */
+export async function reportCycle(
+  deps: Pick<CycleDeps, 'config' | 'api' | 'logger'>,
+  c: { plugin: PluginName; record: CycleRecord; settings: Settings; current: readonly AppliedEntry[]; now: number; error: WcfError | Error | undefined; agentRecord: 'present' | 'deleted' | undefined },
+): Promise<boolean> {
+  const { logger } = deps;
+  if (c.agentRecord === 'deleted') {
+    logger.info('not reporting: the agent record is deleted and the agent does not re-create it');
+    return false;
+  }
+  if (c.error instanceof ApiUnreachableError && deps.api.client.aborted) {
+    logger.info('not reporting: the agent is stopping');
+    return false;
+  }
+  const report: StateReport = {
+    agid: deps.config.agid,
+    hostanme: hostname(),
+    plugin: c.plugin,
+    code: c.record.code,
+    blacklist: c.current.map((e) => e.cidr),
+    maximum_rules: c.settings.maximum_rules,
+    score_threshold: c.settings.score_threshold,
+    sync_time: String(c.settings.sync_time),
+    ts: c.now,
+    version: AGENT_VERSION,
+  };
+  try {
+    const reported = await deps.api.report(report, { retry: c.error === undefined });
+    if (!reported) logger.warn('the server has no record for this agent; report not stored');
+    return reported;
+  } catch (err) {
+    logger.warn({ code: (err as WcfError).code }, `state report failed: ${errorMessage(err)}`);
+    return false;
+  }
+}

@@ -1,0 +1,169 @@
+import { toCidr } from '../../net/ipv4.js';
+import type { KernelEntry } from '../entries.js';
+import { TextBuilder } from '../text-builder.js';
+
+/** ipset restore text (pure): the set's creation and sizing, full and delta scripts, and `ipset save` read back. */
+
+export interface IpsetSizing {
+  readonly hashsize: number;
+  readonly maxelem: number;
+}
+
+/**
+ * hashsize/maxelem from the configured capacity (maximum_rules) or the entry
+ * count if larger. hashsize about a quarter of the entries (power of two;
+ * ipset grows it anyway, but each growth re-hashes the whole set during the
+ * restore); maxelem never below ipset's default 65536.
+ */
+export function ipsetSizing(capacity: number, count: number): IpsetSizing {
+  const target = Math.max(1, Math.ceil(capacity) || 1, count);
+  let hashsize = 1024;
+  while (hashsize * 4 < target && hashsize < 1 << 22) hashsize *= 2;
+  return { hashsize, maxelem: Math.max(65536, target) };
+}
+
+export function renderIpsetCreate(setName: string, sizing: IpsetSizing): string {
+  // `timeout 0` on the set enables per-entry timeouts; entries added without one are permanent.
+  return `create ${setName} hash:net family inet hashsize ${sizing.hashsize} maxelem ${sizing.maxelem} timeout 0`;
+}
+
+/** `add SET cidr [timeout N]` lines, appended to `out`. */
+export function pushIpsetAdds(out: string[], setName: string, entries: Iterable<KernelEntry>): void {
+  const head = `add ${setName} `;
+  for (const e of entries) out.push(e.timeout === undefined ? head + e.cidr.text : `${head}${e.cidr.text} timeout ${e.timeout}`);
+}
+
+/** The same lines as pushIpsetAdds, each ended by a newline, written into `t` (no string per line). */
+function writeIpsetAdds(t: TextBuilder, setName: string, entries: Iterable<KernelEntry>): void {
+  const head = `add ${setName} `;
+  for (const e of entries) {
+    t.str(head).str(e.cidr.text);
+    if (e.timeout !== undefined) t.str(' timeout ').num(e.timeout);
+    t.str('\n');
+  }
+}
+
+export interface IpsetFullOptions {
+  readonly setName: string;
+  readonly tempName: string;
+  readonly sizing: IpsetSizing;
+  /** The live set exists: swap the temp set in; otherwise rename it. */
+  readonly setExists: boolean;
+}
+
+/**
+ * One `ipset restore` script for a full replacement: build the temp set, then
+ * swap it with the live one (or rename it when there is none) and destroy the
+ * old contents. ipset restore stops at the first failing line, so a rejected
+ * entry means the swap never runs and the live set is untouched.
+ */
+export function renderIpsetFull(o: IpsetFullOptions, entries: Iterable<KernelEntry>): string {
+  const t = new TextBuilder();
+  t.str(`${renderIpsetCreate(o.tempName, o.sizing)}\n`);
+  writeIpsetAdds(t, o.tempName, entries);
+  if (o.setExists) t.str(`swap ${o.tempName} ${o.setName}\ndestroy ${o.tempName}\n`);
+  else t.str(`rename ${o.tempName} ${o.setName}\n`);
+  return t.toString();
+}
+
+/**
+ * Delta script, run with `ipset -exist restore`: `del` of an entry that
+ * already expired is then not an error, and `add -exist` of an entry that is
+ * present updates its timeout (no timeout = permanent again, the set's
+ * default being 0). Dels first so the set never exceeds maxelem midway.
+ */
+export function renderIpsetDelta(setName: string, add: Iterable<KernelEntry>, del: Iterable<string>): string {
+  const t = new TextBuilder();
+  for (const c of del) t.str(`del ${setName} ${c}\n`);
+  writeIpsetAdds(t, setName, add);
+  return t.toString();
+}
+
+export interface IpsetSaveParsed {
+  /** `create` line seen. */
+  readonly exists: boolean;
+  /** Set type (`hash:net`) and create options as key -> value (`timeout` -> `0`). */
+  readonly type: string | undefined;
+  readonly createOptions: ReadonlyMap<string, string>;
+  /** Canonical CIDR -> remaining seconds (undefined = permanent). */
+  readonly entries: Map<string, number | undefined>;
+  /** Entries with options the agent never sets (nomatch, comment, ...) or that did not parse. */
+  readonly odd: number;
+}
+
+/** Characters String.prototype.trimEnd removes (WhiteSpace and LineTerminator). */
+function isTrimmed(c: number): boolean {
+  return (
+    (c >= 9 && c <= 13) || c === 32 || c === 0xa0 || c === 0x1680 || (c >= 0x2000 && c <= 0x200a) ||
+    c === 0x2028 || c === 0x2029 || c === 0x202f || c === 0x205f || c === 0x3000 || c === 0xfeff
+  );
+}
+
+/** Decimal digits in text[from, to) as a number, or NaN if anything else (then the caller asks Number). */
+function digitsValue(text: string, from: number, to: number): number {
+  if (to - from > 15) return NaN;
+  let v = 0;
+  for (let i = from; i < to; i++) {
+    const c = text.charCodeAt(i) - 48;
+    if (c < 0 || c > 9) return NaN;
+    v = v * 10 + c;
+  }
+  return v;
+}
+
+/**
+ * Parse `ipset save SET` output (also the agent's own dry-run files).
+ *
+ * Read in place with indexOf over the text: a million-entry set is one string
+ * of ~50 MB, and splitting it into lines and each line into words made several
+ * short-lived strings and arrays per entry, enough garbage to make the heap
+ * grow. Each line is read as `line.trimEnd()` split on single spaces would be.
+ */
+export function parseIpsetSave(text: string, setName: string): IpsetSaveParsed {
+  const entries = new Map<string, number | undefined>();
+  const createOptions = new Map<string, string>();
+  let exists = false;
+  let type: string | undefined;
+  let odd = 0;
+  const addHead = `add ${setName} `;
+  const createHead = `create ${setName} `;
+  const n = text.length;
+  for (let pos = 0; pos <= n; ) {
+    let end = text.indexOf('\n', pos);
+    if (end === -1) end = n;
+    let e = end; // the line is text[pos, e), trailing whitespace removed
+    while (e > pos && isTrimmed(text.charCodeAt(e - 1))) e--;
+    const from = pos;
+    pos = end + 1;
+    if (e - from >= addHead.length && text.startsWith(addHead, from)) {
+      const at = from + addHead.length;
+      let space = text.indexOf(' ', at);
+      if (space >= e) space = -1;
+      const cidr = toCidr(text.slice(at, space === -1 ? e : space));
+      if (!cidr) {
+        odd++;
+        continue;
+      }
+      let timeout: number | undefined;
+      if (space !== -1) {
+        // Exactly `CIDR timeout N` (three words): anything else is an option the agent never sets.
+        const value = space + 9; // after ` timeout `
+        const next = text.indexOf(' ', value);
+        if (value < e && text.startsWith('timeout ', space + 1) && (next === -1 || next >= e)) {
+          let t = digitsValue(text, value, e);
+          if (Number.isNaN(t)) t = Number(text.slice(value, e));
+          timeout = t > 0 ? t : undefined; // `timeout 0` = permanent
+        } else {
+          odd++;
+        }
+      }
+      entries.set(cidr.text, timeout);
+    } else if (e - from >= createHead.length && text.startsWith(createHead, from)) {
+      exists = true;
+      const parts = text.slice(from + createHead.length, e).split(' ');
+      type = parts[0];
+      for (let i = 1; i < parts.length; i += 2) createOptions.set(parts[i]!, parts[i + 1] ?? '');
+    }
+  }
+  return { exists, type, createOptions, entries, odd };
+}

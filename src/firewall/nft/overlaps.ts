@@ -1,0 +1,92 @@
+import { CidrIndex, rangeToCidrs } from '../../net/cidr-index.js';
+import { compareCidr } from '../../net/ipv4.js';
+import type { KernelEntry } from '../entries.js';
+
+
+/**
+ * Whether any entry lies inside another (entries are distinct CIDRs), without
+ * sorting: for each entry, look up its enclosing networks at the prefix
+ * lengths present in the list (usually two or three: /32, /24...). O(n).
+ */
+export function hasOverlap(entries: readonly KernelEntry[]): boolean {
+  const present = new Set<number>();
+  for (const e of entries) present.add(e.cidr.prefix);
+  if (present.size < 2) return false;
+  const prefixes = [...present].sort((a, b) => a - b);
+  const index = new CidrIndex(entries.length);
+  for (let i = 0; i < entries.length; i++) index.add(entries[i]!.cidr.start, entries[i]!.cidr.prefix, i);
+  for (const e of entries) {
+    for (const p of prefixes) {
+      if (p >= e.cidr.prefix) break;
+      const start = p === 0 ? 0 : (e.cidr.start & ((0xffffffff << (32 - p)) >>> 0)) >>> 0;
+      if (index.get(start, p) !== -1) return true;
+    }
+  }
+  return false;
+}
+
+interface OverlapNode {
+  readonly entry: KernelEntry;
+  /** Effective lifetime (Infinity = permanent). */
+  readonly life: number;
+  readonly children: OverlapNode[];
+}
+
+/**
+ * Make entries non-overlapping for nft, keeping exactly ipset's semantics
+ * ("an address is blocked while any entry covering it is alive").
+ *
+ * An nft interval set cannot hold a /32 inside a /24 (the kernel refuses
+ * overlapping intervals), and `auto-merge` is no answer: it merges
+ * overlapping *and adjacent* intervals across different timeouts (a permanent
+ * /25 next to a timed /25 becomes one timed /24: the permanent block would
+ * expire), and makes `nft` read the whole set on every change. So the plugin
+ * uses no auto-merge and resolves overlaps here:
+ *
+ * - a narrower entry covered by a wider one that lives at least as long is
+ *   dropped (it adds nothing);
+ * - a narrower entry that outlives its cover (e.g. a permanent manual /32
+ *   inside a scored /24 with a timeout) is kept, and the wider entry is split
+ *   into the CIDRs around it, each with the wider entry's timeout. Extending
+ *   the /24's timeout instead would over-block 255 addresses; dropping the /32
+ *   would unblock it when the /24 expires.
+ *
+ * CIDRs nest or are disjoint, so this is a walk over the sorted list with a
+ * stack of enclosing entries: O(n log n) for the sort, O(n) after. Without
+ * overlaps (the normal case, checked in O(n)) the input comes back unchanged.
+ */
+export function resolveOverlaps(entries: readonly KernelEntry[]): KernelEntry[] {
+  if (!hasOverlap(entries)) return [...entries];
+  const sorted = [...entries].sort((a, b) => compareCidr(a.cidr, b.cidr));
+
+  const roots: OverlapNode[] = [];
+  const stack: OverlapNode[] = [];
+  for (const entry of sorted) {
+    while (stack.length > 0 && stack[stack.length - 1]!.entry.cidr.end < entry.cidr.start) stack.pop();
+    const parent = stack[stack.length - 1];
+    const life = entry.timeout ?? Infinity;
+    if (parent && life <= parent.life) continue; // covered by a wider entry that lives at least as long
+    const node: OverlapNode = { entry, life, children: [] };
+    (parent ? parent.children : roots).push(node);
+    stack.push(node);
+  }
+
+  const out: KernelEntry[] = [];
+  const emit = (node: OverlapNode): void => {
+    if (node.children.length === 0) {
+      out.push(node.entry);
+      return;
+    }
+    const { start, end } = node.entry.cidr;
+    const timeout = node.entry.timeout;
+    let cursor = start;
+    for (const child of node.children) {
+      if (child.entry.cidr.start > cursor) for (const c of rangeToCidrs(cursor, child.entry.cidr.start - 1)) out.push({ cidr: c, timeout });
+      emit(child);
+      cursor = child.entry.cidr.end + 1;
+    }
+    if (cursor <= end) for (const c of rangeToCidrs(cursor, end)) out.push({ cidr: c, timeout });
+  };
+  for (const r of roots) emit(r);
+  return out;
+}

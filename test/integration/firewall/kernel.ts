@@ -1,0 +1,45 @@
+import type { Netns } from '../../netns/netns.js';
+import { NAMES } from './common.js';
+
+/** Reads of the kernel made without the plugins, so the tests check them against an independent view. */
+
+/** `nft -j list set`: CIDR -> {timeout, expires} ({} = permanent). */
+export async function nftElements(ns: Netns): Promise<Map<string, { timeout?: number; expires?: number }>> {
+  const doc = JSON.parse(await ns.exec('nft', ['-j', 'list', 'set', 'inet', NAMES.tableName, NAMES.setName])) as {
+    nftables: Array<{ set?: { elem?: unknown[] } }>;
+  };
+  const out = new Map<string, { timeout?: number; expires?: number }>();
+  for (const item of doc.nftables) {
+    for (const raw of item.set?.elem ?? []) {
+      const el = (raw as { elem?: { val: unknown; timeout?: number; expires?: number } }).elem;
+      const val = el ? el.val : raw;
+      const text =
+        typeof val === 'string' ? val : `${(val as { prefix: { addr: string; len: number } }).prefix.addr}/${(val as { prefix: { len: number } }).prefix.len}`;
+      out.set(text, el ? { timeout: el.timeout, expires: el.expires } : {});
+    }
+  }
+  return out;
+}
+
+/** `ipset save` of the agent's set: CIDR -> timeout (0 = permanent). */
+export async function ipsetEntries(ns: Netns): Promise<Map<string, number>> {
+  const out = new Map<string, number>();
+  for (const line of (await ns.exec('ipset', ['list', NAMES.setName, '-output', 'save'])).split('\n')) {
+    const m = /^add \S+ (\S+)(?: timeout (\d+))?$/.exec(line);
+    if (m) out.set(m[1]!, Number(m[2] ?? 0));
+  }
+  return out;
+}
+
+/** Source CIDRs of the agent chain's DROP rules (`iptables -S CHAIN`). */
+export async function chainSources(ns: Netns, iptables = 'iptables'): Promise<string[]> {
+  return (await ns.exec(iptables, ['-S', NAMES.chainName]))
+    .split('\n')
+    .filter((l) => l.startsWith('-A'))
+    .map((l) => /^-A \S+ -s (\S+) -j DROP$/.exec(l)?.[1]?.replace(/\/32$/, '') ?? `?? ${l}`);
+}
+
+/** How many times `chain` jumps to the agent's chain. */
+export async function hookCount(ns: Netns, chain: string, iptables = 'iptables'): Promise<number> {
+  return (await ns.exec(iptables, ['-S', chain])).split('\n').filter((l) => l === `-A ${chain} -j ${NAMES.chainName}`).length;
+}
