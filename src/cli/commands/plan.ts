@@ -5,6 +5,11 @@ import { createApi, loadContext, openState, type GlobalOptions } from '../contex
 import { duration, isoTime, printJson, table } from '../format.js';
 import { createProgress } from '../progress.js';
 
+/** Four significant digits: enough to rank and compare with a threshold, and no `5.283019648302915`. */
+export function roundScore(score: number | null): number | null {
+  return score === null ? null : Number(score.toPrecision(4));
+}
+
 export function planToJson(agid: string, plan: PlanResult) {
   const { selection, now } = plan;
   return {
@@ -24,13 +29,11 @@ export function planToJson(agid: string, plan: PlanResult) {
       whitelisted: plan.pulled.whitelist,
       invalid: plan.pulled.invalid,
     },
-    entries: selection.entries.map((e) => ({
-      ip: e.cidr.text,
-      reason: e.reason,
-      score: e.score,
-      expires: e.expiresAt,
-      expires_in: e.expiresAt === null ? null : e.expiresAt - now,
-    })),
+    entries: selection.entries.map((e) => {
+      // Whole seconds, rounded down as the kernel timeout is: the entry is gone by then.
+      const expires = e.expiresAt === null ? null : Math.floor(e.expiresAt);
+      return { ip: e.cidr.text, reason: e.reason, score: roundScore(e.score), expires, expires_in: expires === null ? null : expires - now };
+    }),
   };
 }
 

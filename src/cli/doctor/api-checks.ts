@@ -48,8 +48,8 @@ function recordCheck(config: AgentConfig, record: AgentRecord | null): CheckResu
 }
 
 /**
- * API reachability (E1, no auth), the token (E7 for our agid), the stored
- * configuration, and clock skew from E1's Date header. No retries: doctor
+ * API reachability (the version probe, no auth), the token (the agent-record call for our agid), the stored
+ * configuration, and clock skew from the version probe's Date header. No retries: doctor
  * answers quickly. Nothing is written to the API.
  */
 export async function apiChecks(config: AgentConfig, logger: Logger): Promise<CheckResult[]> {

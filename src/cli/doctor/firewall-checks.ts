@@ -66,7 +66,7 @@ export async function pluginCheck(plugin: AgentConfig['plugin'], runner: Command
   return { result: check('firewall', 'plugin', 'ok', `plugin ${plugin} (configured; ${autoText})`), effective: plugin };
 }
 
-type Presence = 'present' | 'absent' | string;
+export type Presence = 'present' | 'absent' | string;
 
 async function presence(runner: CommandRunner, file: string, args: string[], absent: RegExp): Promise<Presence> {
   try {
@@ -79,16 +79,12 @@ async function presence(runner: CommandRunner, file: string, args: string[], abs
 
 const NOT_YET = 'not created yet (the first sync creates it)';
 
-/** The owned objects of `plugin`, read-only: present, absent (warn), or unreadable (warn). */
-export async function objectsCheck(plugin: PluginName, names: OwnedNames, runner: CommandRunner, config: AgentConfig): Promise<CheckResult> {
+/**
+ * Whether each kernel object the agent owns for `plugin` is there, read-only (doctor, and
+ * `flush` to say when nothing was there): `present`, `absent`, or why it could not be read.
+ */
+export async function ownedObjects(plugin: Exclude<PluginName, 'dry-run'>, names: OwnedNames, runner: CommandRunner): Promise<Array<[string, Presence]>> {
   const parts: Array<[string, Presence]> = [];
-  if (plugin === 'dry-run') {
-    const out = config.dry_run_output ?? join(config.state_dir, `dry-run.${config.dry_run_format}`);
-    if (out === '-') return check('firewall', 'firewall objects', 'ok', 'dry-run renders to stdout');
-    return existsSync(out)
-      ? check('firewall', 'firewall objects', 'ok', `dry-run output ${out} present`)
-      : check('firewall', 'firewall objects', 'warn', `dry-run output ${out} ${NOT_YET}`);
-  }
   if (plugin === 'nftables') {
     parts.push([`nft table inet ${names.tableName}`, await presence(runner, 'nft', ['-t', 'list', 'table', 'inet', names.tableName], /No such file or directory/i)]);
   } else {
@@ -110,6 +106,19 @@ export async function objectsCheck(plugin: PluginName, names: OwnedNames, runner
     }
     parts.push([`iptables chain ${names.chainName}`, chain]);
   }
+  return parts;
+}
+
+/** The owned objects of `plugin`, read-only: present, absent (warn), or unreadable (warn). */
+export async function objectsCheck(plugin: PluginName, names: OwnedNames, runner: CommandRunner, config: AgentConfig): Promise<CheckResult> {
+  if (plugin === 'dry-run') {
+    const out = config.dry_run_output ?? join(config.state_dir, `dry-run.${config.dry_run_format}`);
+    if (out === '-') return check('firewall', 'firewall objects', 'ok', 'dry-run renders to stdout');
+    return existsSync(out)
+      ? check('firewall', 'firewall objects', 'ok', `dry-run output ${out} present`)
+      : check('firewall', 'firewall objects', 'warn', `dry-run output ${out} ${NOT_YET}`);
+  }
+  const parts = await ownedObjects(plugin, names, runner);
   const text = parts.map(([what, p]) => `${what} ${p === 'present' ? 'present' : p === 'absent' ? 'absent' : 'unreadable'}`).join(', ');
   const errors = parts.filter(([, p]) => p !== 'present' && p !== 'absent').map(([w, p]) => `${w}: ${p}`);
   if (errors.length) return check('firewall', 'firewall objects', 'warn', `cannot read: ${errors.join('; ')}`, 'run doctor as the service user (root or CAP_NET_ADMIN)');
