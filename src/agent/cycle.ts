@@ -13,6 +13,7 @@ import { pullAll, type PulledFeeds } from './pull-all.js';
 import { protectedNetworks } from './protected.js';
 import type { AppliedSet, CycleRecord, StateStore } from './state.js';
 import { checkShrink } from './guard.js';
+import { checkAgentRecord, seenPatch } from './first-contact.js';
 import { PhaseClock, type PhaseTimings } from './timings.js';
 
 export interface CycleDeps {
@@ -98,6 +99,7 @@ export async function computePlan(deps: CycleDeps, useCache: boolean): Promise<P
   const record = await recordP;
   deps.clock?.lap('config');
   deps.onAgentRecord?.(record === null ? 'deleted' : 'present');
+  checkAgentRecord(record !== null, state, config.agid);
   if (record === null) {
     logger.warn({ agid: config.agid }, 'agent record not found on the server (deleted?); keeping the last known configuration');
   }
@@ -188,6 +190,7 @@ function persistPull({ feeds, ...plan }: PlanResult & { feeds: PulledFeeds }, st
     settings: plan.settings,
     sources: plan.sources,
     ...(feeds.full ? { lastFullPullAt: now } : {}),
+    ...seenPatch(plan.agentRecord === 'present', state, now),
   });
   return { plan, fullPull: feeds.full };
 }
@@ -287,7 +290,7 @@ export async function runCycle(deps: CycleDeps, plugin: FirewallPlugin): Promise
   };
   let reported = false;
   if (agentRecord === 'deleted') {
-    logger.info('not reporting: the agent record is deleted and the agent does not re-create it');
+    logger.info('not reporting: the server has no record for this agent, and the agent does not create one');
   } else if (error instanceof ApiUnreachableError && deps.api.client.aborted) {
     logger.info('not reporting: the agent is stopping');
   } else {
