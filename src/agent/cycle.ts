@@ -298,7 +298,8 @@ export async function runCycle(deps: CycleDeps, plugin: FirewallPlugin): Promise
       reported = await deps.api.report(report, { retry: error === undefined });
       if (!reported) logger.warn('the server has no record for this agent; report not stored');
     } catch (err) {
-      logger.warn({ code: (err as WcfError).code }, `state report failed: ${errorMessage(err)}`);
+      // After a failed cycle (already logged once) the report failing too is a detail.
+      (error ? logger.debug : logger.warn).call(logger, { code: (err as WcfError).code }, `state report failed: ${errorMessage(err)}`);
     }
   }
   clock.lap('report');
