@@ -14,6 +14,7 @@ import { protectedNetworks } from './protected.js';
 import type { AppliedSet, CycleRecord, StateStore } from './state.js';
 import { checkShrink } from './guard.js';
 import { checkAgentRecord, seenPatch } from './first-contact.js';
+import { saveDecisionsCache } from './decisions-cache.js';
 import { PhaseClock, type PhaseTimings } from './timings.js';
 
 export interface CycleDeps {
@@ -185,6 +186,7 @@ function countByReason(entries: readonly { reason: Reason }[]): Record<Reason, n
  */
 function persistPull({ feeds, ...plan }: PlanResult & { feeds: PulledFeeds }, state: StateStore, now: number): { plan: PlanResult; fullPull: boolean } {
   if (feeds.feedChanged) state.saveFeedCache(feeds.feed);
+  saveDecisionsCache(state.dir, feeds, now); // for `plan --offline`
   state.update({
     cursor: feeds.cursor,
     settings: plan.settings,

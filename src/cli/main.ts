@@ -55,6 +55,7 @@ export function buildProgram(): Command {
     .addOption(configOption())
     .option('--json', 'print every selected entry as JSON on stdout')
     .option('--limit <n>', 'rows to show in the table (default 50)')
+    .option('--offline', 'plan from what the last sync cached in state_dir, without asking the API (when it is down)')
     .action(async (o) => setExit(await (await commands.plan()).planCommand(o)));
 
   program

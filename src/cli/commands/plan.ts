@@ -1,5 +1,6 @@
 import type { PlanResult } from '../../agent/cycle.js';
 import { computePlan } from '../../agent/cycle.js';
+import { computeOfflinePlan } from '../../agent/offline-plan.js';
 import { UsageError } from '../../errors.js';
 import { createApi, loadContext, openState, type GlobalOptions } from '../context.js';
 import { duration, isoTime, printJson, table } from '../format.js';
@@ -10,14 +11,16 @@ export function roundScore(score: number | null): number | null {
   return score === null ? null : Number(score.toPrecision(4));
 }
 
-export function planToJson(agid: string, plan: PlanResult) {
+/** `offline`: planned from the cache of the pull at `feed_as_of` (epoch s), without asking the API. */
+export function planToJson(agid: string, plan: PlanResult, offline?: { feedAsOf: number }) {
   const { selection, now } = plan;
   return {
     agid,
     generated_at: now,
+    offline: offline ? { feed_as_of: offline.feedAsOf } : null,
     settings: plan.settings,
     sources: plan.sources,
-    agent_record: plan.agentRecord,
+    agent_record: offline ? null : plan.agentRecord,
     scoring: plan.scoring,
     counts: {
       selected: selection.entries.length,
@@ -68,9 +71,18 @@ export function parseLimit(value: string | undefined): number {
   return Number(v);
 }
 
-export async function planCommand(opts: GlobalOptions & { json?: boolean; limit?: string }): Promise<number> {
+export async function planCommand(opts: GlobalOptions & { json?: boolean; limit?: string; offline?: boolean }): Promise<number> {
   const limit = parseLimit(opts.limit); // before anything is read or sent
   const { config, logger } = loadContext(opts);
+  if (opts.offline) {
+    const { plan, feedAsOf } = await computeOfflinePlan({ config, state: openState(config, logger), logger });
+    if (opts.json) await printJson(planToJson(config.agid, plan, { feedAsOf }));
+    else {
+      process.stdout.write(`offline: planned from the feed cached at ${isoTime(feedAsOf)} (${duration(plan.now - feedAsOf)} ago); the API was not asked\n\n`);
+      printPlanTable(plan, limit);
+    }
+    return 0;
+  }
   const api = createApi(config, logger);
   try {
     // plan touches nothing: no state writes, no firewall; it reads the state only for the last settings.
