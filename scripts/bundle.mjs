@@ -72,6 +72,9 @@ const result = await esbuild.build({
   },
   banner: { js: `const __wcf_import_meta_url = require('node:url').pathToFileURL(__filename).href;` },
   plugins: [noWorkerThreads],
+  // jsonc-parser's main file is a UMD wrapper whose require() calls esbuild cannot follow
+  // (the bundle then fails at run time on './impl/format'); its ES module build bundles.
+  alias: { 'jsonc-parser': 'jsonc-parser/lib/esm/main.js' },
   minify: values.minify,
   // Class and function names stay readable in stack traces and error labels.
   keepNames: true,

@@ -161,7 +161,10 @@ do_uninstall() {
   fi
   local flush_cmd="$BIN_PATH flush --config /etc/wcf-agent/config.json"
   if [ -x "$BIN" ] && [ -f "$CONFIG" ]; then
-    if [ "$FLUSH" = 1 ] && [ -z "$DESTDIR" ]; then
+    if [ "$FLUSH" = 1 ] && [ -z "$DESTDIR" ] && grep -q '"REPLACE-WITH-' "$CONFIG"; then
+      # The agent refuses a config that still holds the example's placeholders, and one never ran.
+      say "not flushing: $CONFIG still holds the example's placeholders, so the agent never ran"
+    elif [ "$FLUSH" = 1 ] && [ -z "$DESTDIR" ]; then
       say "removing the agent's firewall objects: $flush_cmd"
       "$BIN" flush --config "$CONFIG" || die "flush failed (exit $?); nothing removed. Fix it, or uninstall without --flush"
     elif [ "$FLUSH" = 1 ]; then

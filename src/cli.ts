@@ -4,21 +4,20 @@
 // V8 otherwise lets the young generation grow to 64 MB per semi-space (134 MB committed and
 // touched), the largest single item of the agent's memory at a million indicators; capped at
 // 16 MB, peak RSS there drops by ~70 MB at no measurable cost in time (npm run bench).
-import { main } from './cli/main.js';
+//
+// This entry imports nothing but the version check: on a Node too old for the agent's
+// libraries, loading them fails with a stack trace from deep inside undici. The rest is
+// loaded only once the version is known to be good.
+import { nodeVersionProblem } from './node-version.js';
 
-// `wcf-agent plan | head`: a closed pipe is the reader's choice, not an error.
-process.stdout.on('error', (err: NodeJS.ErrnoException) => {
-  if (err.code === 'EPIPE') process.exit(process.exitCode ?? 0);
-  throw err;
-});
-
-// Wrapped in main() with no top-level await, so the single-binary bundle (CJS) can run it too.
-main(process.argv).then(
-  (code) => {
-    process.exitCode = code;
-  },
-  (err: unknown) => {
-    process.stderr.write(`wcf-agent: internal error: ${String(err)}\n`);
+const problem = nodeVersionProblem(process.versions.node, process.execPath);
+if (problem) {
+  process.stderr.write(`${problem}\n`);
+  process.exitCode = 2; // as for a bad configuration: a restart will not fix it
+} else {
+  // Not awaited (no top-level await), so the single-binary bundle (CJS) can run it too.
+  import('./cli/entry.js').catch((err: unknown) => {
+    process.stderr.write(`wcf-agent: internal error: cannot load the program: ${String(err)}\n`);
     process.exitCode = 1;
-  },
-);
+  });
+}

@@ -10,6 +10,7 @@ export type ErrorCode =
   | 'WCF_ERR_API_AUTH'
   | 'WCF_ERR_API_STATUS'
   | 'WCF_ERR_API_RESPONSE'
+  | 'WCF_ERR_AGENT_UNKNOWN'
   | 'WCF_ERR_FIREWALL'
   | 'WCF_ERR_STATE'
   | 'WCF_ERR_GUARD';
@@ -86,6 +87,18 @@ export class ApiResponseError extends WcfError {
   }
 }
 
+/**
+ * The API has no record for this `agid` and this agent has never seen one: most likely a
+ * mistyped `agid`, not a record deleted by an administrator (that needs a record seen before).
+ */
+export class AgentUnknownError extends WcfError {
+  readonly agid: string;
+  constructor(agid: string) {
+    super('WCF_ERR_AGENT_UNKNOWN', `the API has no agent record for agid ${JSON.stringify(agid)}: check agid in config.json (wcf-agent agents list shows the records)`);
+    this.agid = agid;
+  }
+}
+
 /** A firewall command failed; `stderr` is the failing command's own words. */
 export class FirewallError extends WcfError {
   readonly command: string | undefined;
@@ -135,6 +148,7 @@ export const ERROR_CODES: Record<ErrorCode, CodeMapping> = {
   WCF_ERR_API_AUTH: { exit: 3, report: 21, describe: 'API refused the token (401/403)' },
   WCF_ERR_API_STATUS: { exit: 3, report: 22, describe: 'API answered with an error status' },
   WCF_ERR_API_RESPONSE: { exit: 3, report: 23, describe: 'API answer unusable (bad JSON, wrong shape, too large)' },
+  WCF_ERR_AGENT_UNKNOWN: { exit: 3, report: 24, describe: 'the API has no record for this agid, and this agent never had one (check agid)' },
   WCF_ERR_FIREWALL: { exit: 4, report: 30, describe: 'firewall command failed; previous set kept' },
   WCF_ERR_STATE: { exit: 4, report: 40, describe: 'state directory unreadable or unwritable' },
   WCF_ERR_GUARD: { exit: 0, report: 50, describe: 'shrink guard held back a pull that would remove too much at once' },

@@ -1,5 +1,6 @@
 import { Writable } from 'node:stream';
 import pino, { type Logger, type LevelWithSilent } from 'pino';
+import { journalStream, stderrIsJournal } from './log-journal.js';
 
 const LEVEL_NAMES: Record<number, string> = { 10: 'TRACE', 20: 'DEBUG', 30: 'INFO', 40: 'WARN', 50: 'ERROR', 60: 'FATAL' };
 
@@ -26,18 +27,44 @@ export function prettyStream(out: NodeJS.WritableStream = process.stderr): Writa
   });
 }
 
+export type LogFormat = 'auto' | 'json' | 'text' | 'journal';
+
 export interface LoggerOptions {
   level?: LevelWithSilent;
-  /** Force JSON or pretty; default pretty on a TTY, JSON otherwise (journal, pipes). */
+  /**
+   * `journal`: one line per event with a `<N>` priority prefix and `key=value` fields; `text`:
+   * readable lines; `json`: pino's lines. `auto` (default): journal when stderr is the journal,
+   * text on a terminal, JSON otherwise (pipes, files, log shippers).
+   */
+  format?: LogFormat;
+  /** Older spelling: true = text, false = json. */
   pretty?: boolean;
 }
 
-/** JSON to stderr (stdout is reserved for --json output). */
+export function resolveLogFormat(format: LogFormat | undefined, pretty?: boolean): Exclude<LogFormat, 'auto'> {
+  if (format && format !== 'auto') return format;
+  if (pretty !== undefined) return pretty ? 'text' : 'json';
+  if (stderrIsJournal()) return 'journal';
+  return process.stderr.isTTY ? 'text' : 'json';
+}
+
+/** Logs go to stderr (stdout is reserved for --json output). */
 export function createLogger(options: LoggerOptions = {}): Logger {
   const level = options.level ?? ((process.env.WCF_LOG_LEVEL as LevelWithSilent | undefined) ?? 'info');
-  const pretty = options.pretty ?? Boolean(process.stderr.isTTY);
-  const dest = pretty ? prettyStream() : pino.destination({ fd: 2, sync: true });
+  const format = resolveLogFormat(options.format, options.pretty);
+  const dest = format === 'text' ? prettyStream() : format === 'journal' ? journalStream() : pino.destination({ fd: 2, sync: true });
   return pino({ level, base: undefined, timestamp: pino.stdTimeFunctions.epochTime }, dest);
+}
+
+/**
+ * A child logger whose warnings are written at debug. For the API client's retries: the
+ * cycle logs the failure once when the retries are spent, so each attempt is a detail
+ * (a failed cycle used to write three retry warnings before its one error).
+ */
+export function demoteWarnings(logger: Logger): Logger {
+  const child = logger.child({});
+  child.warn = child.debug.bind(child);
+  return child;
 }
 
 export type { Logger };

@@ -63,7 +63,7 @@ export async function reportCycle(
 ): Promise<boolean> {
   const { logger } = deps;
   if (c.agentRecord === 'deleted') {
-    logger.info('not reporting: the agent record is deleted and the agent does not re-create it');
+    logger.info('not reporting: the server has no record for this agent, and the agent does not create one');
     return false;
   }
   if (c.error instanceof ApiUnreachableError && deps.api.client.aborted) {
@@ -87,7 +87,8 @@ export async function reportCycle(
     if (!reported) logger.warn('the server has no record for this agent; report not stored');
     return reported;
   } catch (err) {
-    logger.warn({ code: (err as WcfError).code }, `state report failed: ${errorMessage(err)}`);
+    // After a failed cycle (already logged once) the report failing too is a detail.
+    (c.error ? logger.debug : logger.warn).call(logger, { code: (err as WcfError).code }, `state report failed: ${errorMessage(err)}`);
     return false;
   }
 }

@@ -13,6 +13,8 @@ import { pullAll, type PulledFeeds } from './pull-all.js';
 import { protectedNetworks } from './protected.js';
 import type { AppliedSet, CycleRecord, StateStore } from './state.js';
 import { checkShrink } from './guard.js';
+import { checkAgentRecord, seenPatch } from './first-contact.js';
+import { saveDecisionsCache } from './decisions-cache.js';
 import { PhaseClock, type PhaseTimings } from './timings.js';
 
 export interface CycleDeps {
@@ -90,6 +92,7 @@ export async function computePlan(deps: CycleDeps, useCache: boolean): Promise<P
   const record = await recordP;
   deps.clock?.lap('config');
   deps.onAgentRecord?.(record === null ? 'deleted' : 'present');
+  checkAgentRecord(record !== null, state, config.agid);
   if (record === null) {
     logger.warn({ agid: config.agid }, 'agent record not found on the server (deleted?); keeping the last known configuration');
   }
@@ -165,11 +168,13 @@ export function liveEntries(set: AppliedSet | undefined, now: number): AppliedSe
  */
 function persistPull({ feeds, ...plan }: PlanResult & { feeds: PulledFeeds }, state: StateStore, now: number): { plan: PlanResult; fullPull: boolean } {
   if (feeds.feedChanged) state.saveFeedCache(feeds.feed);
+  saveDecisionsCache(state.dir, feeds, now); // for `plan --offline`
   state.update({
     cursor: feeds.cursor,
     settings: plan.settings,
     sources: plan.sources,
     ...(feeds.full ? { lastFullPullAt: now } : {}),
+    ...seenPatch(plan.agentRecord === 'present', state, now),
   });
   return { plan, fullPull: feeds.full };
 }

@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import type { Logger } from '../log.js';
-import { createLogger } from '../log.js';
+import { createLogger, demoteWarnings } from '../log.js';
 import { loadConfig, resolveConfigPath, type AgentConfig } from '../config/load.js';
 import { ApiClient } from '../api/client.js';
 import { ThreatIntelApi } from '../api/threat-intel.js';
@@ -17,7 +17,7 @@ export interface GlobalOptions {
 export function loadContext(opts: GlobalOptions): { config: AgentConfig; logger: Logger } {
   const path = resolveConfigPath(opts.config);
   const config = loadConfig(path);
-  const logger = createLogger({ level: process.env.WCF_LOG_LEVEL ? undefined : config.log_level });
+  const logger = createLogger({ level: process.env.WCF_LOG_LEVEL ? undefined : config.log_level, format: config.log_format });
   return { config, logger };
 }
 
@@ -34,7 +34,7 @@ export function createApi(config: AgentConfig, logger: Logger): ThreatIntelApi {
       caFile: config.ca_file,
       proxy: config.proxy,
       userAgent: `wcf-agent/${AGENT_VERSION}`,
-      logger,
+      logger: demoteWarnings(logger),
       retryMinDelayMs: process.env.WCF_RETRY_MIN_DELAY_MS ? Number(process.env.WCF_RETRY_MIN_DELAY_MS) : undefined,
     }),
   );

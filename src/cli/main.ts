@@ -41,12 +41,12 @@ export function buildProgram(): Command {
 
   program
     .command('sync')
-    .description('run one cycle (pull, select, apply, report)')
-    .requiredOption('--once', 'one cycle, then exit (required: the daemon is `run`)')
+    .description('run one cycle (pull, select, apply, report), then exit; the daemon is `run`')
+    .option('--once', 'one cycle, then exit (what sync always does; accepted for scripts that say it)')
     .addOption(configOption())
     .option('--dry-run', 'use the dry-run backend (render rules to a file, touch no firewall)')
     .option('--force', 'apply even if the shrink guard would hold the pull back')
-    .option('--json', 'print the outcome as one JSON object on stdout')
+    .option('--json', 'print the outcome as one JSON object on stdout: code, counts by reason, changes, durations (the entries are plan --json)')
     .action(async (o) => setExit(await (await commands.sync()).syncCommand(o)));
 
   program
@@ -55,6 +55,7 @@ export function buildProgram(): Command {
     .addOption(configOption())
     .option('--json', 'print every selected entry as JSON on stdout')
     .option('--limit <n>', 'rows to show in the table (default 50)')
+    .option('--offline', 'plan from what the last sync cached in state_dir, without asking the API (when it is down)')
     .action(async (o) => setExit(await (await commands.plan()).planCommand(o)));
 
   program
@@ -87,13 +88,13 @@ export function buildProgram(): Command {
   const agents = program.command('agents').description('admin: list, configure and delete agent records (uses base_url and token from config.json)');
   agents
     .command('list')
-    .description('every agent record: host, plugin, code, entries, last sync, stored configuration')
+    .description('every agent record on the server: host, plugin, code, entries, last sync, stored configuration')
     .addOption(configOption())
     .option('--json', 'print {agents: [...]} as the API returns them')
     .action(async (o) => setExit(await (await commands.agents()).agentsListCommand(o)));
   agents
     .command('configure')
-    .description("store an agent's configuration; the agent applies it at its next sync")
+    .description("store an agent's configuration on the server; the agent applies it at its next sync")
     .addOption(configOption())
     .requiredOption('--agid <id>', 'the agent ID')
     .option('--maximum-rules <n>', 'maximum entries in the firewall (1..2000000)')
@@ -104,7 +105,7 @@ export function buildProgram(): Command {
     .action(async (o) => setExit(await (await commands.agents()).agentsConfigureCommand(o)));
   agents
     .command('delete')
-    .description('delete an agent record; does not stop the agent: set --running off first')
+    .description('delete an agent record on the server; does not stop the agent: set --running off first')
     .addOption(configOption())
     .requiredOption('--agid <id>', 'the agent ID')
     .option('--yes', 'do not ask for confirmation (required when stdin is not a terminal)')
@@ -112,7 +113,7 @@ export function buildProgram(): Command {
 
   program
     .command('report')
-    .description('report an IPv4 indicator or set its decision')
+    .description('report an IPv4 indicator to the threat-intelligence service, or set its decision (block or allow for every agent)')
     .argument('<ip>', 'IPv4 address or network (host bits zero)')
     .addOption(configOption())
     .requiredOption('--confidence <c>', 'confidence that it is malicious, 0..1')

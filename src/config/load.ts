@@ -2,7 +2,9 @@ import { readFileSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { ConfigError } from '../errors.js';
 import { validateOwnedNames } from '../firewall/index.js';
-import { configSchema, formatIssues, type ConfigFile } from './schema.js';
+import { jsonSyntaxError } from './json-position.js';
+import { placeholderProblems } from './placeholders.js';
+import { CONFIG_KEYS, configSchema, formatIssues, type ConfigFile } from './schema.js';
 
 export const DEFAULT_CONFIG_PATH = '/etc/wcf-agent/config.json';
 
@@ -35,7 +37,7 @@ export function parseConfig(text: string, configPath: string): AgentConfig {
   try {
     raw = JSON.parse(text);
   } catch (err) {
-    throw new ConfigError(`${configPath} is not valid JSON`, [`(root): ${(err as Error).message}`], { cause: err });
+    throw new ConfigError(jsonSyntaxError(text, err, configPath), [], { cause: err });
   }
   if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) {
     throw new ConfigError(`${configPath} is not valid`, ['(root): expected a JSON object']);
@@ -44,7 +46,7 @@ export function parseConfig(text: string, configPath: string): AgentConfig {
   // config.json.example can document every key in the file itself.
   const withoutComments = Object.fromEntries(Object.entries(raw).filter(([k]) => !k.startsWith('//')));
   const parsed = configSchema.safeParse(withoutComments);
-  if (!parsed.success) throw new ConfigError(`${configPath} is not valid`, formatIssues(parsed.error));
+  if (!parsed.success) throw new ConfigError(`${configPath} is not valid`, formatIssues(parsed.error, CONFIG_KEYS));
   const file = parsed.data;
 
   const nameProblems = validateOwnedNames(
@@ -64,6 +66,10 @@ export function parseConfig(text: string, configPath: string): AgentConfig {
     token = readText(tokenFile, 'token_file').trim();
     if (!token) throw new ConfigError(`${configPath} is not valid`, [`token_file: ${tokenFile} is empty`]);
   }
+  const placeholders = placeholderProblems({ agid: file.agid, token, base_url: file.base_url }).map((p) =>
+    file.token === undefined ? p.replace(/^token: still/, `token_file: ${tokenFile} holds`) : p,
+  );
+  if (placeholders.length) throw new ConfigError(`${configPath} is not valid`, placeholders);
   const { token: _t, token_file: _tf, ...rest } = file;
   return {
     ...rest,

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { parseCidr } from '../net/ipv4.js';
+import { closestName } from './suggest.js';
 
 /**
  * config.json: a flat object (the keys are listed in the README). Unknown keys are an error so a
@@ -58,6 +59,8 @@ export const configSchema = z
     on_stop: z.enum(['keep', 'flush']).default('keep'),
     metrics_listen: z.string().min(1).optional(),
     log_level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+    // auto: journal lines when stderr is the journal, readable text on a terminal, JSON lines otherwise.
+    log_format: z.enum(['auto', 'json', 'text', 'journal']).default('auto'),
   })
   .superRefine((c, ctx) => {
     if (c.token === undefined && c.token_file === undefined) {
@@ -70,13 +73,23 @@ export const configSchema = z
 
 export type ConfigFile = z.infer<typeof configSchema>;
 
-/** zod issues as `path: message` lines, the one format every input error uses. */
-export function formatIssues(error: z.ZodError): string[] {
-  return error.issues.map((i) => {
+/**
+ * zod issues as `path: message` lines, the one format every input error uses.
+ * `knownKeys`: the top-level keys of the object, so an unknown key can be answered
+ * with the closest known one (`maximum_rule: unknown key (did you mean maximum_rules?)`).
+ */
+export function formatIssues(error: z.ZodError, knownKeys: readonly string[] = []): string[] {
+  return error.issues.flatMap((i) => {
     const path = i.path.length ? i.path.map(String).join('.') : '(root)';
     if (i.code === 'unrecognized_keys') {
-      return `${i.keys.map((k) => (i.path.length ? `${path}.${k}` : k)).join(', ')}: unknown key${i.keys.length > 1 ? 's' : ''}`;
+      return i.keys.map((k) => {
+        const hint = i.path.length ? undefined : closestName(k, knownKeys);
+        return `${i.path.length ? `${path}.${k}` : k}: unknown key${hint ? ` (did you mean ${hint}?)` : ''}`;
+      });
     }
-    return `${path}: ${i.message}`;
+    return [`${path}: ${i.message}`];
   });
 }
+
+/** Every key config.json may hold. */
+export const CONFIG_KEYS: readonly string[] = Object.keys(configSchema.shape);

@@ -86,7 +86,14 @@ export class AgentMetrics {
     for (const c of API_ERROR_CLASSES) this.apiErrors.inc({ class: c }, 0);
     this.lastSuccess.set(0);
     this.countersOk.set(1);
-    if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: this.registry, prefix: PREFIX });
+    if (options.defaultMetrics ?? true) {
+      collectDefaultMetrics({ register: this.registry, prefix: PREFIX });
+      // prom-client's process_heap_bytes is VmData from /proc/self/status: address space
+      // reserved for private data (V8 reserves its heap cage and every thread's arena up
+      // front), not memory in use; it read 702 MB beside an RSS of 188 MB. Memory in use is
+      // process_resident_memory_bytes; the JS heap is nodejs_heap_size_used_bytes.
+      this.registry.removeSingleMetric(`${PREFIX}process_heap_bytes`);
+    }
   }
 
   /** Where the dropped_* counters come from (changes on reload); errors go to `onError`, never to the scrape. */

@@ -1,4 +1,4 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execa, type ResultPromise } from 'execa';
@@ -72,4 +72,10 @@ export async function waitFor<T>(check: () => T | Promise<T>, what: string, time
     if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
     await new Promise((r) => setTimeout(r, everyMs));
   }
+}
+
+/** The addresses the last cycle applied, from `<state_dir>/applied-<plugin>.json` (what `sync --json` no longer lists), sorted. */
+export function appliedIps(stateDir: string, plugin = 'dry-run'): string[] {
+  const set = JSON.parse(readFileSync(join(stateDir, `applied-${plugin}.json`), 'utf8')) as { entries: { cidr: string }[] };
+  return set.entries.map((e) => e.cidr).sort();
 }

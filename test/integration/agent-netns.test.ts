@@ -1,7 +1,8 @@
 import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator, type Simulator } from '../simulator/index.js';
-import { runCli, writeConfig, waitFor } from '../helpers/cli.js';
+import { appliedIps, runCli, writeConfig, waitFor } from '../helpers/cli.js';
 import { ADDR, createLab, isRoot, snapshot, type Lab, type RulesetSnapshot } from '../netns/netns.js';
 
 /**
@@ -42,7 +43,7 @@ describe.each(['ipset', 'nftables'] as const)('agent with the %s backend in a na
   const sync = async (...extra: string[]) => {
     const r = await runCli(['sync', '--once', '--json', '--config', cfg.path, ...extra]);
     expect(r.exitCode, r.stderr).toBe(0);
-    return JSON.parse(r.stdout) as { plan: { entries: { ip: string }[] }; plugin: string };
+    return JSON.parse(r.stdout) as { plugin: string };
   };
 
   beforeAll(async () => {
@@ -76,7 +77,7 @@ describe.each(['ipset', 'nftables'] as const)('agent with the %s backend in a na
   it('puts exactly the selected set into the kernel and drops traffic from it', async () => {
     const out = await sync();
     expect(out.plugin).toBe(plugin);
-    const selected = out.plan.entries.map((e) => e.ip).sort();
+    const selected = appliedIps(join(cfg.dir, 'state'), plugin);
     expect(selected).toEqual(expect.arrayContaining([ADDR.blocked, ADDR.net24, ADDR.other]));
     expect(selected).not.toContain(ADDR.allowed);
     expect(await kernelSet()).toEqual(selected);
@@ -126,6 +127,13 @@ describe.each(['ipset', 'nftables'] as const)('agent with the %s backend in a na
   it('flush restores the exact original ruleset', async () => {
     const r = await runCli(['flush', '--config', cfg.path]);
     expect(r.exitCode, r.stderr).toBe(0);
+    expect(r.stderr).toContain(`flushed: removed the ${plugin} objects owned by wcf-agent`);
+    expect(await snapshot(lab.host)).toEqual(original);
+    // A second flush finds nothing and says so (still exit 0, still nothing else touched).
+    const again = await runCli(['flush', '--config', cfg.path]);
+    expect(again.exitCode, again.stderr).toBe(0);
+    expect(again.stderr).toContain(`nothing to flush: no ${plugin} objects owned by wcf-agent were there`);
+    expect(again.stderr).not.toContain('flushed: removed');
     expect(await snapshot(lab.host)).toEqual(original);
   });
 });

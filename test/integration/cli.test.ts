@@ -2,7 +2,7 @@ import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator, type Simulator } from '../simulator/index.js';
-import { runCli, writeConfig } from '../helpers/cli.js';
+import { appliedIps, runCli, writeConfig } from '../helpers/cli.js';
 import { expectedPlan } from '../helpers/expected-plan.js';
 
 let sim: Simulator;
@@ -42,7 +42,13 @@ describe('plan --json', () => {
     const expected = expectedPlan(sim.indicators(), { now: plan.generated_at, threshold: THRESHOLD, maximumRules: MAX, minPrefix: 8 });
     expect(plan.entries.map((e) => [e.ip, e.reason])).toEqual(expected.map((e) => [e.ip, e.reason]));
     for (let i = 0; i < expected.length; i++) {
-      if (expected[i]!.reason === 'score') expect(plan.entries[i]!.score!).toBeCloseTo(expected[i]!.score!, 9);
+      // Rounded to 4 significant digits.
+      const want = expected[i]!.score!;
+      if (expected[i]!.reason === 'score') expect(Math.abs(plan.entries[i]!.score! - want)).toBeLessThanOrEqual(5e-4 * want);
+    }
+    for (const e of plan.entries) {
+      if (e.score !== null) expect(e.score).toBe(Number(e.score.toPrecision(4)));
+      if (e.expires !== null) expect(Number.isInteger(e.expires)).toBe(true);
     }
     expect(plan.counts.manual).toBeGreaterThan(0);
     expect(plan.counts.score).toBeGreaterThan(0);
@@ -70,24 +76,54 @@ describe('plan --json', () => {
   });
 });
 
+describe('sync without --once, and flush twice', () => {
+  it('`sync` alone runs one cycle and exits, as `sync --once` does', async () => {
+    const { path, dir } = config();
+    const before = sim.reports.length;
+    const r = await runCli(['sync', '--dry-run', '--json', '--config', path]);
+    expect(r.exitCode, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout)).toMatchObject({ ok: true, code: 0, plugin: 'dry-run' });
+    expect(sim.reports.length).toBe(before + 1);
+    expect(existsSync(join(dir, 'state', 'dry-run.ipset'))).toBe(true);
+  });
+
+  it('a second flush says nothing was there', async () => {
+    const { path, dir } = config();
+    expect((await runCli(['sync', '--dry-run', '--config', path])).exitCode).toBe(0);
+    const first = await runCli(['flush', '--dry-run', '--config', path]);
+    expect(first.exitCode, first.stderr).toBe(0);
+    expect(first.stderr).toBe('flushed: removed the dry-run objects owned by wcf-agent');
+    expect(existsSync(join(dir, 'state', 'dry-run.ipset'))).toBe(false);
+    const second = await runCli(['flush', '--dry-run', '--config', path]);
+    expect(second.exitCode, second.stderr).toBe(0);
+    expect(second.stderr).toBe('nothing to flush: no dry-run objects owned by wcf-agent were there');
+  });
+});
+
 describe('sync --once --dry-run', () => {
   it('renders the selected set, reports it to the API, and status shows it', async () => {
     const { path, dir } = config();
     const before = sim.reports.length;
     const r = await runCli(['sync', '--once', '--dry-run', '--json', '--config', path]);
     expect(r.exitCode, r.stderr).toBe(0);
-    const out = JSON.parse(r.stdout) as { ok: boolean; applied: number; plugin: string; reported: boolean; plan: PlanJson };
+    const out = JSON.parse(r.stdout) as { ok: boolean; applied: number; selected: number; plugin: string; reported: boolean; by_reason: { manual: number; score: number } };
     expect(out).toMatchObject({ ok: true, plugin: 'dry-run', reported: true });
-    expect(out.applied).toBe(out.plan.entries.length);
+    expect(out.applied).toBe(out.selected);
+    // The outcome, not the plan: counts, changes and times (the entries are plan --json's).
+    expect(out).not.toHaveProperty('plan');
+    expect(out).toMatchObject({ changes: { added: out.applied, removed: 0 }, feed: { indicators: expect.any(Number), whitelisted: expect.any(Number) }, code: 0 });
+    expect(out.by_reason.manual + out.by_reason.score).toBe(out.applied);
+    const applied = appliedIps(join(dir, 'state'));
+    expect(applied.length).toBe(out.applied);
 
     const rules = readFileSync(join(dir, 'state', 'dry-run.ipset'), 'utf8');
-    for (const e of out.plan.entries) expect(rules).toContain(` ${e.ip}`);
+    for (const ip of applied) expect(rules).toContain(` ${ip}`);
 
     expect(sim.reports.length).toBe(before + 1);
     const report = sim.reports.at(-1)!.body as Record<string, unknown>;
     expect(report).toMatchObject({ agid: sim.agid, plugin: 'dry-run', code: 0, maximum_rules: MAX, score_threshold: THRESHOLD, sync_time: '5', version: '0.1.0' });
     expect(typeof report.hostanme).toBe('string');
-    expect([...(report.blacklist as string[])].sort()).toEqual(out.plan.entries.map((e) => e.ip).sort());
+    expect([...(report.blacklist as string[])].sort()).toEqual(applied);
 
     const st = await runCli(['status', '--json', '--config', path]);
     expect(st.exitCode, st.stderr).toBe(0);
@@ -95,7 +131,7 @@ describe('sync --once --dry-run', () => {
   });
 
   it('pulls incrementally from the saved cursor on the next cycle', async () => {
-    const { path } = config();
+    const { path, dir } = config();
     expect((await runCli(['sync', '--once', '--dry-run', '--config', path])).exitCode).toBe(0);
     const mark = sim.requests.length;
     sim.upsertIndicator({ ip: '198.18.7.7', score: 9.5 });
@@ -104,19 +140,19 @@ describe('sync --once --dry-run', () => {
     const feedCalls = sim.requests.slice(mark).filter((q) => q.path.endsWith('/ips') && q.query.filter === '0');
     expect(feedCalls.length).toBeGreaterThan(0);
     expect(Number(feedCalls[0]!.query.ts)).toBeGreaterThan(0);
-    const out = JSON.parse(r.stdout) as { full_pull: boolean; plan: PlanJson };
+    const out = JSON.parse(r.stdout) as { full_pull: boolean };
     expect(out.full_pull).toBe(false);
-    expect(out.plan.entries.some((e) => e.ip === '198.18.7.7')).toBe(true);
+    expect(appliedIps(join(dir, 'state'))).toContain('198.18.7.7');
   });
 
   it('a whitelist decision removes an entry on the next cycle', async () => {
-    const { path } = config();
+    const { path, dir } = config();
     sim.upsertIndicator({ ip: '198.18.9.9', score: 9.9 });
-    const first = JSON.parse((await runCli(['sync', '--once', '--dry-run', '--json', '--config', path])).stdout) as { plan: PlanJson };
-    expect(first.plan.entries.some((e) => e.ip === '198.18.9.9')).toBe(true);
+    expect((await runCli(['sync', '--once', '--dry-run', '--config', path])).exitCode).toBe(0);
+    expect(appliedIps(join(dir, 'state'))).toContain('198.18.9.9');
     sim.setDecision('198.18.9.9', 0);
-    const second = JSON.parse((await runCli(['sync', '--once', '--dry-run', '--json', '--config', path])).stdout) as { plan: PlanJson };
-    expect(second.plan.entries.some((e) => e.ip === '198.18.9.9')).toBe(false);
+    expect((await runCli(['sync', '--once', '--dry-run', '--config', path])).exitCode).toBe(0);
+    expect(appliedIps(join(dir, 'state'))).not.toContain('198.18.9.9');
     sim.setDecision('198.18.9.9', -1);
   });
 
@@ -219,6 +255,14 @@ describe('help and version', () => {
     expect(r.exitCode).toBe(0);
     expect(r.stdout).toMatch(/--config/);
   });
+  it('no --help text speaks of endpoint numbers (E7...): each says what the command does', async () => {
+    for (const args of [['--help'], ['agents', 'list', '--help'], ['agents', 'configure', '--help'], ['agents', 'delete', '--help'], ['report', '--help'], ['sync', '--help']]) {
+      const r = await runCli(args);
+      expect(r.exitCode).toBe(0);
+      expect(r.stdout, args.join(' ')).not.toMatch(/\bE\d\b/);
+    }
+  });
+
   it('--version prints the version', async () => {
     const r = await runCli(['--version']);
     expect(r.stdout.trim()).toBe(JSON.parse(readFileSync(join(import.meta.dirname, '../../package.json'), 'utf8')).version);

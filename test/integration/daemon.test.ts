@@ -116,8 +116,11 @@ describe('daemon under API faults keeps the applied set and recovers', () => {
     sim.setFault('empty');
     await d.waitForLog(/shrink guard/);
     expect(readFileSync(rules, 'utf8')).toBe(good);
-    const last = sim.reports.at(-1)!.body as { code: number; blacklist: string[] };
-    expect(last.code).toBe(50);
+    // The report follows the log line: wait for it rather than read it at once (it raced under load).
+    const last = await waitFor(() => {
+      const body = sim.reports.at(-1)?.body as { code: number; blacklist: string[] } | undefined;
+      return body?.code === 50 ? body : undefined;
+    }, 'the report with code 50');
     expect(last.blacklist.length).toBe(entriesOf(good).length);
     // The next pull agrees: now the shrink is applied (manual blocks remain).
     await d.waitForLog(/two pulls agree/);

@@ -4,7 +4,7 @@ import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startSimulator, type Simulator } from '../simulator/index.js';
-import { runCli, writeConfig } from '../helpers/cli.js';
+import { appliedIps, runCli, writeConfig } from '../helpers/cli.js';
 import { fakeFirewallTools, type FakeTools } from '../helpers/fake-tools.js';
 
 let sim: Simulator;
@@ -50,11 +50,11 @@ describe.each(['ipset', 'auto'])('plugin %s', (plugin) => {
     const r = await cli(['sync', '--once', '--dry-run', '--json', '--config', path]);
     expect(r.exitCode, r.stderr).toBe(0);
     expect(tools.calls()).toEqual([]);
-    const out = JSON.parse(r.stdout) as { ok: boolean; plugin: string; applied: number; plan: { entries: { ip: string }[] } };
+    const out = JSON.parse(r.stdout) as { ok: boolean; plugin: string; applied: number };
     expect(out).toMatchObject({ ok: true, plugin: 'dry-run' });
     expect(out.applied).toBeGreaterThan(0);
     const rules = readFileSync(join(dir, 'state', 'dry-run.ipset'), 'utf8');
-    for (const e of out.plan.entries) expect(rules).toContain(` ${e.ip}`);
+    for (const ip of appliedIps(join(dir, 'state'))) expect(rules).toContain(` ${ip}`);
     expect((sim.reports.at(-1)!.body as { plugin: string }).plugin).toBe('dry-run');
   });
 

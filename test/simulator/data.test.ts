@@ -123,6 +123,11 @@ describe('IndicatorData', () => {
     expect(new IndicatorData({ seed: 1, count: 8, start: START }).sameTsRuns).toEqual([]);
   });
 
+  it('batchImport: false leaves out the 1500-item run (the demo), keeps the small ones', () => {
+    const quiet = new IndicatorData({ seed: 1, count: N, start: START, batchImport: false });
+    expect(quiet.sameTsRuns.map((r) => r.count)).toEqual([7, 7, 7]);
+  });
+
   it('spreads scores 1..10, ~10% own org, ~0.5% blocks and whitelists, some fresh above threshold', () => {
     let own = 0;
     let blocks = 0;

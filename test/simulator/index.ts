@@ -26,6 +26,8 @@ export { DEFAULT_EVAL, DEFAULT_EXEC_PYTHON } from './render.js';
 export { DEFAULT_AGENT_CONFIG } from './agents.js';
 
 export interface SimulatorOptions {
+  /** false: no 1500-item run sharing one ts (see DataOptions.batchImport); default true. */
+  batchImport?: boolean;
   /** 0 (default) = a free port. */
   port?: number;
   host?: string;
@@ -102,7 +104,7 @@ function checkUpsert(item: UpsertItem): void {
 
 export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simulator> {
   const clock = new Clock(opts.now);
-  const data = new IndicatorData({ seed: opts.seed ?? 1, count: opts.indicators ?? 1000, start: clock.now() });
+  const data = new IndicatorData({ seed: opts.seed ?? 1, count: opts.indicators ?? 1000, start: clock.now(), batchImport: opts.batchImport });
   const feed = new FeedStore(data, clock);
   const agents = new AgentStore(data.ownGid);
   agents.deletedAgentResponse = opts.deletedAgentResponse ?? '404';

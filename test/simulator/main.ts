@@ -7,7 +7,7 @@ import { parseArgs } from 'node:util';
 import { startSimulator, type SimulatorOptions } from './index.js';
 
 const USAGE = `usage: tsx test/simulator/main.ts [--port N] [--host H] [--indicators N] [--seed N]
-       [--token T] [--agid A] [--now EPOCH_S] [--deleted-agent-response 404|empty]`;
+       [--token T] [--agid A] [--now EPOCH_S] [--deleted-agent-response 404|empty] [--no-batch-import]`;
 
 function int(name: string, v: string | undefined, min: number): number | undefined {
   if (v === undefined) return undefined;
@@ -32,6 +32,7 @@ async function main(): Promise<void> {
         agid: { type: 'string' },
         now: { type: 'string' },
         'deleted-agent-response': { type: 'string' },
+        'no-batch-import': { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
       },
       strict: true,
@@ -58,6 +59,7 @@ async function main(): Promise<void> {
     agid: values.agid,
     now: int('now', values.now, 0),
     deletedAgentResponse: dar,
+    batchImport: !values['no-batch-import'],
   };
   const sim = await startSimulator(opts);
   process.stdout.write(`${JSON.stringify({ url: sim.url, token: sim.token, agid: sim.agid, origin: sim.origin })}\n`);

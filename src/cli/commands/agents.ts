@@ -31,7 +31,7 @@ export interface ConfigureFlags {
   version?: string;
 }
 
-/** The POST /feedback/config body: only the fields given, all strings, each validated first. At least one is required. */
+/** The stored-configuration body: only the fields given, all strings, each validated first. At least one is required. */
 export function configureBody(o: ConfigureFlags): StoredConfigBody {
   const body: StoredConfigBody = {};
   if (o.maximumRules !== undefined) body.maximum_rules = parsePositiveInt('--maximum-rules', o.maximumRules, HARD_LIMITS.maximum_rules);

@@ -1,18 +1,26 @@
 import type { PlanResult } from '../../agent/cycle.js';
 import { computePlan } from '../../agent/cycle.js';
+import { computeOfflinePlan } from '../../agent/offline-plan.js';
 import { UsageError } from '../../errors.js';
 import { createApi, loadContext, openState, type GlobalOptions } from '../context.js';
 import { duration, isoTime, printJson, table } from '../format.js';
 import { createProgress } from '../progress.js';
 
-export function planToJson(agid: string, plan: PlanResult) {
+/** Four significant digits: enough to rank and compare with a threshold, and no `5.283019648302915`. */
+export function roundScore(score: number | null): number | null {
+  return score === null ? null : Number(score.toPrecision(4));
+}
+
+/** `offline`: planned from the cache of the pull at `feed_as_of` (epoch s), without asking the API. */
+export function planToJson(agid: string, plan: PlanResult, offline?: { feedAsOf: number }) {
   const { selection, now } = plan;
   return {
     agid,
     generated_at: now,
+    offline: offline ? { feed_as_of: offline.feedAsOf } : null,
     settings: plan.settings,
     sources: plan.sources,
-    agent_record: plan.agentRecord,
+    agent_record: offline ? null : plan.agentRecord,
     scoring: plan.scoring,
     counts: {
       selected: selection.entries.length,
@@ -24,13 +32,11 @@ export function planToJson(agid: string, plan: PlanResult) {
       whitelisted: plan.pulled.whitelist,
       invalid: plan.pulled.invalid,
     },
-    entries: selection.entries.map((e) => ({
-      ip: e.cidr.text,
-      reason: e.reason,
-      score: e.score,
-      expires: e.expiresAt,
-      expires_in: e.expiresAt === null ? null : e.expiresAt - now,
-    })),
+    entries: selection.entries.map((e) => {
+      // Whole seconds, rounded down as the kernel timeout is: the entry is gone by then.
+      const expires = e.expiresAt === null ? null : Math.floor(e.expiresAt);
+      return { ip: e.cidr.text, reason: e.reason, score: roundScore(e.score), expires, expires_in: expires === null ? null : expires - now };
+    }),
   };
 }
 
@@ -65,9 +71,18 @@ export function parseLimit(value: string | undefined): number {
   return Number(v);
 }
 
-export async function planCommand(opts: GlobalOptions & { json?: boolean; limit?: string }): Promise<number> {
+export async function planCommand(opts: GlobalOptions & { json?: boolean; limit?: string; offline?: boolean }): Promise<number> {
   const limit = parseLimit(opts.limit); // before anything is read or sent
   const { config, logger } = loadContext(opts);
+  if (opts.offline) {
+    const { plan, feedAsOf } = await computeOfflinePlan({ config, state: openState(config, logger), logger });
+    if (opts.json) await printJson(planToJson(config.agid, plan, { feedAsOf }));
+    else {
+      process.stdout.write(`offline: planned from the feed cached at ${isoTime(feedAsOf)} (${duration(plan.now - feedAsOf)} ago); the API was not asked\n\n`);
+      printPlanTable(plan, limit);
+    }
+    return 0;
+  }
   const api = createApi(config, logger);
   try {
     // plan touches nothing: no state writes, no firewall; it reads the state only for the last settings.

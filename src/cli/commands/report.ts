@@ -63,7 +63,7 @@ function textField(flag: string, value: string | undefined): string | undefined 
   return value;
 }
 
-/** The POST /ips body from the command line, every value checked against the spec's limits before anything is sent. */
+/** The indicator-report body from the command line, every value checked against the spec's limits before anything is sent. */
 export function buildReport(ip: string, o: ReportFlags, now: number): IpReportBody {
   const body: IpReportBody = { ip: parseReportIp(ip), confidence: parseConfidence(o.confidence), decision: parseDecision(o.decision) };
   if (o.ttl !== undefined) body.ttl = parseTtl(o.ttl, now);
@@ -76,7 +76,7 @@ export function buildReport(ip: string, o: ReportFlags, now: number): IpReportBo
 
 const DECISION_TEXT = { 1: 'block', 0: 'allow (whitelist)', [-1]: 'none (score-based)' } as const;
 
-/** `wcf-agent report IP --confidence C ...`: POST /ips, report an indicator or set its decision. */
+/** `wcf-agent report IP --confidence C ...`: report an indicator or set its decision. */
 export async function reportCommand(ip: string, opts: GlobalOptions & ReportFlags): Promise<number> {
   const body = buildReport(ip, opts, Math.floor(Date.now() / 1000));
   const { config, logger } = loadContext(opts);

@@ -4,7 +4,7 @@ import { withLock } from '../../agent/lock.js';
 import { createApi, loadContext, openPluginForSync, openState, type GlobalOptions } from '../context.js';
 import { printJson } from '../format.js';
 import { createProgress } from '../progress.js';
-import { planToJson } from './plan.js';
+import { syncOutcomeToJson } from './sync-outcome.js';
 
 export async function syncCommand(opts: GlobalOptions & { once?: boolean; dryRun?: boolean; json?: boolean; force?: boolean }): Promise<number> {
   const { config, logger } = loadContext(opts);
@@ -19,23 +19,7 @@ export async function syncCommand(opts: GlobalOptions & { once?: boolean; dryRun
       );
       const r = outcome.record;
       if (opts.json) {
-        await printJson({
-          ok: r.ok,
-          code: r.code,
-          error: r.errorCode ?? null,
-          message: r.message ?? null,
-          plugin: r.plugin,
-          applied: r.applied,
-          by_reason: r.byReason,
-          skipped: r.skipped,
-          full_pull: r.fullPull,
-          running: r.running,
-          reported: outcome.reported,
-          duration_ms: r.durationMs,
-          timings_ms: outcome.timings ?? null,
-          changes: outcome.apply ?? null,
-          plan: outcome.plan ? planToJson(config.agid, outcome.plan) : null,
-        });
+        await printJson(syncOutcomeToJson(outcome));
       } else if (r.ok) {
         const a = outcome.apply;
         process.stderr.write(

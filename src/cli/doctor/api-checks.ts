@@ -48,8 +48,8 @@ function recordCheck(config: AgentConfig, record: AgentRecord | null): CheckResu
 }
 
 /**
- * API reachability (GET /version, no auth), the token (GET /feedback for our agid), the stored
- * configuration, and clock skew from that answer's Date header. No retries: doctor
+ * API reachability (the version probe, no auth), the token (the agent-record call for our agid), the stored
+ * configuration, and clock skew from the version probe's Date header. No retries: doctor
  * answers quickly. Nothing is written to the API.
  */
 export async function apiChecks(config: AgentConfig, logger: Logger): Promise<CheckResult[]> {

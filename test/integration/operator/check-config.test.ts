@@ -1,7 +1,8 @@
-import { chmodSync, existsSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, existsSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { runCli, writeConfig } from '../../helpers/cli.js';
+import { ROOT, runCli, writeConfig } from '../../helpers/cli.js';
 
 // No simulator: check-config must not touch the network (base_url points nowhere).
 const BASE = { agid: 'a1', base_url: 'http://192.0.2.1:1/api/v1' };
@@ -79,5 +80,42 @@ describe('check-config', () => {
     r = await runCli(['check-config', '--config', '/nonexistent/config.json']);
     expect(r.exitCode).toBe(2);
     expect(r.stderr).toMatch(/no such file/);
+  });
+
+  it('the unedited example: exit 2, one line per placeholder key, in check-config and in sync alike', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'wcf-it-'));
+    const path = join(dir, 'config.json');
+    copyFileSync(join(ROOT, 'config.json.example'), path);
+    for (const args of [['check-config'], ['sync', '--once']]) {
+      const r = await runCli([...args, '--config', path]);
+      expect(r.exitCode, args.join(' ')).toBe(2);
+      expect(r.stdout).toBe('');
+      expect(r.stderr.split('\n')).toEqual([
+        `wcf-agent: WCF_ERR_CONFIG: ${path} is not valid`,
+        `  agid: still the example's placeholder "REPLACE-WITH-AGENT-ID"; set the real value`,
+        `  token: still the example's placeholder "REPLACE-WITH-API-TOKEN"; set the real value`,
+        `  base_url: api.example.net is the example's placeholder host; set your API's address`,
+      ]);
+    }
+    expect(existsSync(join(dir, 'state'))).toBe(false);
+  });
+
+  it('a base_url that is not the API root: exit 2 naming base_url', async () => {
+    const { path } = writeConfig({ ...BASE, base_url: 'http://192.0.2.1:1/', token: 't' });
+    const r = await runCli(['check-config', '--config', path]);
+    expect(r.exitCode).toBe(2);
+    expect(r.stderr).toContain('  base_url: must be the API root, ending in /api/v1 (got path "/")');
+  });
+
+  it('a JSON syntax error: one FILE:LINE:COLUMN line; a mistyped key: did you mean', async () => {
+    const { path } = writeConfig({});
+    writeFileSync(path, '{\n  "agid": "a1",\n  "allowlist": [\n    "10.0.0.1",\n  ]\n}\n');
+    let r = await runCli(['check-config', '--config', path]);
+    expect(r.exitCode).toBe(2);
+    expect(r.stderr).toBe(`wcf-agent: WCF_ERR_CONFIG: ${path}:5:3: unexpected ']'`);
+    const typo = writeConfig({ ...BASE, token: 't', maximum_rule: 5 });
+    r = await runCli(['check-config', '--config', typo.path]);
+    expect(r.exitCode).toBe(2);
+    expect(r.stderr).toContain('  maximum_rule: unknown key (did you mean maximum_rules?)');
   });
 });

@@ -240,6 +240,9 @@ describe('install.sh --uninstall --flush on the live system (private mount names
     'done',
   ].join('\n');
 
+  /** The operator's edit of the installed example (the agent refuses the placeholders). */
+  const edit = "sed -i 's/REPLACE-WITH-/edited-/g' /etc/wcf-agent/config.json";
+
   function spy(name: string, exitCode: number): { bin: string; calls: string } {
     const calls = join(work, `${name}.calls`);
     const bin = join(work, name);
@@ -252,7 +255,7 @@ describe('install.sh --uninstall --flush on the live system (private mount names
     const { bin, calls } = spy('spy-flush-ok', 0);
     const script = join(ROOT, 'scripts/install.sh');
     const hostBefore = ['/etc/wcf-agent', '/usr/bin/wcf-agent', '/usr/share/doc/wcf-agent'].map((p) => existsSync(p));
-    const r = await sandboxed(`bash ${script} --binary ${bin} >/dev/null\nbash ${script} --uninstall --flush\n${state}`);
+    const r = await sandboxed(`bash ${script} --binary ${bin} >/dev/null\n${edit}\nbash ${script} --uninstall --flush\n${state}`);
     expect(r.exitCode, r.stderr).toBe(0);
     expect(readFileSync(calls, 'utf8')).toBe('flush --config /etc/wcf-agent/config.json\n');
     expect(r.stdout).toMatch(/removing the agent's firewall objects: \/usr\/bin\/wcf-agent flush --config \/etc\/wcf-agent\/config\.json/);
@@ -267,7 +270,7 @@ describe('install.sh --uninstall --flush on the live system (private mount names
   it('a failing flush stops the uninstall: exit non-zero, everything still installed', async () => {
     const { bin, calls } = spy('spy-flush-fails', 1);
     const script = join(ROOT, 'scripts/install.sh');
-    const r = await sandboxed(`bash ${script} --binary ${bin} >/dev/null\nrc=0; bash ${script} --uninstall --flush || rc=$?\necho "rc=$rc"\n${state}`);
+    const r = await sandboxed(`bash ${script} --binary ${bin} >/dev/null\n${edit}\nrc=0; bash ${script} --uninstall --flush || rc=$?\necho "rc=$rc"\n${state}`);
     expect(r.exitCode, r.stderr).toBe(0);
     expect(readFileSync(calls, 'utf8')).toBe('flush --config /etc/wcf-agent/config.json\n');
     expect(r.stdout).toMatch(/^rc=[1-9]/m);
@@ -275,5 +278,15 @@ describe('install.sh --uninstall --flush on the live system (private mount names
     for (const f of ['/usr/bin/wcf-agent', '/lib/systemd/system/wcf-agent.service', '/usr/share/doc/wcf-agent/README.md', '/etc/wcf-agent/config.json']) {
       expect(r.stdout).toContain(`present ${f}`);
     }
+  });
+
+  it('an unedited config (placeholders): no flush is run, the uninstall goes on and says why', async () => {
+    const { bin, calls } = spy('spy-flush-unedited', 1);
+    const script = join(ROOT, 'scripts/install.sh');
+    const r = await sandboxed(`bash ${script} --binary ${bin} >/dev/null\nbash ${script} --uninstall --flush\n${state}`);
+    expect(r.exitCode, r.stderr).toBe(0);
+    expect(existsSync(calls)).toBe(false);
+    expect(r.stdout).toMatch(/not flushing: \/etc\/wcf-agent\/config\.json still holds the example's placeholders/);
+    expect(r.stdout).toContain('absent /usr/bin/wcf-agent');
   });
 });

@@ -104,10 +104,10 @@ describe('non-root with CAP_NET_ADMIN only, nftables backend', () => {
     dirs.push(dir);
     const r = await asUser(ns, ['net_admin'], ['sync', '--once', '--json', '--config', path]);
     expect(r.exitCode, r.stderr).toBe(0);
-    const out = JSON.parse(r.stdout) as { plugin: string; plan: { entries: unknown[] } };
+    const out = JSON.parse(r.stdout) as { plugin: string; applied: number };
     expect(out.plugin).toBe('nftables');
-    expect(out.plan.entries.length).toBeGreaterThan(0);
-    expect(await nftSet(ns)).toBe(out.plan.entries.length);
+    expect(out.applied).toBeGreaterThan(0);
+    expect(await nftSet(ns)).toBe(out.applied);
     const files = readdirSync(state);
     expect(files.length).toBeGreaterThan(0);
     for (const f of files) expect(statSync(join(state, f)).uid, f).toBe(NOBODY);
@@ -147,9 +147,9 @@ describe('non-root, ipset backend', () => {
 
     const r = await asUser(ns, ['net_admin', 'net_raw'], ['sync', '--once', '--json', '--config', path]);
     expect(r.exitCode, r.stderr).toBe(0);
-    const out = JSON.parse(r.stdout) as { plugin: string; plan: { entries: unknown[] } };
+    const out = JSON.parse(r.stdout) as { plugin: string; applied: number };
     expect(out.plugin).toBe('ipset');
-    expect(await ipsetSize(ns)).toBe(out.plan.entries.length);
+    expect(await ipsetSize(ns)).toBe(out.applied);
     expect(await ns.exec('iptables', ['-S', 'WCF-AGENT'])).toMatch(/-m set --match-set wcf-blocklist src -j DROP/);
   });
 });

@@ -24,9 +24,39 @@ describe('config loading', () => {
     expect(c.token).toBe('t');
   });
 
-  it('loads config.json.example as shipped', () => {
-    const c = loadConfig(join(import.meta.dirname, '../../../config.json.example'));
-    expect(c.agid).toBe('REPLACE-WITH-AGENT-ID');
+  it('refuses config.json.example as shipped, naming each placeholder key', () => {
+    const example = join(import.meta.dirname, '../../../config.json.example');
+    expect(() => loadConfig(example)).toThrow(ConfigError);
+    try {
+      loadConfig(example);
+    } catch (err) {
+      expect((err as ConfigError).problems).toEqual([
+        'agid: still the example\'s placeholder "REPLACE-WITH-AGENT-ID"; set the real value',
+        'token: still the example\'s placeholder "REPLACE-WITH-API-TOKEN"; set the real value',
+        "base_url: api.example.net is the example's placeholder host; set your API's address",
+      ]);
+    }
+  });
+
+  it('a base_url that is not the API root (/api/v1) names the key', () => {
+    expect(problems({ ...base, base_url: 'https://intel.corp.test/' })).toEqual(['base_url: must be the API root, ending in /api/v1 (got path "/")']);
+    expect(problems({ ...base, base_url: 'https://intel.corp.test/api/v2' })).toEqual([
+      'base_url: must be the API root, ending in /api/v1 (got path "/api/v2")',
+    ]);
+    expect(parse({ ...base, base_url: 'https://intel.corp.test/prefix/api/v1/' }).base_url).toBe('https://intel.corp.test/prefix/api/v1/');
+  });
+
+  it('a placeholder in token_file names token_file', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'wcf-cfg-'));
+    writeFileSync(join(dir, 'token'), 'REPLACE-WITH-API-TOKEN\n');
+    writeFileSync(join(dir, 'config.json'), JSON.stringify({ agid: 'a', base_url: base.base_url, token_file: 'token' }));
+    expect(() => loadConfig(join(dir, 'config.json'))).toThrow(/token_file: .*token holds the example's placeholder "REPLACE-WITH-API-TOKEN"/);
+  });
+
+  it('an unknown key close to a known one gets a "did you mean"', () => {
+    expect(problems({ ...base, maximum_rule: 5 })).toEqual(['maximum_rule: unknown key (did you mean maximum_rules?)']);
+    expect(problems({ ...base, scoer_threshold: 5 })).toEqual(['scoer_threshold: unknown key (did you mean score_threshold?)']);
+    expect(problems({ ...base, colour: 'red' })).toEqual(['colour: unknown key']);
   });
 
   it('reports every problem as one path: message line', () => {
@@ -37,7 +67,7 @@ describe('config loading', () => {
         expect.stringMatching(/^min_prefix: /),
         expect.stringMatching(/^allowlist\.1: .*127\.1/),
         expect.stringMatching(/^plugin: /),
-        'maximun_rules: unknown key',
+        'maximun_rules: unknown key (did you mean maximum_rules?)',
       ]),
     );
   });
@@ -64,7 +94,15 @@ describe('config loading', () => {
 
   it('says clearly when the file is missing or not JSON', () => {
     expect(() => loadConfig('/nonexistent/wcf.json')).toThrow(/cannot read config file \/nonexistent\/wcf.json: no such file/);
-    expect(() => parseConfig('{"agid": ', '/x.json')).toThrow(/not valid JSON/);
+    expect(() => parseConfig('{"agid": ', '/x.json')).toThrow(/^\/x\.json:1:10: unexpected end of file$/);
+  });
+
+  it('a JSON syntax error is one FILE:LINE:COLUMN line with no raw newline', () => {
+    const text = '{\n  "agid": "a",\n  "allowlist": ["10.0.0.1",\n  ]\n}\n';
+    expect(() => parseConfig(text, '/etc/wcf-agent/config.json')).toThrow(/^\/etc\/wcf-agent\/config\.json:4:3: unexpected '\]'$/);
+    expect(() => parseConfig('{"a": 1,}', '/c.json')).toThrow(/^\/c\.json:1:9: unexpected '\}'$/);
+    expect(() => parseConfig('{"a":\u0001}', '/c.json')).toThrow(/^\/c\.json:1:6: unexpected 'U\+0001'$/);
+    expect(() => parseConfig('{"a": 1, // note\n}', '/c.json')).toThrow(/^\/c\.json:1:10: comments are not allowed in JSON/);
   });
 
   it('resolves the path from the flag, then WCF_AGENT_CONFIG, then /etc', () => {

@@ -24,7 +24,8 @@ import { RecordingPlugin } from '../../helpers/recording-plugin.js';
  */
 
 const logger = pino({ level: 'silent' });
-const API_ERRORS = new Set(['WCF_ERR_API_UNREACHABLE', 'WCF_ERR_API_AUTH', 'WCF_ERR_API_STATUS', 'WCF_ERR_API_RESPONSE']);
+// Failures of the API calls, and a record the API does not have at first contact (an empty agent-record answer).
+const API_ERRORS = new Set(['WCF_ERR_API_UNREACHABLE', 'WCF_ERR_API_AUTH', 'WCF_ERR_API_STATUS', 'WCF_ERR_API_RESPONSE', 'WCF_ERR_AGENT_UNKNOWN']);
 const PAGE = 5;
 const GOOD_AGENT = JSON.stringify([{ agid: 'fz', config: { maximum_rules: '50', score_threshold: '1', sync_time: '5', running: 'true' } }]);
 const EMPTY_PAGE = JSON.stringify({ header: {}, body: [] });

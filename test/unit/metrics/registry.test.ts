@@ -142,6 +142,9 @@ describe('metrics HTTP server', () => {
     const text = await r.text();
     expect(text).toMatch(/^wcf_agent_cycles_total\{result="ok"\} 0$/m);
     expect(text).toMatch(/^wcf_agent_process_resident_memory_bytes \d+/m);
+    expect(text).toMatch(/^wcf_agent_nodejs_heap_size_used_bytes \d+/m);
+    // Not a heap: prom-client's VmData (reserved address space), removed as misleading.
+    expect(text).not.toMatch(/process_heap_bytes/);
     expect((await fetch(server.url.replace('/metrics', '/'))).status).toBe(404);
     expect((await fetch(server.url, { method: 'POST' })).status).toBe(405);
   });
