@@ -1,4 +1,4 @@
-import { exitCodeOf } from '../../errors.js';
+import { WcfError, errorMessage, exitCodeOf, reportCodeOf } from '../../errors.js';
 import { runCycle } from '../../agent/cycle.js';
 import { withLock } from '../../agent/lock.js';
 import { createApi, loadContext, openPluginForSync, openState, type GlobalOptions } from '../context.js';
@@ -46,6 +46,13 @@ export async function syncCommand(opts: GlobalOptions & { once?: boolean; dryRun
       }
       return outcome.error && !r.ok ? exitCodeOf(outcome.error) : 0;
     });
+  } catch (err) {
+    // Failures before the cycle runs (the lock is held, the plugin cannot open): with --json
+    // the caller still gets one JSON object on stdout; the error is on stderr as well.
+    if (!opts.json || !(err instanceof WcfError)) throw err;
+    process.stderr.write(`wcf-agent: ${err.code}: ${errorMessage(err)}\n`);
+    await printJson({ ok: false, code: reportCodeOf(err), error: err.code, message: errorMessage(err), applied: null, reported: false, plan: null });
+    return exitCodeOf(err);
   } finally {
     await api.client.close();
   }
