@@ -10,6 +10,7 @@ import { createScoring, type Scoring } from '../score/decay.js';
 import { selectEntries, type Reason, type Selection } from '../policy/select.js';
 import { AGENT_VERSION } from '../version.js';
 import { pullAll, type PulledFeeds } from './pull-all.js';
+import { feedItemCap } from '../feed/pull.js';
 import { protectedNetworks } from './protected.js';
 import type { AppliedSet, CycleRecord, StateStore } from './state.js';
 import { checkShrink } from './guard.js';
@@ -57,6 +58,18 @@ export interface CycleOutcome {
 }
 
 const rejectedFormulas = new Set<string>();
+
+/** Runs the deferred feed-cache write; a failure (a full disk) is a warning and the cycle's reported error, never a reason to undo the apply. */
+function saveFeedCacheAfterApply(save: (() => void) | undefined, logger: Logger): Error | undefined {
+  if (!save) return undefined;
+  try {
+    save();
+    return undefined;
+  } catch (err) {
+    logger.warn({ code: (err as WcfError).code }, `feed cache not written, the firewall is updated anyway; the next pull starts from the previous cursor: ${errorMessage(err)}`);
+    return err instanceof Error ? err : new Error(String(err));
+  }
+}
 
 function epochNow(): number {
   return Math.floor(Date.now() / 1000);
@@ -110,12 +123,13 @@ export async function computePlan(deps: CycleDeps, useCache: boolean): Promise<P
   let cache: { items: ReturnType<StateStore['loadFeedCache']> & {}; cursor: number } | undefined;
   if (useCache) {
     const small = state.small;
-    const fullDue = small.lastFullPullAt === undefined || config.full_resync_hours === 0 || now - small.lastFullPullAt >= config.full_resync_hours * 3600;
+    const fullDue = small.lastFullPullAt === undefined || small.lastFullPullAt > now || config.full_resync_hours === 0 || now - small.lastFullPullAt >= config.full_resync_hours * 3600;
     const items = !fullDue && small.cursor !== undefined ? state.loadFeedCache() : undefined;
     if (items && small.cursor !== undefined) cache = { items, cursor: small.cursor };
   }
 
-  const feeds = await pullAll({ api, logger, pageSize: config.page_size, cache, onProgress: deps.onProgress });
+  const maxItems = config.max_feed_items ?? feedItemCap(resolved.settings.maximum_rules, state.small.largestFeed);
+  const feeds = await pullAll({ api, logger, pageSize: config.page_size, cache, onProgress: deps.onProgress, maxItems, now });
   deps.clock?.lap('pull');
   const scoring = createScoring(feeds.header ?? {}, (field, error) => {
     const key = `${field}\u0000${error}`;
@@ -178,18 +192,19 @@ function countByReason(entries: readonly { reason: Reason }[]): Record<Reason, n
 
 /**
  * Keep what a successful pull learnt, even if the apply then fails (it is not firewall
- * state): the feed cache (unless an incremental pull brought nothing), the cursor and the
- * settings in force. Answers the plan without the feed.
+ * state): the settings in force now, and `saveCache` for the feed cache (unless an
+ * incremental pull brought nothing) with its cursor, which the cycle calls after the apply
+ * and the applied-set record: the cache is only a speed-up, and on a full disk it must
+ * neither stop the apply nor take the space the applied set (needed for restore) needs.
  */
-function persistPull({ feeds, ...plan }: PlanResult & { feeds: PulledFeeds }, state: StateStore, now: number): { plan: PlanResult; fullPull: boolean } {
-  if (feeds.feedChanged) state.saveFeedCache(feeds.feed);
-  state.update({
-    cursor: feeds.cursor,
-    settings: plan.settings,
-    sources: plan.sources,
-    ...(feeds.full ? { lastFullPullAt: now } : {}),
-  });
-  return { plan, fullPull: feeds.full };
+function persistPull({ feeds, ...plan }: PlanResult & { feeds: PulledFeeds }, state: StateStore, now: number): { plan: PlanResult; fullPull: boolean; saveCache: () => void } {
+  state.update({ settings: plan.settings, sources: plan.sources });
+  const saveCache = () => {
+    if (feeds.feedChanged) state.saveFeedCache(feeds.feed);
+    // The cursor moves only with the cache it belongs to.
+    state.update({ cursor: feeds.cursor, ...(feeds.full ? { lastFullPullAt: now } : {}) });
+  };
+  return { plan, fullPull: feeds.full, saveCache };
 }
 
 /**
@@ -210,19 +225,21 @@ export async function runCycle(deps: CycleDeps, plugin: FirewallPlugin): Promise
   let error: WcfError | Error | undefined;
   let appliedEntries: { cidr: string; reason: Reason; expiresAt: number | null }[] | undefined;
   let agentRecord: 'present' | 'deleted' | undefined;
+  let saveCache: (() => void) | undefined;
 
   // The firewall's current state is read while the API calls run (read-only; see FirewallPlugin.prefetch).
   plugin.prefetch?.();
   try {
-    // The feed itself (tens of MB at a million indicators) stays inside persistPull: it is
-    // collectable before the apply allocates, which is where a cycle's memory peaks.
     const pulled = persistPull(await computePlan({ ...deps, now: () => now, clock, onAgentRecord: (s) => (agentRecord = s) }, true), state, now);
     plan = pulled.plan;
     fullPull = pulled.fullPull;
+    saveCache = pulled.saveCache;
     clock.lap('cache');
 
     if (plan.settings.running) {
-      const before = liveEntries(state.loadApplied(plugin.name), now).length;
+      // Entries as counted when applied, not filtered by the clock: after a forward clock step every
+      // timed entry looks expired, and a guard comparing against 0 would let an emptied feed through.
+      const before = state.loadApplied(plugin.name)?.entries.length ?? 0;
       const verdict = deps.force
         ? { allow: true, pending: undefined }
         : checkShrink(before, plan.selection.entries.length, config.shrink_guard_ratio, state.small.pendingShrink, now);
@@ -252,6 +269,9 @@ export async function runCycle(deps: CycleDeps, plugin: FirewallPlugin): Promise
     error = err instanceof Error ? err : new Error(String(err));
     logger.error({ code: (error as WcfError).code ?? 'internal' }, `sync failed, previous firewall state kept: ${errorMessage(error)}`);
   }
+  const cacheError = saveFeedCacheAfterApply(saveCache, logger);
+  saveCache = undefined; // the feed can be collected now
+  if (cacheError && (error === undefined || error instanceof ServerConfigError)) error = cacheError;
 
   const settings = plan?.settings ?? prev.settings;
   // A server-config problem or a held-back shrink still leaves a protected, consistent host.

@@ -36,6 +36,10 @@ export interface SmallState {
   nextSyncAt?: number;
   /** Shrink guard: size of a held-back shrinking pull, to compare with the next one. */
   pendingShrink?: { at: number; size: number };
+  /** Most score-feed indicators seen in one cycle (bounds how much a later pull may receive). */
+  largestFeed?: number;
+  /** Wall and monotonic clocks at the start of the last cycle, to detect clock steps. */
+  clock?: { wall: number; mono: number; boot: string | undefined };
 }
 
 /** The last set applied successfully: re-applied at start-up before any network call. */

@@ -1,5 +1,5 @@
 import { WcfError, errorMessage, exitCodeOf, reportCodeOf } from '../../errors.js';
-import { runCycle } from '../../agent/cycle.js';
+import { runBoundedCycle } from '../../agent/bounded-cycle.js';
 import { withLock } from '../../agent/lock.js';
 import { createApi, loadContext, openPluginForSync, openState, type GlobalOptions } from '../context.js';
 import { printJson } from '../format.js';
@@ -14,7 +14,7 @@ export async function syncCommand(opts: GlobalOptions & { once?: boolean; dryRun
     return await withLock(config.state_dir, async () => {
       const plugin = await openPluginForSync(config, logger, state, Boolean(opts.dryRun));
       const progress = createProgress({ json: opts.json });
-      const outcome = await runCycle({ config, api, state, logger, force: Boolean(opts.force), onProgress: progress.onProgress }, plugin).finally(() =>
+      const outcome = await runBoundedCycle({ config, api, state, logger, force: Boolean(opts.force), onProgress: progress.onProgress }, plugin).finally(() =>
         progress.done(),
       );
       const r = outcome.record;
