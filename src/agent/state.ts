@@ -118,7 +118,7 @@ export class StateStore {
    */
   private setAside(path: string, why: string): void {
     const aside = `${path}.corrupt-${Date.now()}`;
-    this.logger.warn({ file: path, aside }, `state file unreadable (${why}); set aside, starting fresh`);
+    this.logger.warn({ file: path, aside }, `state file unreadable: ${why}; set aside, starting fresh`);
     try {
       renameSync(path, aside);
     } catch (e) {
