@@ -14,6 +14,7 @@ import { feedItemCap } from '../feed/pull.js';
 import { protectedNetworks } from './protected.js';
 import type { AppliedSet, CycleRecord, StateStore } from './state.js';
 import { checkShrink } from './guard.js';
+import { saveFeedCacheAfterApply } from './feed-cache-write.js';
 import { PhaseClock, type PhaseTimings } from './timings.js';
 
 export interface CycleDeps {
@@ -58,18 +59,6 @@ export interface CycleOutcome {
 }
 
 const rejectedFormulas = new Set<string>();
-
-/** Runs the deferred feed-cache write; a failure (a full disk) is a warning and the cycle's reported error, never a reason to undo the apply. */
-function saveFeedCacheAfterApply(save: (() => void) | undefined, logger: Logger): Error | undefined {
-  if (!save) return undefined;
-  try {
-    save();
-    return undefined;
-  } catch (err) {
-    logger.warn({ code: (err as WcfError).code }, `feed cache not written, the firewall is updated anyway; the next pull starts from the previous cursor: ${errorMessage(err)}`);
-    return err instanceof Error ? err : new Error(String(err));
-  }
-}
 
 function epochNow(): number {
   return Math.floor(Date.now() / 1000);
@@ -271,6 +260,7 @@ export async function runCycle(deps: CycleDeps, plugin: FirewallPlugin): Promise
   }
   const cacheError = saveFeedCacheAfterApply(saveCache, logger);
   saveCache = undefined; // the feed can be collected now
+  clock.lap('cache');
   if (cacheError && (error === undefined || error instanceof ServerConfigError)) error = cacheError;
 
   const settings = plan?.settings ?? prev.settings;
