@@ -7,6 +7,7 @@ import { execa } from 'execa';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator, type Simulator } from '../simulator/index.js';
 import { CLI, fastFailConfig, runCli } from '../helpers/cli.js';
+import { DaemonProcess } from '../helpers/daemon.js';
 
 /**
  * Hostile servers: each answer is built to stall, poison or flood the agent. What the
@@ -74,6 +75,22 @@ describe('a server that trickles its answer', () => {
     expect(sim.reports.length).toBe(reports + 1);
     expect(lastReportCode()).toBe(20);
     expect(readFileSync(cfg.rules, 'utf8')).toBe(cfg.good);
+  });
+
+  it('the daemon goes on after a cycle that hit its deadline', async () => {
+    const cfg = await afterGoodSync({ request_timeout_ms: 30_000, request_deadline_ms: 600_000, min_bytes_per_second: 0, cycle_deadline_seconds: 10 });
+    sim.setFault('trickle', { routes: ['GET /ips'], delayMs: 300, filter: 0, count: 1 });
+    const d = new DaemonProcess(cfg.path);
+    try {
+      const failed = await d.waitForLog(/^sync failed/, 1, 60_000);
+      expect(failed.msg).toMatch(/cycle deadline of 10 s passed/);
+      expect(failed.code).toBe('WCF_ERR_API_UNREACHABLE');
+      await d.waitForLog(/^cycle done/, 1, 60_000);
+      const ips = (text: string) => text.split('\n').filter((l) => l.startsWith('add ')).map((l) => l.split(' ')[2]).sort();
+      expect(ips(readFileSync(cfg.rules, 'utf8'))).toEqual(ips(cfg.good));
+    } finally {
+      expect(await d.stop()).toBe(0);
+    }
   });
 });
 
