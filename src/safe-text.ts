@@ -5,7 +5,6 @@
  * escaped instead (`\x1b`, `\r`, `\u202e`): C0 controls, DEL, C1 controls, and the
  * bidirectional overrides and line separators that reorder or break what is displayed.
  */
-// eslint-disable-next-line no-control-regex
 const UNSAFE = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
 
 const NAMED: Record<string, string> = { '\n': '\\n', '\r': '\\r', '\t': '\\t' };

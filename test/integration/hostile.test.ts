@@ -119,7 +119,6 @@ describe('a server that never stops paging', () => {
   });
 });
 
-// eslint-disable-next-line no-control-regex
 const RAW_CONTROLS = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f]/;
 
 describe('terminal escapes in a server error message', () => {

@@ -10,7 +10,6 @@ describe('server text on a terminal', () => {
   it('escapeControls shows ESC, OSC, CR/LF, C1 and bidi overrides as visible escapes', () => {
     const out = escapeControls(HOSTILE);
     expect(out).toBe('boom\\x1b]0;pwned\\x07\\x1b[2J\\r\\n12:00:00 INFO  forged line\\x9b31m\\u202eabc');
-    // eslint-disable-next-line no-control-regex
     expect(out).not.toMatch(/[\u0000-\u001f\u007f-\u009f\u202e]/);
     expect(escapeControls('plain text: 1.2.3.4/32 ü')).toBe('plain text: 1.2.3.4/32 ü');
   });
@@ -23,7 +22,6 @@ describe('server text on a terminal', () => {
     log.warn({ detail: 'x\u009by' }, `sync failed: ${HOSTILE}`);
     await new Promise((r) => setImmediate(r));
     expect(text.split('\n').filter(Boolean)).toHaveLength(1);
-    // eslint-disable-next-line no-control-regex
     expect(text.trimEnd()).not.toMatch(/[\u0000-\u001f\u007f-\u009f\u202e]/);
     expect(text).toContain('\\x1b]0;pwned');
   });
