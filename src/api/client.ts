@@ -147,6 +147,7 @@ export class ApiClient {
     const attempt = () => this.observed(route, schema, options);
     if (options.retry === false || this.opts.retries === 0) return attempt();
     const signal = options.afterCycleDeadline ? this.controller.signal : AbortSignal.any([this.controller.signal, this.cycleDeadline.signal]);
+    const cycle = this.cycleDeadline.signal;
     return pRetry(attempt, {
       retries: this.opts.retries,
       minTimeout: this.opts.retryMinDelayMs ?? 500,
@@ -163,6 +164,12 @@ export class ApiClient {
           );
         }
       },
+    }).catch((err: unknown) => {
+      // An abort during the wait between attempts rejects with the signal's plain reason: named here.
+      if (err instanceof WcfError) throw err;
+      if (this.aborted) throw new ApiUnreachableError(`${route}: aborted, the agent is stopping`, { cause: err });
+      if (!options.afterCycleDeadline && cycle.aborted) throw new CycleDeadlineError(`${route}: aborted, ${errorMessage(cycle.reason)}`, { cause: err });
+      throw err;
     });
   }
 
