@@ -63,7 +63,8 @@ describe('a server that trickles its answer', () => {
   });
 
   it('with long request deadlines the cycle deadline ends the cycle (code 20), the report still goes out', async () => {
-    const cfg = await afterGoodSync({ request_timeout_ms: 30_000, request_deadline_ms: 600_000, min_bytes_per_second: 0, cycle_deadline_seconds: 10 });
+    // With retries: the retry loop is aborted too, and the error is still code 20.
+    const cfg = await afterGoodSync({ request_timeout_ms: 30_000, request_deadline_ms: 600_000, min_bytes_per_second: 0, cycle_deadline_seconds: 10, retries: 2 });
     sim.setFault('trickle', { routes: ['GET /ips'], delayMs: 300, filter: 0 });
     const reports = sim.reports.length;
     const r = await timedSync(cfg.path);
