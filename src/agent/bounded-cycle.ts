@@ -4,13 +4,15 @@ import { runCycle, type CycleDeps, type CycleOutcome } from './cycle.js';
 import { checkClock, logClockCheck, systemClocks, type Clocks } from './clock-steps.js';
 
 /**
- * One cycle as the daemon and `sync --once` run it: the clocks checked first (steps logged,
+ * One cycle as the daemon and `sync --once` run it (inside the lock): state.json re-read (a
+ * manual sync may have written it since), the clocks checked (steps logged,
  * stored instants in the future forgotten), the cycle's API calls bounded by
  * cycle_deadline_seconds (then it fails with code 20 and the applied set stays; the state
  * report still goes out), and the size of the feed remembered for the next pull's item cap.
  */
 export async function runBoundedCycle(deps: CycleDeps, plugin: FirewallPlugin, clocks: Clocks = systemClocks): Promise<CycleOutcome> {
   const { state, logger, config } = deps;
+  state.refresh();
   const clock = checkClock(state.small, clocks);
   logClockCheck(clock, logger);
   try {

@@ -106,10 +106,22 @@ export class StateStore {
     } catch (err) {
       throw new StateError(`cannot create state_dir ${dir}: ${(err as Error).message}`, { cause: err });
     }
-    // Read once, now, so a corrupt file is found here and not mid-cycle; this process is the
-    // only writer while it holds the lock, so the copy in memory is the file's content.
+    // Read now, so a corrupt file is found here and not mid-cycle.
+    this.smallState = this.readSmall();
+  }
+
+  private readSmall(): SmallState {
     const raw = this.readJson(SMALL_STATE_FILE);
-    this.smallState = raw !== null && typeof raw === 'object' && !Array.isArray(raw) ? (raw as SmallState) : {};
+    return raw !== null && typeof raw === 'object' && !Array.isArray(raw) ? (raw as SmallState) : {};
+  }
+
+  /**
+   * Re-read state.json: a long-lived process (the daemon) calls this once it holds the lock,
+   * since a manual `sync --once` may have written the file since (the copy in memory is the
+   * file's content only while this process holds the lock).
+   */
+  refresh(): void {
+    this.smallState = this.readSmall();
   }
 
   /**

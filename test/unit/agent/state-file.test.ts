@@ -72,5 +72,10 @@ describe('state files', () => {
     expect(JSON.parse(readFileSync(join(d, 'state.json'), 'utf8'))).toEqual({ cursor: 43, lastFullPullAt: 7 });
     expect(lstatSync(join(d, 'state.json')).mode & 0o777).toBe(0o600);
     expect(new StateStore(d, logger).small).toEqual({ cursor: 43, lastFullPullAt: 7 });
+    // Another process (a manual sync) writes the file: refresh() sees it.
+    new StateStore(d, logger).update({ cursor: 99 });
+    expect(s.small.cursor).toBe(43);
+    s.refresh();
+    expect(s.small).toEqual({ cursor: 99, lastFullPullAt: 7 });
   });
 });
