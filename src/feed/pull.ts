@@ -2,6 +2,7 @@ import { ApiResponseError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { MAX_PAGE_SIZE, type FeedFilter, type FeedHeader, type FeedPage } from '../api/wire.js';
 import { IndicatorMap, toIndicator } from './indicator.js';
+import { escapeControls } from '../safe-text.js';
 
 export interface FeedSource {
   feedPage(filter: FeedFilter, ts: number, limit: number): Promise<FeedPage>;
@@ -103,7 +104,7 @@ export async function pullFeed(api: FeedSource, o: PullOptions): Promise<PullRes
       } else if (item.ts > cursorTs) cursorTs = item.ts;
       const r = toIndicator(item);
       if (!r.ok) {
-        if (invalid < 5) o.logger.warn({ filter: o.filter, index: i }, `feed item skipped: body.${i}.ip: ${r.error}`);
+        if (invalid < 5) o.logger.warn({ filter: o.filter, index: i }, `feed item skipped: body.${i}.ip: ${escapeControls(r.error)}`);
         invalid++;
         continue;
       }

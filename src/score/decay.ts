@@ -4,6 +4,7 @@
  */
 import { parseFormula, type ScoreFn } from './formula.js';
 import { builtinSecondsUntilBelow, numericSecondsUntilBelow } from './expiry.js';
+import { escapeControls } from '../safe-text.js';
 
 /** score(t) = S / (1 + exp((3 / S) * (t / 3600 - 2.5 * S))): raw, no guards (see Scoring.score). */
 export const builtinScore: ScoreFn = (S, t) => S / (1 + Math.exp((3 / S) * (t / 3600 - 2.5 * S)));
@@ -98,6 +99,7 @@ export function createScoring(
     if (bad !== undefined) { rejected.push([field, bad]); continue; }
     return agreesWithBuiltin(parsed.fn) ? makeScoring('header', builtinScore, 'closed-form') : makeScoring('header', parsed.fn, 'numeric');
   }
-  for (const [field, error] of rejected) onRejected?.(field, error);
+  // The reason can quote the header's text (server-supplied): escaped before it is logged.
+  for (const [field, error] of rejected) onRejected?.(field, escapeControls(error));
   return makeScoring('builtin', builtinScore, 'closed-form');
 }

@@ -86,4 +86,13 @@ describe('pullFeed', () => {
     expect(feedItemCap(2_000_000)).toBe(8_000_000);
     expect(feedItemCap(10_000, 900_000)).toBe(1_800_000);
   });
+
+  it('an invalid address quoted in the skip warning has its control characters escaped', async () => {
+    const lines: string[] = [];
+    const log = pino({ level: 'warn' }, { write: (l: string) => lines.push(l) });
+    await pullFeed(memoryFeed([item('1.2\u009b\u001b]0;x', 100), item('192.0.2.1', 100)]), { filter: 0, fromTs: 0, pageSize: 10, logger: log });
+    const msg = (JSON.parse(lines[0]!) as { msg: string }).msg;
+    expect(msg).toMatch(/^feed item skipped: body\.0\.ip: not an IPv4 address: "1\.2\\x9b\\u001b\]0;x"$/);
+    expect(msg).not.toMatch(/[\u0000-\u001f\u0080-\u009f]/);
+  });
 });
