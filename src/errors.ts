@@ -126,6 +126,15 @@ export class StateError extends WcfError {
   }
 }
 
+/** Another live wcf-agent process holds the state dir's lock. */
+export class LockHeldError extends StateError {
+  readonly holder: number;
+  constructor(holder: number, path: string) {
+    super(`another wcf-agent (pid ${holder}) holds ${path}; is the daemon running?`);
+    this.holder = holder;
+  }
+}
+
 /** The shrink guard refused a pull that would remove too much at once (lifecycle). */
 export class GuardError extends WcfError {
   constructor(message: string) {

@@ -1,6 +1,7 @@
 import { Writable } from 'node:stream';
 import pino, { type Logger, type LevelWithSilent } from 'pino';
 import { journalStream, stderrIsJournal } from './log-journal.js';
+import { escapeControls } from './safe-text.js';
 
 const LEVEL_NAMES: Record<number, string> = { 10: 'TRACE', 20: 'DEBUG', 30: 'INFO', 40: 'WARN', 50: 'ERROR', 60: 'FATAL' };
 
@@ -17,9 +18,10 @@ export function prettyStream(out: NodeJS.WritableStream = process.stderr): Writa
           const { level, time, msg, pid: _pid, hostname: _h, ...rest } = JSON.parse(line) as Record<string, unknown>;
           const t = new Date(Number(time)).toISOString().slice(11, 19);
           const extra = Object.keys(rest).length ? ' ' + JSON.stringify(rest) : '';
-          out.write(`${t} ${(LEVEL_NAMES[Number(level)] ?? String(level)).padEnd(5)} ${String(msg ?? '')}${extra}\n`);
+          // One record, one line: a CR/LF or an escape sequence in a message (server text) cannot forge a line or drive the terminal.
+          out.write(`${t} ${(LEVEL_NAMES[Number(level)] ?? String(level)).padEnd(5)} ${escapeControls(String(msg ?? '') + extra)}\n`);
         } catch {
-          out.write(line + '\n');
+          out.write(escapeControls(line) + '\n');
         }
       }
       done();

@@ -1,4 +1,4 @@
-import { closeSync, fsyncSync, openSync, renameSync, writeSync, unlinkSync } from 'node:fs';
+import { closeSync, constants, fsyncSync, openSync, renameSync, writeSync, unlinkSync } from 'node:fs';
 import { dirname } from 'node:path';
 
 /**
@@ -8,7 +8,14 @@ import { dirname } from 'node:path';
  */
 export function writeFileAtomic(path: string, data: string | Buffer | readonly Uint8Array[], mode = 0o600): void {
   const tmp = `${path}.tmp-${process.pid}`;
-  const fd = openSync(tmp, 'w', mode);
+  // A leftover temp file (a crash) is removed, then the new one is created exclusively and
+  // without following a symlink: whatever sits at that name, nothing outside is written through it.
+  try {
+    unlinkSync(tmp);
+  } catch {
+    /* usually absent */
+  }
+  const fd = openSync(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, mode);
   try {
     // Several chunks are written one after the other: large binary state is written from views, never copied into one buffer.
     const chunks = typeof data === 'string' ? [Buffer.from(data, 'utf8')] : Buffer.isBuffer(data) ? [data] : data;

@@ -10,11 +10,13 @@ import { selectEntries, type Selection } from '../policy/select.js';
 import { AGENT_VERSION } from '../version.js';
 import { recordCycle, reportCycle, type AppliedEntry } from './cycle-report.js';
 import { pullAll, type PulledFeeds } from './pull-all.js';
+import { feedItemCap } from '../feed/pull.js';
 import { protectedNetworks } from './protected.js';
 import type { AppliedSet, CycleRecord, StateStore } from './state.js';
 import { checkShrink } from './guard.js';
 import { checkAgentRecord, seenPatch } from './first-contact.js';
 import { saveDecisionsCache } from './decisions-cache.js';
+import { saveFeedCacheAfterApply } from './feed-cache-write.js';
 import { PhaseClock, type PhaseTimings } from './timings.js';
 
 export interface CycleDeps {
@@ -105,12 +107,13 @@ export async function computePlan(deps: CycleDeps, useCache: boolean): Promise<P
   let cache: { items: ReturnType<StateStore['loadFeedCache']> & {}; cursor: number } | undefined;
   if (useCache) {
     const small = state.small;
-    const fullDue = small.lastFullPullAt === undefined || config.full_resync_hours === 0 || now - small.lastFullPullAt >= config.full_resync_hours * 3600;
+    const fullDue = small.lastFullPullAt === undefined || small.lastFullPullAt > now || config.full_resync_hours === 0 || now - small.lastFullPullAt >= config.full_resync_hours * 3600;
     const items = !fullDue && small.cursor !== undefined ? state.loadFeedCache() : undefined;
     if (items && small.cursor !== undefined) cache = { items, cursor: small.cursor };
   }
 
-  const feeds = await pullAll({ api, logger, pageSize: config.page_size, cache, onProgress: deps.onProgress });
+  const maxItems = config.max_feed_items ?? feedItemCap(resolved.settings.maximum_rules, state.small.largestFeed);
+  const feeds = await pullAll({ api, logger, pageSize: config.page_size, cache, onProgress: deps.onProgress, maxItems, now });
   deps.clock?.lap('pull');
   const scoring = createScoring(feeds.header ?? {}, (field, error) => {
     const key = `${field}\u0000${error}`;
@@ -163,20 +166,20 @@ export function liveEntries(set: AppliedSet | undefined, now: number): AppliedSe
 
 /**
  * Keep what a successful pull learnt, even if the apply then fails (it is not firewall
- * state): the feed cache (unless an incremental pull brought nothing), the cursor and the
- * settings in force. Answers the plan without the feed.
+ * state): the settings in force now, and `saveCache` for the feed cache (unless an
+ * incremental pull brought nothing) with its cursor, which the cycle calls after the apply
+ * and the applied-set record: the cache is only a speed-up, and on a full disk it must
+ * neither stop the apply nor take the space the applied set (needed for restore) needs.
  */
-function persistPull({ feeds, ...plan }: PlanResult & { feeds: PulledFeeds }, state: StateStore, now: number): { plan: PlanResult; fullPull: boolean } {
-  if (feeds.feedChanged) state.saveFeedCache(feeds.feed);
-  saveDecisionsCache(state.dir, feeds, now); // for `plan --offline`
-  state.update({
-    cursor: feeds.cursor,
-    settings: plan.settings,
-    sources: plan.sources,
-    ...(feeds.full ? { lastFullPullAt: now } : {}),
-    ...seenPatch(plan.agentRecord === 'present', state, now),
-  });
-  return { plan, fullPull: feeds.full };
+function persistPull({ feeds, ...plan }: PlanResult & { feeds: PulledFeeds }, state: StateStore, now: number): { plan: PlanResult; fullPull: boolean; saveCache: () => void } {
+  state.update({ settings: plan.settings, sources: plan.sources, ...seenPatch(plan.agentRecord === 'present', state, now) });
+  const saveCache = () => {
+    if (feeds.feedChanged) state.saveFeedCache(feeds.feed);
+    saveDecisionsCache(state.dir, feeds, now); // for `plan --offline`
+    // The cursor moves only with the cache it belongs to.
+    state.update({ cursor: feeds.cursor, ...(feeds.full ? { lastFullPullAt: now } : {}) });
+  };
+  return { plan, fullPull: feeds.full, saveCache };
 }
 
 /** The cycle's firewall step: the shrink guard, then apply the selection (or flush when running is off). */
@@ -188,9 +191,11 @@ async function enforce(deps: CycleDeps, plugin: FirewallPlugin, plan: PlanResult
     return { entries: [] };
   }
   const last = state.loadApplied(plugin.name);
+  // Entries as counted when applied, not filtered by the clock: after a forward clock step every
+  // timed entry looks expired, and a guard comparing against 0 would let an emptied feed through.
   const verdict = deps.force
     ? { allow: true, pending: undefined }
-    : checkShrink(liveEntries(last, now).length, plan.selection.entries.length, config.shrink_guard_ratio, state.small.pendingShrink, now);
+    : checkShrink(last?.entries.length ?? 0, plan.selection.entries.length, config.shrink_guard_ratio, state.small.pendingShrink, now);
   state.update({ pendingShrink: verdict.pending });
   if (!verdict.allow) throw new GuardError(verdict.message!);
   if ('message' in verdict && verdict.message) logger.warn(verdict.message);
@@ -222,14 +227,13 @@ export async function runCycle(deps: CycleDeps, plugin: FirewallPlugin): Promise
   let enforced: { apply?: ApplyResult; entries: AppliedEntry[] } | undefined;
   let error: WcfError | Error | undefined;
   let agentRecord: 'present' | 'deleted' | undefined;
+  let saveCache: (() => void) | undefined;
 
   // The firewall's current state is read while the API calls run (read-only; see FirewallPlugin.prefetch).
   plugin.prefetch?.();
   try {
-    // The feed itself (tens of MB at a million indicators) stays inside persistPull: it is
-    // collectable before the apply allocates, which is where a cycle's memory peaks.
     const pulled = persistPull(await computePlan({ ...deps, now: () => now, clock, onAgentRecord: (s) => (agentRecord = s) }, true), state, now);
-    ({ plan, fullPull } = pulled);
+    ({ plan, fullPull, saveCache } = pulled);
     clock.lap('cache');
     enforced = await enforce(deps, plugin, plan, now);
     clock.lap('apply');
@@ -241,6 +245,10 @@ export async function runCycle(deps: CycleDeps, plugin: FirewallPlugin): Promise
     error = err instanceof Error ? err : new Error(String(err));
     logger.error({ code: (error as WcfError).code ?? 'internal' }, `sync failed, previous firewall state kept: ${errorMessage(error)}`);
   }
+  const cacheError = saveFeedCacheAfterApply(saveCache, logger);
+  saveCache = undefined; // the feed can be collected now
+  clock.lap('cache');
+  if (cacheError && (error === undefined || error instanceof ServerConfigError)) error = cacheError;
 
   const settings = plan?.settings ?? previousSettings(deps).settings;
   const current = enforced?.entries ?? liveEntries(state.loadApplied(plugin.name), now);

@@ -4,7 +4,8 @@ import type { AgentConfig } from '../config/load.js';
 import type { ThreatIntelApi } from '../api/threat-intel.js';
 import { timeoutUntil, type FirewallPlugin } from '../firewall/index.js';
 import type { Settings } from '../config/server.js';
-import { liveEntries, previousSettings, runCycle, type CycleOutcome } from './cycle.js';
+import { liveEntries, previousSettings, type CycleOutcome } from './cycle.js';
+import { runBoundedCycle } from './bounded-cycle.js';
 import { withLock } from './lock.js';
 import { toCidr } from '../net/ipv4.js';
 import type { StateStore } from './state.js';
@@ -127,7 +128,7 @@ export class Daemon {
   private async cycle(): Promise<boolean> {
     if (this.stopping) return true;
     const outcome = await withLock(this.parts.config.state_dir, () =>
-      runCycle({ config: this.parts.config, api: this.parts.api, state: this.parts.state, logger: this.logger }, this.parts.plugin),
+      runBoundedCycle({ config: this.parts.config, api: this.parts.api, state: this.parts.state, logger: this.logger }, this.parts.plugin),
     ).catch((err: unknown) => {
       // The lock is held by a manual `sync --once`, or the state dir broke: try again later.
       this.logger.warn(`cycle skipped: ${errorMessage(err)}`);

@@ -14,6 +14,10 @@ export interface PullAllInput {
    */
   cache: { items: IndicatorMap; cursor: number } | undefined;
   onProgress?: (what: string, pages: number, items: number) => void;
+  /** Items each feed's pull may receive before it is refused (feedItemCap). */
+  maxItems?: number;
+  /** The agent's clock, epoch s. */
+  now?: number;
 }
 
 export interface PulledFeeds {
@@ -38,7 +42,7 @@ export interface PulledFeeds {
  */
 export async function pullAll(input: PullAllInput): Promise<PulledFeeds> {
   const { api, logger, pageSize, cache } = input;
-  const common = { pageSize, logger };
+  const common = { pageSize, logger, maxItems: input.maxItems, now: input.now };
   // The three feeds are independent: pulled at the same time (over the keep-alive pool), so a
   // cycle waits for the longest, not the sum. Every one must succeed; all are awaited before an
   // error is thrown, so none is left running (or failing unobserved) behind the cycle.

@@ -1,6 +1,5 @@
-import { existsSync, mkdirSync, readFileSync, renameSync } from 'node:fs';
+import { mkdirSync, renameSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
-import Conf from 'conf';
 import { StateError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { IndicatorMap } from '../feed/indicator.js';
@@ -8,6 +7,7 @@ import { toCidr } from '../net/ipv4.js';
 import type { Settings, SettingSources } from '../config/server.js';
 import type { Reason, SkipReason } from '../policy/select.js';
 import { writeFileAtomic } from './atomic-file.js';
+import { readStateFile, UnsafeStateFile } from './state-file.js';
 
 /** Outcome of the last cycle, shown by `status` and reported to the API. */
 export interface CycleRecord {
@@ -25,7 +25,7 @@ export interface CycleRecord {
   running: boolean;
 }
 
-/** Small persisted state (conf, `cwd` = state dir). */
+/** Small persisted state: `state.json` in the state dir. */
 export interface SmallState {
   cursor?: number;
   lastFullPullAt?: number;
@@ -36,6 +36,10 @@ export interface SmallState {
   nextSyncAt?: number;
   /** Shrink guard: size of a held-back shrinking pull, to compare with the next one. */
   pendingShrink?: { at: number; size: number };
+  /** Most score-feed indicators seen in one cycle (bounds how much a later pull may receive). */
+  largestFeed?: number;
+  /** Wall and monotonic clocks at the start of the last cycle, to detect clock steps. */
+  clock?: { wall: number; mono: number; boot: string | undefined };
 }
 
 /** The last set applied successfully: re-applied at start-up before any network call. */
@@ -54,6 +58,9 @@ export interface AppliedSet {
  * and ~150 MB of short-lived objects.
  */
 const FEED_CACHE_FILE = 'feed-cache.bin';
+const SMALL_STATE_FILE = 'state.json';
+/** JSON state files are small (the applied set at 2 million entries is about 150 MB); anything larger is not ours. */
+const MAX_JSON_BYTES = 512 * 1024 * 1024;
 const FEED_CACHE_MAGIC = 0x43464357; // "WCFC"
 const FEED_CACHE_VERSION = 2;
 const FEED_CACHE_HEADER = 16;
@@ -87,7 +94,7 @@ function feedCacheColumns(buf: Uint8Array, count: number): FeedCacheColumns {
 export class StateStore {
   readonly dir: string;
   private readonly logger: Logger;
-  private conf: Conf<SmallState>;
+  private smallState: SmallState;
 
   constructor(dir: string, logger: Logger) {
     this.dir = dir;
@@ -97,26 +104,31 @@ export class StateStore {
     } catch (err) {
       throw new StateError(`cannot create state_dir ${dir}: ${(err as Error).message}`, { cause: err });
     }
-    this.conf = this.openConf();
+    // Read now, so a corrupt file is found here and not mid-cycle.
+    this.smallState = this.readSmall();
   }
 
-  private openConf(): Conf<SmallState> {
-    const open = () => new Conf<SmallState>({ cwd: this.dir, configName: 'state', configFileMode: 0o600, clearInvalidConfig: false });
-    try {
-      const c = open();
-      void c.store; // read now so a corrupt file is found here, not mid-cycle
-      return c;
-    } catch (err) {
-      const path = join(this.dir, 'state.json');
-      if (!existsSync(path)) throw new StateError(`cannot open state in ${this.dir}: ${(err as Error).message}`, { cause: err });
-      this.setAside(path, err);
-      return open();
-    }
+  private readSmall(): SmallState {
+    const raw = this.readJson(SMALL_STATE_FILE);
+    return raw !== null && typeof raw === 'object' && !Array.isArray(raw) ? (raw as SmallState) : {};
   }
 
-  private setAside(path: string, err: unknown): void {
+  /**
+   * Re-read state.json: a long-lived process (the daemon) calls this once it holds the lock,
+   * since a manual `sync --once` may have written the file since (the copy in memory is the
+   * file's content only while this process holds the lock).
+   */
+  refresh(): void {
+    this.smallState = this.readSmall();
+  }
+
+  /**
+   * Moves an unusable file aside (a symlink or FIFO is renamed itself, never followed).
+   * `why` never quotes the file's content: it may be anything, a secret included.
+   */
+  private setAside(path: string, why: string): void {
     const aside = `${path}.corrupt-${Date.now()}`;
-    this.logger.warn({ file: path, aside }, `state file unreadable (${(err as Error).message}); set aside, starting fresh`);
+    this.logger.warn({ file: path, aside }, `state file unreadable: ${why}; set aside, starting fresh`);
     try {
       renameSync(path, aside);
     } catch (e) {
@@ -124,30 +136,35 @@ export class StateStore {
     }
   }
 
-  get small(): SmallState {
+  /** Reads a state file, setting aside what is not a readable regular file. */
+  private readFile(name: string, maxBytes?: number): Buffer | undefined {
+    const path = join(this.dir, name);
     try {
-      return this.conf.store;
+      return readStateFile(path, maxBytes);
     } catch (err) {
-      this.conf = this.openConf();
-      return this.conf.store;
+      this.setAside(path, err instanceof UnsafeStateFile ? err.reason : 'cannot read');
+      return undefined;
     }
+  }
+
+  get small(): SmallState {
+    return this.smallState;
   }
 
   update(patch: Partial<SmallState>): void {
-    try {
-      this.conf.store = { ...this.small, ...patch };
-    } catch (err) {
-      throw new StateError(`cannot write state in ${this.dir}: ${(err as Error).message}`, { cause: err });
-    }
+    const next = { ...this.smallState, ...patch };
+    this.writeJson(SMALL_STATE_FILE, next);
+    this.smallState = next;
   }
 
   private readJson(name: string): unknown {
-    const path = join(this.dir, name);
-    if (!existsSync(path)) return undefined;
+    const buf = this.readFile(name, MAX_JSON_BYTES);
+    if (buf === undefined) return undefined;
     try {
-      return JSON.parse(readFileSync(path, 'utf8'));
-    } catch (err) {
-      this.setAside(path, err);
+      return JSON.parse(buf.toString('utf8'));
+    } catch {
+      // JSON.parse's message quotes the text: not repeated.
+      this.setAside(join(this.dir, name), 'not valid JSON');
       return undefined;
     }
   }
@@ -162,15 +179,8 @@ export class StateStore {
 
   /** Cached score-based feed (for incremental pulls); see FEED_CACHE_FILE for the format. */
   loadFeedCache(): IndicatorMap | undefined {
-    const path = join(this.dir, FEED_CACHE_FILE);
-    if (!existsSync(path)) return undefined;
-    let buf: Uint8Array;
-    try {
-      buf = readFileSync(path);
-    } catch (err) {
-      this.setAside(path, err);
-      return undefined;
-    }
+    let buf: Uint8Array | undefined = this.readFile(FEED_CACHE_FILE);
+    if (buf === undefined) return undefined;
     if (buf.byteOffset % 8 !== 0) buf = new Uint8Array(buf); // typed-array views need alignment
     const count = buf.length >= FEED_CACHE_HEADER ? new Uint32Array(buf.buffer, buf.byteOffset, 4)[2]! : -1;
     const cols = count >= 0 && buf.length === FEED_CACHE_HEADER + FEED_CACHE_ROW * count ? feedCacheColumns(buf, count) : undefined;

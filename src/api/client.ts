@@ -10,9 +10,15 @@ import {
   ApiUnreachableError,
   ConfigError,
   WcfError,
+  errorMessage,
 } from '../errors.js';
 import type { Logger } from '../log.js';
 import { formatIssues } from '../config/schema.js';
+import { escapeControls } from '../safe-text.js';
+import { CycleDeadline, RequestDeadline } from './deadline.js';
+import { CycleDeadlineError, describeNetworkError, isRetryable, serverMessage, tlsVerifyCode } from './failures.js';
+
+export { tlsVerifyCode };
 
 export interface ClientOptions {
   baseUrl: string;
@@ -20,6 +26,10 @@ export interface ClientOptions {
   authScheme: 'bearer' | 'raw';
   connectTimeoutMs: number;
   requestTimeoutMs: number;
+  /** Overall limit of one request (connect, headers, whole body); default 2 x requestTimeoutMs. */
+  requestDeadlineMs?: number;
+  /** Bulk answers (feed pages) may pass requestDeadlineMs while arriving at this rate or faster; 0 = never. */
+  minBytesPerSecond?: number;
   retries: number;
   maxResponseBytes: number;
   caFile?: string | undefined;
@@ -57,6 +67,13 @@ export interface CallOptions {
    * errors). Must never accept what `schema` rejects.
    */
   accept?: (json: unknown) => unknown;
+  /** A large answer: may outlast the request deadline while it arrives at the minimum rate. */
+  bulk?: boolean;
+  /**
+   * Still allowed once the cycle's deadline has passed (the state report, which tells the
+   * server the cycle failed; it has its own request deadline).
+   */
+  afterCycleDeadline?: boolean;
 }
 
 export interface Response<T> {
@@ -66,50 +83,14 @@ export interface Response<T> {
   date: string | undefined;
 }
 
-const NETWORK_CODES = new Set([
-  'ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH',
-  'UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'UND_ERR_SOCKET', 'UND_ERR_CLOSED',
-]);
-
-/** The first `code` along the error's cause chain (a few levels: undici wraps) that `wanted` accepts. */
-function codeInChain(err: unknown, wanted: (code: string) => boolean): string | undefined {
-  let e: unknown = err;
-  for (let i = 0; i < 4 && e && typeof e === 'object'; i++) {
-    const code = (e as { code?: unknown }).code;
-    if (typeof code === 'string' && wanted(code)) return code;
-    e = (e as { cause?: unknown }).cause;
-  }
-  return undefined;
-}
-
-function errorCodeOf(err: unknown): string | undefined {
-  return codeInChain(err, (c) => NETWORK_CODES.has(c));
-}
-
-/**
- * OpenSSL/Node codes of a certificate the agent does not trust. Not transient: retrying
- * only delays the error, so these fail at once, with a hint (ca_file, the server's name).
- */
-const TLS_VERIFY_CODES = /^(ERR_TLS_CERT_ALTNAME_INVALID|DEPTH_ZERO_SELF_SIGNED_CERT|SELF_SIGNED_CERT_IN_CHAIN|UNABLE_TO_VERIFY_LEAF_SIGNATURE|UNABLE_TO_GET_ISSUER_CERT(_LOCALLY)?|CERT_HAS_EXPIRED|CERT_NOT_YET_VALID|CERT_UNTRUSTED|CERT_REJECTED|CERT_SIGNATURE_FAILURE|INVALID_CA|HOSTNAME_MISMATCH)$/;
-
-export function tlsVerifyCode(err: unknown): string | undefined {
-  return codeInChain(err, (c) => TLS_VERIFY_CODES.test(c));
-}
-
-function isRetryable(err: unknown): boolean {
-  if (err instanceof ApiUnreachableError) return tlsVerifyCode(err) === undefined;
-  if (err instanceof ApiStatusError) return err.status >= 500 || err.status === 429;
-  // Truncated or garbled bodies are usually a transient proxy/server problem.
-  if (err instanceof ApiResponseError) return err.retryable;
-  return false;
-}
-
 /** Thin, strict HTTP client: timeouts, keep-alive, bounded jittered retries, size cap, schema validation. */
 export class ApiClient {
   private readonly dispatcher: Dispatcher;
   private readonly opts: ClientOptions;
   private readonly base: string;
   private readonly controller = new AbortController();
+  /** Started and stopped around each cycle by its caller (see src/agent/bounded-cycle.ts). */
+  readonly cycleDeadline = new CycleDeadline();
   /** Per-attempt observer; settable after construction (the daemon attaches metrics to a client built elsewhere). */
   onRequest: RequestObserver | undefined;
 
@@ -134,9 +115,12 @@ export class ApiClient {
       bodyTimeout: opts.requestTimeoutMs,
       keepAliveTimeout: 30_000,
     };
-    if (opts.proxy) this.dispatcher = new ProxyAgent({ uri: opts.proxy, ...common, requestTls: connect });
+    // The proxy agents take the connect timeout as `connectTimeout` (for the connection to the
+    // proxy and through it), not from `connect`: without it a silent proxy held the connect open.
+    const proxied = { ...common, connectTimeout: opts.connectTimeoutMs, requestTls: connect, proxyTls: connect };
+    if (opts.proxy) this.dispatcher = new ProxyAgent({ uri: opts.proxy, ...proxied });
     else if (process.env.HTTPS_PROXY || process.env.https_proxy || process.env.HTTP_PROXY || process.env.http_proxy)
-      this.dispatcher = new EnvHttpProxyAgent({ ...common, requestTls: connect });
+      this.dispatcher = new EnvHttpProxyAgent(proxied);
     else this.dispatcher = new Agent(common);
   }
 
@@ -162,6 +146,8 @@ export class ApiClient {
   async call<S extends z.ZodType>(route: string, schema: S | null, options: CallOptions = {}): Promise<Response<z.infer<S>>> {
     const attempt = () => this.observed(route, schema, options);
     if (options.retry === false || this.opts.retries === 0) return attempt();
+    const signal = options.afterCycleDeadline ? this.controller.signal : AbortSignal.any([this.controller.signal, this.cycleDeadline.signal]);
+    const cycle = this.cycleDeadline.signal;
     return pRetry(attempt, {
       retries: this.opts.retries,
       minTimeout: this.opts.retryMinDelayMs ?? 500,
@@ -169,7 +155,7 @@ export class ApiClient {
       factor: 2,
       randomize: true,
       shouldRetry: ({ error }) => !this.aborted && isRetryable(error),
-      signal: this.controller.signal,
+      signal,
       onFailedAttempt: ({ error, attemptNumber, retriesLeft, retryDelay }) => {
         if (retriesLeft > 0 && !this.aborted && isRetryable(error)) {
           this.opts.logger.warn(
@@ -178,6 +164,12 @@ export class ApiClient {
           );
         }
       },
+    }).catch((err: unknown) => {
+      // An abort during the wait between attempts rejects with the signal's plain reason: named here.
+      if (err instanceof WcfError) throw err;
+      if (this.aborted) throw new ApiUnreachableError(`${route}: aborted, the agent is stopping`, { cause: err });
+      if (!options.afterCycleDeadline && cycle.aborted) throw new CycleDeadlineError(`${route}: aborted, ${errorMessage(cycle.reason)}`, { cause: err });
+      throw err;
     });
   }
 
@@ -223,45 +215,75 @@ export class ApiClient {
       headers['content-type'] = 'application/json';
     }
     const where = `${method} ${route}`;
-    let res: Dispatcher.ResponseData;
+    const cycle = options.afterCycleDeadline ? undefined : this.cycleDeadline.signal;
+    if (cycle?.aborted) throw new CycleDeadlineError(`${where}: not sent, ${errorMessage(cycle.reason)}`);
+    const deadlineMs = this.opts.requestDeadlineMs ?? 2 * this.opts.requestTimeoutMs;
+    const deadline = new RequestDeadline(
+      { deadlineMs, minBytesPerSecond: options.bulk ? (this.opts.minBytesPerSecond ?? 0) : 0 },
+      (ms) => new ApiUnreachableError(`${where}: no complete answer after ${ms} ms (request deadline ${deadlineMs} ms${options.bulk ? `, or slower than ${this.opts.minBytesPerSecond} bytes/s` : ''})`),
+    );
+    const signal = AbortSignal.any([this.controller.signal, deadline.signal, ...(cycle ? [cycle] : [])]);
+    // Why a request stopped: the agent stopping, the cycle's deadline, this request's deadline; else undefined.
+    const stopped = (err: unknown): Error | undefined => {
+      if (this.aborted) return new ApiUnreachableError(`${where}: aborted, the agent is stopping`, { cause: err });
+      if (cycle?.aborted) return new CycleDeadlineError(`${where}: aborted, ${errorMessage(cycle.reason)}`, { cause: err });
+      if (deadline.expired) return deadline.signal.reason as Error;
+      return undefined;
+    };
     try {
-      res = await request(this.url(route, options.query), { method, headers, body, dispatcher: this.dispatcher, signal: this.controller.signal });
-    } catch (err) {
-      if (this.aborted) throw new ApiUnreachableError(`${where}: aborted, the agent is stopping`, { cause: err });
-      const tls = tlsVerifyCode(err);
-      const hint = tls ? ` (the server's TLS certificate is not trusted: set ca_file to the CA that signed it, and check that base_url names a host the certificate covers)` : '';
-      throw new ApiUnreachableError(`${where}: ${describeNetworkError(err)}${hint}`, { cause: err });
+      let res: Dispatcher.ResponseData;
+      try {
+        res = await request(this.url(route, options.query), { method, headers, body, dispatcher: this.dispatcher, signal });
+      } catch (err) {
+        const why = stopped(err);
+        if (why) throw why;
+        const tls = tlsVerifyCode(err);
+        const hint = tls ? ` (the server's TLS certificate is not trusted: set ca_file to the CA that signed it, and check that base_url names a host the certificate covers)` : '';
+        throw new ApiUnreachableError(`${where}: ${describeNetworkError(err)}${hint}`, { cause: err });
+      }
+      const date = typeof res.headers.date === 'string' ? res.headers.date : undefined;
+      let text: string;
+      try {
+        text = await this.readCapped(res, where, deadline);
+      } catch (err) {
+        throw stopped(err) ?? err;
+      }
+      return this.interpret(res.statusCode, text, date, where, schema, options);
+    } finally {
+      deadline.clear();
     }
-    const date = typeof res.headers.date === 'string' ? res.headers.date : undefined;
-    const text = await this.readCapped(res, where);
+  }
 
-    if (options.allowStatus?.includes(res.statusCode)) return { status: res.statusCode, data: undefined, date };
-    if (res.statusCode === 401 || res.statusCode === 403) {
-      throw new ApiAuthError(res.statusCode, `${where}: ${res.statusCode} ${serverMessage(text) ?? 'token refused'} (check token / auth_scheme)`);
+  private interpret<S extends z.ZodType>(status: number, text: string, date: string | undefined, where: string, schema: S | null, options: CallOptions): Response<z.infer<S>> {
+    if (options.allowStatus?.includes(status)) return { status: status, data: undefined, date };
+    if (status === 401 || status === 403) {
+      throw new ApiAuthError(status, `${where}: ${status} ${serverMessage(text) ?? 'token refused'} (check token / auth_scheme)`);
     }
-    if (res.statusCode < 200 || res.statusCode >= 300) {
-      throw new ApiStatusError(res.statusCode, `${where}: HTTP ${res.statusCode}${serverMessage(text) ? ` (${serverMessage(text)})` : ''}`);
+    if (status < 200 || status >= 300) {
+      throw new ApiStatusError(status, `${where}: HTTP ${status}${serverMessage(text) ? ` (${serverMessage(text)})` : ''}`);
     }
-    if (schema === null) return { status: res.statusCode, data: undefined, date };
+    if (schema === null) return { status: status, data: undefined, date };
 
     let json: unknown;
     try {
       json = JSON.parse(text);
     } catch (err) {
-      throw new ApiResponseError(`${where}: response is not valid JSON (${(err as Error).message})`, { cause: err, retryable: true });
+      // The parser's message quotes the body: escaped, it comes from the server.
+      throw new ApiResponseError(`${where}: response is not valid JSON (${escapeControls((err as Error).message)})`, { cause: err, retryable: true });
     }
     const accepted = options.accept?.(json);
-    if (accepted !== undefined) return { status: res.statusCode, data: accepted as z.infer<S>, date };
+    if (accepted !== undefined) return { status: status, data: accepted as z.infer<S>, date };
     const parsed = schema.safeParse(json);
     if (!parsed.success) {
       const problems = formatIssues(parsed.error);
-      const shown = problems.slice(0, 5).join('; ') + (problems.length > 5 ? `; and ${problems.length - 5} more` : '');
+      // Issues can quote keys and values the server chose.
+      const shown = escapeControls(problems.slice(0, 5).join('; ') + (problems.length > 5 ? `; and ${problems.length - 5} more` : ''));
       throw new ApiResponseError(`${where}: unexpected response shape: ${shown}`);
     }
-    return { status: res.statusCode, data: parsed.data, date };
+    return { status: status, data: parsed.data, date };
   }
 
-  private async readCapped(res: Dispatcher.ResponseData, where: string): Promise<string> {
+  private async readCapped(res: Dispatcher.ResponseData, where: string, deadline: RequestDeadline): Promise<string> {
     const max = this.opts.maxResponseBytes;
     const declared = Number(res.headers['content-length']);
     if (Number.isFinite(declared) && declared > max) {
@@ -273,6 +295,7 @@ export class ApiClient {
     try {
       for await (const chunk of res.body) {
         size += (chunk as Buffer).length;
+        deadline.received = size;
         if (size > max) {
           res.body.destroy();
           throw new ApiResponseError(`${where}: response exceeds max_response_mb (${Math.round(max / 1048576)} MiB)`);
@@ -287,20 +310,4 @@ export class ApiClient {
     // Feed pages are ASCII; for ASCII, latin1 decoding gives the same string several times faster.
     return isAscii(buf) ? buf.toString('latin1') : buf.toString('utf8');
   }
-}
-
-function serverMessage(text: string): string | undefined {
-  try {
-    const j = JSON.parse(text) as { message?: unknown };
-    if (typeof j.message === 'string') return j.message.slice(0, 200);
-  } catch {
-    /* not JSON: no message to show */
-  }
-  return undefined;
-}
-
-function describeNetworkError(err: unknown): string {
-  const code = errorCodeOf(err);
-  const msg = err instanceof Error ? err.message : String(err);
-  return code && !msg.includes(code) ? `${code}: ${msg}` : msg;
 }

@@ -46,6 +46,7 @@ export class ThreatIntelApi {
     const r = await this.client.call(ROUTES.ips, feedPageSchema, {
       query: { [IPS_QUERY.limit]: limit, [IPS_QUERY.filter]: filter, [IPS_QUERY.ts]: ts, [IPS_QUERY.full]: 'no' },
       accept: acceptFeedPage,
+      bulk: true,
     });
     return r.data!;
   }
@@ -73,6 +74,7 @@ export class ThreatIntelApi {
       query: { [AGENT_QUERY]: state.agid },
       body: state,
       allowStatus: [404],
+      afterCycleDeadline: true,
     });
     return r.status !== 404;
   }

@@ -29,6 +29,8 @@ export function createApi(config: AgentConfig, logger: Logger): ThreatIntelApi {
       authScheme: config.auth_scheme,
       connectTimeoutMs: config.connect_timeout_ms,
       requestTimeoutMs: config.request_timeout_ms,
+      requestDeadlineMs: config.request_deadline_ms,
+      minBytesPerSecond: config.min_bytes_per_second,
       retries: config.retries,
       maxResponseBytes: Math.floor(config.max_response_mb * 1024 * 1024),
       caFile: config.ca_file,

@@ -46,8 +46,18 @@ export const configSchema = z
     sync_time: positiveInt(HARD_LIMITS.sync_time).default(15),
     full_resync_hours: z.number().min(0).max(24 * 30).default(24),
     page_size: z.number().int().min(1).max(1000).default(1000),
+    // Items a feed pull may receive before it is refused (default: the larger of a million, 4 x
+    // maximum_rules and twice the largest feed seen), so a server that never stops paging is stopped.
+    max_feed_items: z.number().int().min(1000).max(100_000_000).optional(),
     connect_timeout_ms: z.number().int().min(100).max(120_000).default(10_000),
     request_timeout_ms: z.number().int().min(100).max(600_000).default(30_000),
+    // Overall limit of one request, body included (default 2 x request_timeout_ms): a server
+    // trickling its answer byte by byte never trips the idle timeout above.
+    request_deadline_ms: z.number().int().min(100).max(3_600_000).optional(),
+    // A feed page may run past request_deadline_ms while it arrives at least this fast on average.
+    min_bytes_per_second: z.number().int().min(0).max(1_000_000_000).default(16_384),
+    // A whole cycle's API calls end after this many seconds (reported as code 20); the daemon goes on.
+    cycle_deadline_seconds: z.number().int().min(10).max(86_400).default(900),
     retries: z.number().int().min(0).max(10).default(3),
     max_response_mb: z.number().min(1).max(1024).default(64),
     ca_file: z.string().min(1).optional(),

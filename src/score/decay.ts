@@ -4,6 +4,7 @@
  */
 import { parseFormula, type ScoreFn } from './formula.js';
 import { builtinSecondsUntilBelow, numericSecondsUntilBelow } from './expiry.js';
+import { escapeControls } from '../safe-text.js';
 
 /** score(t) = S / (1 + exp((3 / S) * (t / 3600 - 2.5 * S))): raw, no guards (see Scoring.score). */
 export const builtinScore: ScoreFn = (S, t) => S / (1 + Math.exp((3 / S) * (t / 3600 - 2.5 * S)));
@@ -27,7 +28,15 @@ const AGREE_S = [0.01, 0.1, 0.5, 1, 2, 3, 5, 7.5, 10, 20, 50, 100];
 const AGREE_T = [0, 1, 60, 3600, DAY, 7 * DAY, 30 * DAY, 365 * DAY, 3650 * DAY];
 const AGREE_MID = [0.1, 0.5, 0.8, 0.9, 0.95, 1, 1.05, 1.1, 1.2, 1.5, 2, 3, 5, 10];
 
-/** Why `fn` is not a usable decay, or undefined if it is (finite, >= 0, non-increasing in t). */
+/**
+ * Every score must fall below the lowest threshold an agent can use (score_threshold is an
+ * integer >= 1) within this time: a formula that never decays (`scoreTimeZero`) would make
+ * every score entry permanent.
+ */
+export const MUST_DECAY_WITHIN_S = 30 * DAY;
+const LOWEST_THRESHOLD = 1;
+
+/** Why `fn` is not a usable decay, or undefined if it is (finite, >= 0, non-increasing in t, below 1 within 30 days). */
 function sanityError(fn: ScoreFn): string | undefined {
   for (const S of SANITY_S) {
     let prev = Infinity;
@@ -37,6 +46,8 @@ function sanityError(fn: ScoreFn): string | undefined {
       if (v > prev + Math.abs(prev) * 1e-12) return `formula increases with time (scoreTimeZero=${S}, current_time=${t})`;
       prev = v;
     }
+    const late = fn(S, MUST_DECAY_WITHIN_S);
+    if (!(late < LOWEST_THRESHOLD)) return `formula does not decay: scoreTimeZero=${S} still scores ${late} after 30 days (must fall below ${LOWEST_THRESHOLD})`;
   }
   return undefined;
 }
@@ -88,6 +99,7 @@ export function createScoring(
     if (bad !== undefined) { rejected.push([field, bad]); continue; }
     return agreesWithBuiltin(parsed.fn) ? makeScoring('header', builtinScore, 'closed-form') : makeScoring('header', parsed.fn, 'numeric');
   }
-  for (const [field, error] of rejected) onRejected?.(field, error);
+  // The reason can quote the header's text (server-supplied): escaped before it is logged.
+  for (const [field, error] of rejected) onRejected?.(field, escapeControls(error));
   return makeScoring('builtin', builtinScore, 'closed-form');
 }

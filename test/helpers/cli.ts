@@ -41,7 +41,8 @@ export function spawnCli(args: string[], env: Record<string, string> = {}, prefi
 export function writeConfig(values: Record<string, unknown>): { path: string; dir: string } {
   const dir = mkdtempSync(join(tmpdir(), 'wcf-it-'));
   const path = join(dir, 'config.json');
-  writeFileSync(path, JSON.stringify({ state_dir: 'state', plugin: 'dry-run', retries: 1, ...values }, null, 2));
+  // 0600 as install.sh makes it: the config holds the token (check-config warns otherwise).
+  writeFileSync(path, JSON.stringify({ state_dir: 'state', plugin: 'dry-run', retries: 1, ...values }, null, 2), { mode: 0o600 });
   return { path, dir };
 }
 

@@ -113,6 +113,7 @@ describe('daemon under API faults keeps the applied set and recovers', () => {
     const d = start(path);
     await d.waitForLog(/^cycle done/);
     const good = readFileSync(rules, 'utf8');
+    const reported = sim.reports.length;
     sim.setFault('empty');
     await d.waitForLog(/shrink guard/);
     expect(readFileSync(rules, 'utf8')).toBe(good);
@@ -202,19 +203,26 @@ describe('daemon lifecycle', () => {
     expect(entriesOf(readFileSync(cfg.rules, 'utf8'))).toEqual(applied);
   });
 
-  it('kill -9 mid-cycle, then restart: no corrupt state, keeps working', async () => {
-    const cfg = setup();
-    for (let i = 0; i < 3; i++) {
-      const d = start(cfg.path);
-      await d.waitForLog(/^cycle done/);
-      await d.waitForLog(/^cycle done/, 2);
-      d.signal('SIGKILL');
-      await d.exit();
-      rmSync(join(cfg.dir, 'state', 'agent.lock'), { force: true });
-    }
+  it('kill -9 while a request is held open, lock file kept, then restart: the lock is not a holder, state parses, a cycle completes', async () => {
+    // request_timeout_ms long enough that the held request is still open when the kill comes.
+    const cfg = setup({ request_timeout_ms: 60_000 });
+    const lock = join(cfg.dir, 'state', 'agent.lock');
+    const first = start(cfg.path);
+    await first.waitForLog(/^cycle done/);
+    sim.setFault('slow', { routes: ['GET /ips'], delayMs: 60_000 });
+    const held = sim.requests.length;
+    // The next cycle is inside its pull: the lock is held and a feed request waits for its answer.
+    await waitFor(() => existsSync(lock) && sim.requests.slice(held).some((r) => r.path.endsWith('/ips') && r.status === 0), 'a feed request held open');
+    first.signal('SIGKILL');
+    await first.exit();
+    expect(JSON.parse(readFileSync(lock, 'utf8')).pid).toBe(first.pid); // the crash leaves the lock behind
+    sim.setFault(null);
     const d = start(cfg.path);
     await d.waitForLog(/^cycle done/);
+    expect(d.count(/cycle skipped/)).toBe(0);
     expect(d.count(/set aside/)).toBe(0);
+    expect(JSON.parse(readFileSync(join(cfg.dir, 'state', 'state.json'), 'utf8')).lastCycle.ok).toBe(true);
+    expect(appliedIn(cfg.dir).length).toBeGreaterThan(0);
   });
 
   it('a corrupt state file is set aside with a warning, not a crash loop', async () => {

@@ -17,6 +17,11 @@
  * | reset        | all                    | destroys the socket without answering |
  * | empty        | GET /ips               | body `[]` |
  * | badJson      | all                    | 200 with an HTML body and `content-type: application/json` |
+ * | trickle      | GET /ips, GET /feedback | the real answer, `trickleBytes` (default 1) every `delayMs` (default 500): never idle long enough for a body timeout |
+ * | futureTs     | GET /ips               | the last page (not full) gets one more item, 203.0.113.77, stamped `aheadSeconds` (default 10 years) after the clock |
+ * | endless      | GET /ips               | every page is full of new items stamped one second after the requested ts: paging never ends |
+ *
+ * `http500` with `message` sends that message instead (e.g. terminal escape sequences).
  */
 
 export const FAULT_MODES = [
@@ -30,6 +35,9 @@ export const FAULT_MODES = [
   'reset',
   'empty',
   'badJson',
+  'trickle',
+  'futureTs',
+  'endless',
 ] as const;
 export type FaultMode = (typeof FAULT_MODES)[number];
 
@@ -59,6 +67,12 @@ export interface FaultOptions {
   wrongTypes?: 'fields' | 'body';
   /** truncated: 'end' (default) or 'destroy'. */
   truncate?: 'end' | 'destroy';
+  /** http500: the message to send. */
+  message?: string;
+  /** trickle: bytes per write (default 1). */
+  trickleBytes?: number;
+  /** futureTs: seconds ahead of the clock (default 10 years). */
+  aheadSeconds?: number;
 }
 
 export interface ActiveFault {
@@ -80,6 +94,9 @@ const APPLIES: Record<FaultMode, (route: string, o: FaultOptions) => boolean> = 
   reset: ALL,
   empty: IPS,
   badJson: ALL,
+  trickle: GETS,
+  futureTs: IPS,
+  endless: IPS,
 };
 
 export class FaultState {

@@ -149,7 +149,7 @@ export class SimServer {
             res.socket?.destroy();
             return;
           case 'http500':
-            return sendMessage(res, 500, 'simulated internal error');
+            return sendMessage(res, 500, fault.options.message ?? 'simulated internal error');
           case 'unauthorized':
             return sendMessage(res, 401, 'token expired');
           case 'badJson':
@@ -229,7 +229,12 @@ export class SimServer {
     const { feed, clock } = this.ctx;
     const { limit, filter, ts, full } = feedQuery(q);
     const over = fault?.mode === 'oversized';
+    if (fault?.mode === 'endless') return this.endlessPage(ts, limit);
     const views: ItemView[] = (fault?.mode === 'empty' ? [] : feed.page(filter, ts, over ? limit * 2 : limit)).map((r) => feed.view(r));
+    if (fault?.mode === 'futureTs' && views.length < limit) {
+      const at = clock.now() + (fault.options.aheadSeconds ?? 10 * 365 * 86_400);
+      views.push({ gid: feed.data.orgGids[1]!, ip: '203.0.113.77', ts: at, entryTs: at, isNetwork: false, score: 9.5, infoSeed: 77 });
+    }
     if (over) {
       const last = views.at(-1)?.ts ?? clock.now();
       for (let k = 0; views.length <= limit; k++) {
@@ -242,7 +247,35 @@ export class SimServer {
     return renderPage(header, views, (v) => renderItem(v, full));
   }
 
+  /** endless: a full page of new addresses (in 11.0.0.0/8, public) stamped ts + 1, whatever was asked. */
+  private endlessPage(ts: number, limit: number): string {
+    const { feed, clock } = this.ctx;
+    const views: ItemView[] = [];
+    for (let k = 0; k < limit; k++) {
+      const n = ((ts * limit + k) >>> 0) % 0x1000000;
+      views.push({ gid: feed.data.orgGids[1]!, ip: formatAddress(0x0b000000 + n), ts: ts + 1, entryTs: ts + 1, isNetwork: false, score: 5, infoSeed: k });
+    }
+    const header = renderHeader({ now: clock.now(), pageSize: limit, userJson: this.ctx.userJson });
+    return renderPage(header, views, (v) => renderItem(v, false));
+  }
+
+  /** trickle: the answer a few bytes at a time, each write `delayMs` after the last. */
+  private async trickle(res: ServerResponse, body: string, o: { delayMs?: number; trickleBytes?: number }): Promise<void> {
+    const buf = Buffer.from(body);
+    res.writeHead(200, { 'content-type': 'application/json', 'content-length': buf.length });
+    const step = Math.max(1, o.trickleBytes ?? 1);
+    for (let off = 0; off < buf.length; off += step) {
+      if (!(await this.waiter.wait(o.delayMs ?? 500, res)) || this.closing || res.destroyed) return;
+      res.write(buf.subarray(off, off + step));
+    }
+    res.end();
+  }
+
   private postFault(res: ServerResponse, route: string, body: string, fault: ActiveFault): void {
+    if (fault.mode === 'trickle') {
+      void this.trickle(res, body, fault.options);
+      return;
+    }
     if (fault.mode === 'wrongTypes') {
       const v = JSON.parse(body) as never;
       const out = route === 'GET /ips' ? wrongTypesPage(v, fault.options.wrongTypes ?? 'fields') : wrongTypesAgents(v);

@@ -2,15 +2,17 @@ import { accessSync, constants } from 'node:fs';
 import { ConfigError } from '../../errors.js';
 import { loadConfig, resolveConfigPath, type AgentConfig } from '../../config/load.js';
 import { parseListen } from '../../metrics/listen.js';
+import { tokenExposure } from '../../config/exposure.js';
 import type { GlobalOptions } from '../context.js';
 
 /**
  * Checks beyond the loader's (schema, owned names, token_file readable): files
  * the agent opens later, and metrics_listen. Returns `path: message` problems
- * and notes (warnings that do not fail the check).
+ * and notes (hints that do not fail the check), and warnings (token exposure: doctor shows them as warn).
  */
-export function extraConfigProblems(config: AgentConfig): { problems: string[]; notes: string[] } {
-  const problems: string[] = [];
+export function extraConfigProblems(config: AgentConfig): { problems: string[]; notes: string[]; warnings: string[] } {
+  const exposure = tokenExposure(config);
+  const problems: string[] = [...exposure.problems];
   const notes: string[] = [];
   if (config.ca_file !== undefined) {
     try {
@@ -28,7 +30,7 @@ export function extraConfigProblems(config: AgentConfig): { problems: string[]; 
     }
   }
   if (config.allowlist.length === 0) notes.push('allowlist: empty; add your admin/bastion hosts so a feed entry can never lock you out');
-  return { problems, notes };
+  return { problems, notes, warnings: exposure.warnings };
 }
 
 /**
@@ -39,8 +41,9 @@ export function extraConfigProblems(config: AgentConfig): { problems: string[]; 
 export async function checkConfigCommand(opts: GlobalOptions): Promise<number> {
   const path = resolveConfigPath(opts.config);
   const config = loadConfig(path); // ConfigError: main prints the problems, exit 2
-  const { problems, notes } = extraConfigProblems(config);
+  const { problems, notes, warnings } = extraConfigProblems(config);
   if (problems.length) throw new ConfigError(`${path} is not valid`, problems);
+  for (const w of warnings) process.stderr.write(`warning: ${w}\n`);
   for (const n of notes) process.stderr.write(`note: ${n}\n`);
   process.stdout.write(`config ok: ${path}\n`);
   return 0;

@@ -20,9 +20,12 @@ function configCheck(path: string): { result: CheckResult; config: AgentConfig |
   } catch (err) {
     return { result: check('config', 'config', 'fail', errorMessage(err), 'fix the lines above (`wcf-agent check-config` re-checks); the checks that need the config were skipped'), config: undefined };
   }
-  const { problems, notes } = extraConfigProblems(config);
+  const { problems, notes, warnings } = extraConfigProblems(config);
   if (problems.length) return { result: check('config', 'config', 'fail', `${path} is not valid\n  ${problems.join('\n  ')}`, 'fix the lines above'), config };
   const extra = notes.filter((n) => !n.startsWith('allowlist')); // the allowlist check says it
+  if (warnings.length) {
+    return { result: check('config', 'config', 'warn', `${path} is valid, but\n  ${[...warnings, ...extra].join('\n  ')}`, 'keep the token private: mode 0600 and an https base_url'), config };
+  }
   return { result: check('config', 'config', 'ok', `${path} is valid${extra.length ? `; ${extra.join('; ')}` : ''}`), config };
 }
 

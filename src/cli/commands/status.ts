@@ -2,10 +2,11 @@ import { loadContext, openState, type GlobalOptions } from '../context.js';
 import { duration, isoTime, printJson, table } from '../format.js';
 import { localSettings } from '../../config/local-settings.js';
 import type { SmallState } from '../../agent/state.js';
+import { escapeControls } from '../../safe-text.js';
 import { LOCAL_DEFAULT_SOURCES, type SettingSources, type Settings } from '../../config/server.js';
 
 /** One line of text: a multi-line error (a firewall tool's stderr) must not break the label column. */
-const oneLine = (text: string) => text.replace(/\s*\n\s*/g, ' ').trim();
+const oneLine = (text: string) => escapeControls(text.replace(/\s*\n\s*/g, ' ').trim());
 
 /** The label/value rows of `status` (human output), from the state dir's small state. */
 export function statusRows(agid: string, s: SmallState, settings: Settings, sources: SettingSources, now: number): string[][] {

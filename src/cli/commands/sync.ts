@@ -1,5 +1,5 @@
-import { exitCodeOf } from '../../errors.js';
-import { runCycle } from '../../agent/cycle.js';
+import { WcfError, errorMessage, exitCodeOf, reportCodeOf } from '../../errors.js';
+import { runBoundedCycle } from '../../agent/bounded-cycle.js';
 import { withLock } from '../../agent/lock.js';
 import { createApi, loadContext, openPluginForSync, openState, type GlobalOptions } from '../context.js';
 import { printJson } from '../format.js';
@@ -14,7 +14,7 @@ export async function syncCommand(opts: GlobalOptions & { once?: boolean; dryRun
     return await withLock(config.state_dir, async () => {
       const plugin = await openPluginForSync(config, logger, state, Boolean(opts.dryRun));
       const progress = createProgress({ json: opts.json });
-      const outcome = await runCycle({ config, api, state, logger, force: Boolean(opts.force), onProgress: progress.onProgress }, plugin).finally(() =>
+      const outcome = await runBoundedCycle({ config, api, state, logger, force: Boolean(opts.force), onProgress: progress.onProgress }, plugin).finally(() =>
         progress.done(),
       );
       const r = outcome.record;
@@ -30,6 +30,13 @@ export async function syncCommand(opts: GlobalOptions & { once?: boolean; dryRun
       }
       return outcome.error && !r.ok ? exitCodeOf(outcome.error) : 0;
     });
+  } catch (err) {
+    // Failures before the cycle runs (the lock is held, the plugin cannot open): with --json
+    // the caller still gets one JSON object on stdout; the error is on stderr as well.
+    if (!opts.json || !(err instanceof WcfError)) throw err;
+    process.stderr.write(`wcf-agent: ${err.code}: ${errorMessage(err)}\n`);
+    await printJson({ ok: false, code: reportCodeOf(err), error: err.code, message: errorMessage(err), applied: null, reported: false, plan: null });
+    return exitCodeOf(err);
   } finally {
     await api.client.close();
   }

@@ -118,4 +118,17 @@ describe('check-config', () => {
     expect(r.exitCode).toBe(2);
     expect(r.stderr).toContain('  maximum_rule: unknown key (did you mean maximum_rules?)');
   });
+
+  it('token exposure: a world-readable config holding the token warns; a group-writable one fails (exit 2)', async () => {
+    const { path } = writeConfig({ ...BASE, token: 't' });
+    chmodSync(path, 0o644);
+    let r = await runCli(['check-config', '--config', path]);
+    expect(r.exitCode, r.stderr).toBe(0);
+    expect(r.stderr).toMatch(/warning: token: .* holds the API token and every user can read it \(mode 0644\)/);
+    expect(r.stderr).toMatch(/warning: base_url: http:\/\/ sends the API token in clear text to 192\.0\.2\.1:1/);
+    chmodSync(path, 0o664);
+    r = await runCli(['check-config', '--config', path]);
+    expect(r.exitCode).toBe(2);
+    expect(r.stderr).toMatch(/writable by its group \(mode 0664\)/);
+  });
 });

@@ -1,4 +1,4 @@
-import { existsSync, readdirSync } from 'node:fs';
+import { chmodSync, existsSync, readdirSync } from 'node:fs';
 import { createServer, request } from 'node:http';
 import { connect, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -38,6 +38,15 @@ describe('doctor', () => {
     // Read-only: no state dir made, no API writes.
     expect(existsSync(join(dir, 'state'))).toBe(false);
     expect(sim.requests.slice(mark).every((q) => q.method === 'GET')).toBe(true);
+  });
+
+  it('a config holding the token that every user can read: the config check warns (exit stays 0)', async () => {
+    const { path } = writeConfig({ agid: sim.agid, base_url: sim.url, token: sim.token });
+    chmodSync(path, 0o644);
+    const r = await runCli(['doctor', '--json', '--config', path], { WCF_LOG_LEVEL: 'silent' });
+    expect(r.exitCode, r.stderr).toBe(0);
+    const c = byName(JSON.parse(r.stdout) as DoctorJson);
+    expect(c.config).toMatchObject({ status: 'warn', message: expect.stringMatching(/holds the API token and every user can read it \(mode 0644\)/) });
   });
 
   it('--json prints {checks, ok}; an empty allowlist warns with a hint', async () => {

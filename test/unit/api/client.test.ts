@@ -325,3 +325,21 @@ describe('proxy', () => {
     expect(feedRequests()).toHaveLength(1);
   });
 });
+
+describe('the cycle deadline', () => {
+  it('passing while a call waits to retry: the call fails at once as unreachable (code 20), not as an internal error; the report still goes', async () => {
+    const a = api({ retryMinDelayMs: 60_000 });
+    sim.setFault('http500', { routes: ['GET /feedback'] });
+    a.client.cycleDeadline.start(300);
+    const err = await a.agent(sim.agid).catch((e: unknown) => e);
+    expect(err).toMatchObject({ code: 'WCF_ERR_API_UNREACHABLE', message: expect.stringMatching(/^\/feedback: aborted, cycle deadline of 0 s passed/) });
+    expect(sim.requests.filter((r) => r.path.endsWith('/feedback'))).toHaveLength(1); // no retry after the deadline
+    sim.setFault(null);
+    // Calls that are not exempt are refused until the cycle's deadline is stopped; the report is exempt.
+    await expect(a.feedPage(0, 0, 10)).rejects.toMatchObject({ code: 'WCF_ERR_API_UNREACHABLE' });
+    const report = { agid: sim.agid, hostanme: 'h', plugin: 'dry-run', code: 20, blacklist: [], maximum_rules: 1, score_threshold: 1, sync_time: '5', ts: 1, version: '0' };
+    await expect(a.report(report)).resolves.toBe(true);
+    a.client.cycleDeadline.stop();
+    await expect(a.feedPage(0, 0, 10)).resolves.toMatchObject({ body: expect.any(Array) });
+  });
+});

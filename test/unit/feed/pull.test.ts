@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import pino from 'pino';
-import { pullFeed, type FeedSource } from '../../../src/feed/pull.js';
+import { FUTURE_TOLERANCE_S, feedItemCap, pullFeed, type FeedSource } from '../../../src/feed/pull.js';
 import type { FeedItem, FeedPage } from '../../../src/api/wire.js';
 
 const logger = pino({ level: 'silent' });
@@ -54,5 +54,45 @@ describe('pullFeed', () => {
     const r = await pullFeed(memoryFeed([item('not-an-ip', 1), item('127.1', 2), item('192.0.2.9', 3)]), { filter: 0, fromTs: 0, pageSize: 10, logger });
     expect(r.invalid).toBe(2);
     expect(r.items.size).toBe(1);
+  });
+
+  it('an item stamped far ahead of the agent clock is kept, counted and logged, and never moves the cursor', async () => {
+    const now = 1_795_000_000;
+    const lines: string[] = [];
+    const log = pino({ level: 'warn' }, { write: (l: string) => lines.push(l) });
+    const feed = [item('192.0.2.1', now - 100), item('192.0.2.2', now + 60), item('192.0.2.3', now + 10 * 365 * 86_400)];
+    const r = await pullFeed(memoryFeed(feed), { filter: 0, fromTs: 0, pageSize: 10, logger: log, now });
+    expect(r.items.size).toBe(3);
+    expect(r.future).toBe(1);
+    expect(r.cursor).toBe(now + 60); // a little skew (within the tolerance) still counts
+    expect(r.cursor).toBeLessThanOrEqual(now + FUTURE_TOLERANCE_S);
+    expect(lines.join('')).toMatch(/1 feed items are stamped more than 600 s ahead/);
+  });
+
+  it('a server that never stops paging is refused after maxItems items, long before maxPages', async () => {
+    let calls = 0;
+    const endless: FeedSource = {
+      async feedPage(_f, ts, limit) {
+        calls++;
+        return { header: {}, body: Array.from({ length: limit }, (_, k) => item(`11.${(calls >> 8) & 255}.${calls & 255}.${k}`, ts + 1)) };
+      },
+    };
+    await expect(pullFeed(endless, { filter: 0, fromTs: 0, pageSize: 100, logger, maxItems: 2_000 })).rejects.toThrow(/still paging after 2000 items in 20 pages/);
+    expect(calls).toBe(20);
+  });
+
+  it('the item cap: what can be used (4 x maximum_rules), twice the largest feed seen, never under a million', () => {
+    expect(feedItemCap(10_000)).toBe(1_000_000);
+    expect(feedItemCap(2_000_000)).toBe(8_000_000);
+    expect(feedItemCap(10_000, 900_000)).toBe(1_800_000);
+  });
+
+  it('an invalid address quoted in the skip warning has its control characters escaped', async () => {
+    const lines: string[] = [];
+    const log = pino({ level: 'warn' }, { write: (l: string) => lines.push(l) });
+    await pullFeed(memoryFeed([item('1.2\u009b\u001b]0;x', 100), item('192.0.2.1', 100)]), { filter: 0, fromTs: 0, pageSize: 10, logger: log });
+    const msg = (JSON.parse(lines[0]!) as { msg: string }).msg;
+    expect(msg).toMatch(/^feed item skipped: body\.0\.ip: not an IPv4 address: "1\.2\\x9b\\u001b\]0;x"$/);
+    expect(msg).not.toMatch(/[\u0000-\u001f\u0080-\u009f]/);
   });
 });

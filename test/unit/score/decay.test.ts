@@ -1,7 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it, vi } from 'vitest';
 import { builtinScore, createScoring, type Scoring } from '../../../src/score/decay.js';
-import { builtinSecondsUntilBelow } from '../../../src/score/expiry.js';
+import { builtinSecondsUntilBelow, numericSecondsUntilBelow } from '../../../src/score/expiry.js';
+import type { ScoreFn } from '../../../src/score/formula.js';
 
 const DAY = 86_400;
 const EVAL_TEXT = 'scoreTimeZero / (1 + Math.exp((3 / scoreTimeZero) * (current_time / 3600 - 2.5 * scoreTimeZero)))';
@@ -139,12 +140,21 @@ describe('createScoring: header formulas', () => {
     expect(scoring.secondsUntilBelow(8, 0, 0)).toBeNull();
   });
 
-  it('reports null from the numeric solver when the header formula never drops below', () => {
-    const { scoring } = scoringWith({ eval: 'scoreTimeZero' });
-    expect(scoring.expiry).toBe('numeric');
-    expect(scoring.secondsUntilBelow(5, 0, 1)).toBeNull();
-    expect(scoring.secondsUntilBelow(5, 0, 6)).toBe(0);
-    const slow = createScoring({ eval: 'scoreTimeZero * exp(-current_time / 3.6e9)' }); // crosses after ~158 years
-    expect(slow.secondsUntilBelow(8, 0, 2)).toBeNull();
+  it('rejects a formula that does not fall below 1 within 30 days (every score would be permanent) and uses the built-in', () => {
+    for (const formula of ['scoreTimeZero', 'scoreTimeZero * exp(-current_time / 3.6e9)', 'scoreTimeZero / (1 + current_time / 3.6e9)']) {
+      const { scoring, rejected } = scoringWith({ eval: formula });
+      expect(scoring.source, formula).toBe('builtin');
+      expect(rejected).toHaveLength(1);
+      expect(rejected[0]![1]).toMatch(/does not decay: scoreTimeZero=\S+ still scores \S+ after 30 days/);
+    }
+    // Falls below 1 on day 29 for the largest score in range: accepted.
+    expect(scoringWith({ eval: 'scoreTimeZero * exp(-current_time / 250000)' }).scoring.source).toBe('header');
+  });
+
+  it('the numeric solver answers null for a formula that never drops below within its horizon', () => {
+    const slow: ScoreFn = (S, t) => S * Math.exp(-t / 3.6e9); // crosses after ~158 years
+    expect(numericSecondsUntilBelow(slow, 8, 0, 2)).toBeNull();
+    expect(numericSecondsUntilBelow((S) => S, 5, 0, 1)).toBeNull();
+    expect(numericSecondsUntilBelow((S) => S, 5, 0, 6)).toBe(0);
   });
 });

@@ -1,0 +1,82 @@
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { startSimulator, type Simulator } from '../simulator/index.js';
+import { fastFailConfig, runCli, waitFor } from '../helpers/cli.js';
+import { DaemonProcess } from '../helpers/daemon.js';
+import { currentHolder } from '../../src/agent/lock.js';
+
+/** The lock between the daemon and a manual sync, and the daemon's own signals. */
+let sim: Simulator;
+const running: DaemonProcess[] = [];
+beforeAll(async () => {
+  sim = await startSimulator({
+    indicators: 2000,
+    seed: 29,
+    agentConfig: { maximum_rules: '200', score_threshold: '4', sync_time: '5', running: 'true', version: '0.1.0' },
+  });
+});
+afterAll(async () => {
+  await sim?.close();
+});
+afterEach(async () => {
+  sim.setFault(null);
+  await Promise.all(running.splice(0).map((d) => d.stop()));
+});
+function start(path: string, env: Record<string, string> = {}): DaemonProcess {
+  const d = new DaemonProcess(path, env);
+  running.push(d);
+  return d;
+}
+
+describe('the agent lock', () => {
+  it('sync --once while the daemon is inside a cycle exits 4 naming the daemon PID (and --json prints one object)', async () => {
+    const cfg = fastFailConfig(sim, { request_timeout_ms: 60_000 });
+    const lock = join(cfg.state, 'agent.lock');
+    // Cycles every 5 minutes: the first one is held open by a slow E7 answer.
+    sim.setFault('slow', { routes: ['GET /feedback'], delayMs: 60_000 });
+    const d = start(cfg.path, { WCF_AGENT_MINUTE_MS: '60000' });
+    await waitFor(() => existsSync(lock), 'the daemon to take the lock');
+    const plain = await runCli(['sync', '--once', '--config', cfg.path]);
+    expect(plain.exitCode).toBe(4);
+    expect(plain.stderr).toContain(`another wcf-agent (pid ${d.pid}) holds ${lock}`);
+    const json = await runCli(['sync', '--once', '--json', '--config', cfg.path]);
+    expect(json.exitCode).toBe(4);
+    expect(JSON.parse(json.stdout)).toMatchObject({ ok: false, code: 40, error: 'WCF_ERR_STATE', message: expect.stringContaining(`pid ${d.pid}`) });
+    expect(JSON.parse(readFileSync(lock, 'utf8')).pid).toBe(d.pid); // the daemon's lock is left alone
+  });
+
+  it('the daemon skips a cycle while another live process holds the lock, and syncs once it is released', async () => {
+    const cfg = fastFailConfig(sim);
+    const lock = join(cfg.state, 'agent.lock');
+    const first = start(cfg.path);
+    await first.waitForLog(/^cycle done/);
+    expect(await first.stop()).toBe(0);
+    writeFileSync(lock, JSON.stringify(currentHolder(process.pid))); // this test process: alive, and not the daemon
+    const d = start(cfg.path);
+    const skipped = await d.waitForLog(/^cycle skipped/);
+    expect(skipped.msg).toContain(`another wcf-agent (pid ${process.pid})`);
+    expect(d.count(/^cycle done/)).toBe(0);
+    rmSync(lock);
+    await d.waitForLog(/^cycle done/);
+  });
+});
+
+describe('signals belong to the daemon', () => {
+  it('one SIGHUP gives exactly one reload and one cycle, from the first signal on; one SIGTERM one stop', async () => {
+    const cfg = fastFailConfig(sim);
+    const d = start(cfg.path, { WCF_AGENT_MINUTE_MS: '60000' }); // sync_time 5: no scheduled cycle during the test
+    await d.waitForLog(/^cycle done/);
+    const configCalls = () => sim.requests.filter((r) => r.method === 'GET' && r.path.endsWith('/feedback')).length;
+    const before = configCalls();
+    d.signal('SIGHUP');
+    await d.waitForLog(/^configuration reloaded/);
+    await d.waitForLog(/^cycle done/, 2);
+    expect(await d.stop()).toBe(0);
+    expect(d.count(/^reloading config\.json/)).toBe(1);
+    expect(d.count(/^configuration reloaded/)).toBe(1);
+    expect(d.count(/^cycle done/)).toBe(2);
+    expect(d.count(/^stopping$/)).toBe(1);
+    expect(configCalls() - before).toBe(1);
+  });
+});
