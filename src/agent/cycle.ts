@@ -10,8 +10,10 @@ import { createScoring, type Scoring } from '../score/decay.js';
 import { selectEntries, type Reason, type Selection } from '../policy/select.js';
 import { AGENT_VERSION } from '../version.js';
 import { pullAll, type PulledFeeds } from './pull-all.js';
-import { protectedNetworks } from './protected.js';
-import type { AppliedSet, CycleRecord, StateStore } from './state.js';
+import { computeProtectedSet } from './protected.js';
+import { dropNewlyProtected, liveEntries, localProtectedSet } from './protect-applied.js';
+import type { ProtectedSet } from '../policy/protect.js';
+import type { CycleRecord, StateStore } from './state.js';
 import { checkShrink } from './guard.js';
 import { PhaseClock, type PhaseTimings } from './timings.js';
 
@@ -29,6 +31,8 @@ export interface CycleDeps {
   clock?: PhaseClock;
   /** Told whether the agent record exists as soon as E7 answers (before the pull, which may still fail). */
   onAgentRecord?: (status: 'present' | 'deleted') => void;
+  /** The protected set, when the caller computed it already (runCycle: it also needs it when the pull fails). */
+  protectedSet?: Promise<ProtectedSet>;
 }
 
 export interface PlanResult {
@@ -93,8 +97,8 @@ export async function computePlan(deps: CycleDeps, useCache: boolean): Promise<P
   const recordP = api.agent(config.agid);
   // Independent of the API calls, so looked up while they run rather than after the pull (with
   // `netns` it runs an `ip` process; a host name in base_url is a DNS lookup). Awaited at the selection.
-  const protectedNets = protectedNetworks(config.allowlist, config.base_url, logger, config.netns);
-  protectedNets.catch(() => undefined); // not unhandled when the pull fails first
+  const protectedSet = deps.protectedSet ?? computeProtectedSet({ config, logger, lastKnownApi: state.small.apiLastKnown });
+  protectedSet.catch(() => undefined); // not unhandled when the pull fails first
   const record = await recordP;
   deps.clock?.lap('config');
   deps.onAgentRecord?.(record === null ? 'deleted' : 'present');
@@ -128,7 +132,7 @@ export async function computePlan(deps: CycleDeps, useCache: boolean): Promise<P
     feed: feeds.feed,
     manualBlocks: feeds.manualBlocks.values(),
     whitelist: feeds.whitelist.values(),
-    protectedNets: await protectedNets,
+    protectedSet: await protectedSet,
     minPrefix: config.min_prefix,
     threshold: resolved.settings.score_threshold,
     maximumRules: resolved.settings.maximum_rules,
@@ -165,10 +169,7 @@ export function toFirewallEntries(selection: Selection, now: number): FirewallEn
   }));
 }
 
-/** Entries of an applied set that have not expired by `now`. */
-export function liveEntries(set: AppliedSet | undefined, now: number): AppliedSet['entries'] {
-  return (set?.entries ?? []).filter((e) => e.expiresAt === null || e.expiresAt > now);
-}
+export { liveEntries };
 
 function countByReason(entries: readonly { reason: Reason }[]): Record<Reason, number> {
   const out: Record<Reason, number> = { manual: 0, score: 0 };
@@ -211,12 +212,15 @@ export async function runCycle(deps: CycleDeps, plugin: FirewallPlugin): Promise
   let appliedEntries: { cidr: string; reason: Reason; expiresAt: number | null }[] | undefined;
   let agentRecord: 'present' | 'deleted' | undefined;
 
+  // Computed without the API, so a cycle whose pull fails still has it (see dropNewlyProtected below).
+  const protectedSet = localProtectedSet(config, state, logger, { rememberApi: (known) => state.update({ apiLastKnown: known }) });
+  protectedSet.catch(() => undefined); // awaited by computePlan or below; not unhandled meanwhile
   // The firewall's current state is read while the API calls run (read-only; see FirewallPlugin.prefetch).
   plugin.prefetch?.();
   try {
     // The feed itself (tens of MB at a million indicators) stays inside persistPull: it is
     // collectable before the apply allocates, which is where a cycle's memory peaks.
-    const pulled = persistPull(await computePlan({ ...deps, now: () => now, clock, onAgentRecord: (s) => (agentRecord = s) }, true), state, now);
+    const pulled = persistPull(await computePlan({ ...deps, now: () => now, clock, protectedSet, onAgentRecord: (s) => (agentRecord = s) }, true), state, now);
     plan = pulled.plan;
     fullPull = pulled.fullPull;
     clock.lap('cache');
@@ -252,6 +256,9 @@ export async function runCycle(deps: CycleDeps, plugin: FirewallPlugin): Promise
     error = err instanceof Error ? err : new Error(String(err));
     logger.error({ code: (error as WcfError).code ?? 'internal' }, `sync failed, previous firewall state kept: ${errorMessage(error)}`);
   }
+
+  // Nothing applied this cycle: the kernel keeps the last set, minus what has become protected since.
+  if (appliedEntries === undefined && (plan?.settings ?? prev.settings).running) await dropNewlyProtected(plugin, state, protectedSet, logger, now);
 
   const settings = plan?.settings ?? prev.settings;
   // A server-config problem or a held-back shrink still leaves a protected, consistent host.

@@ -8,6 +8,7 @@ import { toCidr } from '../net/ipv4.js';
 import type { Settings, SettingSources } from '../config/server.js';
 import type { Reason, SkipReason } from '../policy/select.js';
 import { writeFileAtomic } from './atomic-file.js';
+import type { LastKnownApi } from './protected.js';
 
 /** Outcome of the last cycle, shown by `status` and reported to the API. */
 export interface CycleRecord {
@@ -36,6 +37,8 @@ export interface SmallState {
   nextSyncAt?: number;
   /** Shrink guard: size of a held-back shrinking pull, to compare with the next one. */
   pendingShrink?: { at: number; size: number };
+  /** The API server's addresses when they last resolved: protected while resolution fails. */
+  apiLastKnown?: LastKnownApi;
 }
 
 /** The last set applied successfully: re-applied at start-up before any network call. */
