@@ -47,7 +47,7 @@ const line = (type: number, user: string, tty: string, host: string) =>
 
 const baseConfig = { allowlist: [] as string[], base_url: 'http://203.0.113.9/api/v1', proxy: undefined, netns: undefined, protect_ssh_sessions: true };
 
-async function members(o: Partial<ProtectedOptions> & { config?: Partial<ProtectedOptions['config']> }) {
+async function members(o: Partial<Omit<ProtectedOptions, 'config'>> & { config?: Partial<ProtectedOptions['config']> }) {
   const { log, lines } = logger();
   const got = await computeProtectedMembers({ logger: log, env: {}, ...o, config: { ...baseConfig, ...o.config } });
   return { got, lines, by: (source: string) => got.filter((m) => m.source === source).map((m) => m.cidr.text) };
