@@ -115,7 +115,7 @@ export async function computeProtectedMembers(o: ProtectedOptions): Promise<Prot
     const host = new URL(config.base_url).hostname.replace(/^\[|\]$/g, '');
     const api = o.offline && !isIPv4(host) ? { host, addresses: [], error: 'not resolved (offline)' } : await resolveApiHost(config.base_url);
     if (!api.error) {
-      for (const a of api.addresses) add(a, 'api_server', api.host);
+      for (const a of api.addresses) add(a, 'api_server', a === api.host ? undefined : api.host);
       o.rememberApi?.({ host: api.host, addresses: api.addresses, at: Math.floor(Date.now() / 1000) });
       return;
     }
