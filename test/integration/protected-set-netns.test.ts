@@ -203,7 +203,7 @@ describe('protected set with config netns (the agent outside, its rules inside t
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  it('a manual block of the namespace’s own address never reaches the kernel; traffic to it flows', async () => {
+  it('a manual block of the namespace’s own address never reaches the kernel; the host still talks to itself on it', async () => {
     const c = writeConfig({ agid: sim.agid, base_url: sim.url, token: sim.token, plugin: 'ipset', netns: lab.host.name, retries: 0 });
     dir = c.dir;
     for (const ip of [ADDR.host, ADDR.blocked]) sim.setDecision(ip, 1);
@@ -214,6 +214,12 @@ describe('protected set with config netns (the agent outside, its rules inside t
       expect(set).not.toContain(ADDR.host);
       expect(await lab.connect(ADDR.allowed)).toBe('connected');
       expect(await lab.connect(ADDR.blocked)).toBe('timeout');
+      // A connection from the namespace's own address (source ADDR.host) to its own server.
+      const self = `const s = require('node:net').connect({ host: '${ADDR.host}', port: ${lab.port}, localAddress: '${ADDR.host}' });
+        const t = setTimeout(() => { console.log('timeout'); process.exit(0); }, 1500);
+        s.on('connect', () => { console.log('connected'); process.exit(0); });
+        s.on('error', (e) => { console.log('error:' + e.code); process.exit(0); });`;
+      expect((await lab.host.exec(process.execPath, ['-e', self])).trim()).toBe('connected');
     } finally {
       for (const ip of [ADDR.host, ADDR.blocked]) sim.setDecision(ip, -1);
     }
