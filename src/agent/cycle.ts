@@ -10,8 +10,7 @@ import { createScoring, type Scoring } from '../score/decay.js';
 import { selectEntries, type Reason, type Selection } from '../policy/select.js';
 import { AGENT_VERSION } from '../version.js';
 import { pullAll, type PulledFeeds } from './pull-all.js';
-import { computeProtectedSet } from './protected.js';
-import { dropNewlyProtected, liveEntries, localProtectedSet } from './protect-applied.js';
+import { dropNewlyProtected, liveEntries, localProtectedSet, rememberApiIn } from './protect-applied.js';
 import type { ProtectedSet } from '../policy/protect.js';
 import type { CycleRecord, StateStore } from './state.js';
 import { checkShrink } from './guard.js';
@@ -97,7 +96,7 @@ export async function computePlan(deps: CycleDeps, useCache: boolean): Promise<P
   const recordP = api.agent(config.agid);
   // Independent of the API calls, so looked up while they run rather than after the pull (with
   // `netns` it runs an `ip` process; a host name in base_url is a DNS lookup). Awaited at the selection.
-  const protectedSet = deps.protectedSet ?? computeProtectedSet({ config, logger, lastKnownApi: state.small.apiLastKnown });
+  const protectedSet = deps.protectedSet ?? localProtectedSet(config, state, logger);
   protectedSet.catch(() => undefined); // not unhandled when the pull fails first
   const record = await recordP;
   deps.clock?.lap('config');
@@ -213,7 +212,7 @@ export async function runCycle(deps: CycleDeps, plugin: FirewallPlugin): Promise
   let agentRecord: 'present' | 'deleted' | undefined;
 
   // Computed without the API, so a cycle whose pull fails still has it (see dropNewlyProtected below).
-  const protectedSet = localProtectedSet(config, state, logger, { rememberApi: (known) => state.update({ apiLastKnown: known }) });
+  const protectedSet = localProtectedSet(config, state, logger, { rememberApi: rememberApiIn(state) });
   protectedSet.catch(() => undefined); // awaited by computePlan or below; not unhandled meanwhile
   // The firewall's current state is read while the API calls run (read-only; see FirewallPlugin.prefetch).
   plugin.prefetch?.();
@@ -258,7 +257,8 @@ export async function runCycle(deps: CycleDeps, plugin: FirewallPlugin): Promise
   }
 
   // Nothing applied this cycle: the kernel keeps the last set, minus what has become protected since.
-  if (appliedEntries === undefined && (plan?.settings ?? prev.settings).running) await dropNewlyProtected(plugin, state, protectedSet, logger, now);
+  // (Not while the agent is stopping: that cycle ends as soon as it can.)
+  if (appliedEntries === undefined && (plan?.settings ?? prev.settings).running && !deps.api.client.aborted) await dropNewlyProtected(plugin, state, protectedSet, logger, now);
 
   const settings = plan?.settings ?? prev.settings;
   // A server-config problem or a held-back shrink still leaves a protected, consistent host.

@@ -4,7 +4,7 @@ import type { Logger } from '../log.js';
 import { toCidr } from '../net/ipv4.js';
 import { filterProtected, type ProtectedMember, type ProtectedSet } from '../policy/protect.js';
 import type { AgentConfig } from '../config/load.js';
-import { computeProtectedSet, type ProtectedOptions } from './protected.js';
+import { computeProtectedSet, type LastKnownApi, type ProtectedOptions } from './protected.js';
 import type { AppliedSet, StateStore } from './state.js';
 
 type AppliedEntry = AppliedSet['entries'][number];
@@ -31,6 +31,15 @@ export function logRemoved(logger: Logger, removed: readonly { entry: AppliedEnt
       `${why}: ${entry.cidr} is protected (${member.source} ${member.cidr.text}) and is removed from the firewall`,
     );
   }
+}
+
+/** Keeps the API's resolved addresses in state for when resolution fails; written only when they change. */
+export function rememberApiIn(state: StateStore): (known: LastKnownApi) => void {
+  return (known) => {
+    const old = state.small.apiLastKnown;
+    if (old && old.host === known.host && old.addresses.join() === known.addresses.join()) return;
+    state.update({ apiLastKnown: known });
+  };
 }
 
 /** The protected set from config.json, the host and the state alone (no API call). */
