@@ -1,11 +1,12 @@
 import { lookup } from 'node:dns/promises';
 import { readFileSync } from 'node:fs';
 import { isIPv4 } from 'node:net';
+import { endianness } from 'node:os';
 import { join } from 'node:path';
 import { errorMessage } from '../errors.js';
 import type { CommandRunner } from '../firewall/types.js';
 import { parseResolvConf } from '../net/resolv-conf.js';
-import { parseDefaultGateways } from '../net/routes.js';
+import { parseDefaultGateways, parseProcNetRoute } from '../net/routes.js';
 import { parseUtmp, type UtmpSession } from '../net/utmp.js';
 
 /** Files the protected set reads; tests point them elsewhere. */
@@ -16,6 +17,8 @@ export interface HostPaths {
   /** `ip netns exec NAME` bind-mounts `<netnsEtc>/NAME/resolv.conf` over /etc/resolv.conf. */
   netnsEtc: string;
   utmp: string;
+  /** The kernel's routes for this process's namespace (gateways without running `ip`). */
+  procNetRoute: string;
 }
 
 export const DEFAULT_HOST_PATHS: HostPaths = {
@@ -23,6 +26,7 @@ export const DEFAULT_HOST_PATHS: HostPaths = {
   resolvedUpstreams: '/run/systemd/resolve/resolv.conf',
   netnsEtc: '/etc/netns',
   utmp: '/var/run/utmp',
+  procNetRoute: '/proc/net/route',
 };
 
 /** How long a host name lookup may take before the protected set goes on without it. */
@@ -59,9 +63,13 @@ export function readResolvers(paths: HostPaths, netns?: string): Found[] {
   return out;
 }
 
-/** The IPv4 default gateways (inside `netns` when set). */
-export async function readGateways(runner: CommandRunner, netns?: string): Promise<string[]> {
-  const { stdout } = await runner.run('ip', ['-j', '-4', ...(netns ? ['-n', netns] : []), 'route', 'show', 'default']);
+/**
+ * The IPv4 default gateways: from /proc/net/route (no process: a dry run and
+ * `plan` run no command at all), or inside `netns` with `ip -n NAME`.
+ */
+export async function readGateways(runner: CommandRunner, paths: HostPaths, netns?: string): Promise<string[]> {
+  if (!netns) return parseProcNetRoute(readFileSync(paths.procNetRoute, 'latin1'), endianness() === 'LE');
+  const { stdout } = await runner.run('ip', ['-j', '-4', '-n', netns, 'route', 'show', 'default']);
   return parseDefaultGateways(stdout.trim());
 }
 

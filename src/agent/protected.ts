@@ -108,8 +108,8 @@ export async function computeProtectedMembers(o: ProtectedOptions): Promise<Prot
       for (const c of await listAddresses(runner, ns)) out.push({ cidr: c, source: 'own_address', detail: `netns ${ns}` });
     }));
   }
-  tasks.push(soft('the default gateways (ip route)', async () => {
-    for (const g of await readGateways(runner, config.netns)) add(g, 'gateway', config.netns ? `netns ${config.netns}` : undefined);
+  tasks.push(soft('the default gateways', async () => {
+    for (const g of await readGateways(runner, paths, config.netns)) add(g, 'gateway', config.netns ? `netns ${config.netns}` : undefined);
   }));
   tasks.push(soft('the API server address', async () => {
     const host = new URL(config.base_url).hostname.replace(/^\[|\]$/g, '');

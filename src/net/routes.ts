@@ -23,3 +23,29 @@ export function parseDefaultGateways(json: string): string[] {
   }
   return out;
 }
+
+const RTF_UP = 0x1;
+const RTF_GATEWAY = 0x2;
+
+/**
+ * The gateways of the default routes in `/proc/net/route` text (the kernel's
+ * table for the reader's own network namespace; read without running a
+ * command). Addresses are printed as the host-order hex of the network-order
+ * value: little endian on x86_64 and aarch64 (`littleEndian`). Lines that do
+ * not parse are ignored.
+ */
+export function parseProcNetRoute(text: string, littleEndian = true): string[] {
+  const out: string[] = [];
+  for (const line of text.split('\n').slice(1)) {
+    const f = line.trim().split(/\s+/);
+    if (f.length < 8) continue;
+    const [, dst, gw, flagsHex, , , , mask] = f;
+    if (dst !== '00000000' || mask !== '00000000' || !/^[0-9A-Fa-f]{8}$/.test(gw!) || !/^[0-9A-Fa-f]{1,8}$/.test(flagsHex!)) continue;
+    const flags = parseInt(flagsHex!, 16);
+    if ((flags & RTF_UP) === 0 || (flags & RTF_GATEWAY) === 0) continue;
+    const bytes = [0, 2, 4, 6].map((i) => parseInt(gw!.slice(i, i + 2), 16));
+    const ip = (littleEndian ? bytes.reverse() : bytes).join('.');
+    if (isIPv4(ip) && ip !== '0.0.0.0' && !out.includes(ip)) out.push(ip);
+  }
+  return out;
+}

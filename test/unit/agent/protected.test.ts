@@ -28,7 +28,7 @@ afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 async function hostFiles(name: string, opts: { resolv?: string; upstreams?: string; netns?: Record<string, string>; utmp?: string[] }): Promise<HostPaths> {
   const dir = join(tmp, name);
   mkdirSync(join(dir, 'netns'), { recursive: true });
-  const paths: HostPaths = { resolvConf: join(dir, 'resolv.conf'), resolvedUpstreams: join(dir, 'upstreams.conf'), netnsEtc: join(dir, 'netns'), utmp: join(dir, 'utmp') };
+  const paths: HostPaths = { resolvConf: join(dir, 'resolv.conf'), resolvedUpstreams: join(dir, 'upstreams.conf'), netnsEtc: join(dir, 'netns'), utmp: join(dir, 'utmp'), procNetRoute: '/proc/net/route' };
   if (opts.resolv !== undefined) writeFileSync(paths.resolvConf, opts.resolv);
   if (opts.upstreams !== undefined) writeFileSync(paths.resolvedUpstreams, opts.upstreams);
   for (const [ns, text] of Object.entries(opts.netns ?? {})) {
@@ -99,7 +99,7 @@ describe('computeProtectedMembers', () => {
     expect(by('ssh_session')).toEqual(['198.51.100.23']);
   });
 
-  it('the machine’s default gateway is a member (ip route)', async () => {
+  it('the machine’s default gateway is a member (/proc/net/route agrees with ip route)', async () => {
     const { stdout } = await execa('ip', ['-j', '-4', 'route', 'show', 'default']);
     const gateways = (JSON.parse(stdout || '[]') as { gateway?: string }[]).flatMap((r) => (r.gateway ? [r.gateway] : []));
     const { by } = await members({ paths: await hostFiles('gw', {}) });

@@ -1,9 +1,10 @@
+import { readFileSync } from 'node:fs';
 import { isIPv4 } from 'node:net';
 import { execa } from 'execa';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { parseResolvConf } from '../../../src/net/resolv-conf.js';
-import { parseDefaultGateways } from '../../../src/net/routes.js';
+import { parseDefaultGateways, parseProcNetRoute } from '../../../src/net/routes.js';
 import { UTMP_RECORD_SIZE, USER_PROCESS, parseUtmp } from '../../../src/net/utmp.js';
 
 const arbIp = fc.tuple(fc.nat(255), fc.nat(255), fc.nat(255), fc.nat(255)).map((o) => o.join('.'));
@@ -67,6 +68,38 @@ describe('parseDefaultGateways', () => {
         }
       }),
       { numRuns: 300 },
+    );
+  });
+});
+
+describe('parseProcNetRoute', () => {
+  const HEAD = 'Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT';
+  it('reads the gateways of up default routes with RTF_GATEWAY (little endian hex)', () => {
+    const text = [
+      HEAD,
+      'eth0\t00000000\t010200C0\t0003\t0\t0\t0\t00000000\t0\t0\t0',
+      'eth0\t000200C0\t00000000\t0001\t0\t0\t0\t00FFFFFF\t0\t0\t0', // on-link network
+      'wg0\t00000000\t00000000\t0001\t0\t0\t0\t00000000\t0\t0\t0', // default onto a device
+      'eth1\t00000000\t016433C6\t0002\t0\t0\t0\t00000000\t0\t0\t0', // not up
+      'eth2\t00000000\t026433C6\t0003\t0\t0\t100\t00000000\t0\t0\t0',
+      'garbage',
+    ].join('\n');
+    expect(parseProcNetRoute(text)).toEqual(['192.0.2.1', '198.51.100.2']);
+    expect(parseProcNetRoute(text, false)).toEqual(['1.2.0.192', '2.100.51.198']);
+  });
+
+  it('this machine’s /proc/net/route gives what `ip -j -4 route show default` gives', async () => {
+    const { stdout } = await execa('ip', ['-j', '-4', 'route', 'show', 'default']);
+    expect(parseProcNetRoute(readFileSync('/proc/net/route', 'latin1'))).toEqual(parseDefaultGateways(stdout.trim()));
+  });
+
+  it('for arbitrary gateway hex, the address read back is the one written', () => {
+    fc.assert(
+      fc.property(arbIp.filter((a) => a !== '0.0.0.0'), (ip) => {
+        const hex = ip.split('.').map((o) => Number(o).toString(16).padStart(2, '0').toUpperCase()).reverse().join('');
+        expect(parseProcNetRoute(`${HEAD}\neth0\t00000000\t${hex}\t0003\t0\t0\t0\t00000000\t0\t0\t0`)).toEqual([ip]);
+      }),
+      { numRuns: 200 },
     );
   });
 });
