@@ -44,7 +44,8 @@ export const BUILT_IN_PROTECTED: readonly ProtectedMember[] = [
  */
 export class ProtectedSet {
   readonly members: readonly ProtectedMember[];
-  private readonly ranges: RangeSet;
+  /** The members' ranges, merged (the selection's hot loop asks this directly). */
+  readonly ranges: RangeSet;
 
   constructor(members: Iterable<ProtectedMember>) {
     this.members = [...members];

@@ -67,7 +67,7 @@ function feedTable(feed: Iterable<Indicator>): IndicatorMap {
  */
 export function selectEntries(input: SelectionInput): Selection {
   const skipped: Record<SkipReason, number> = { allowlist: 0, too_wide: 0, whitelist: 0, threshold: 0, cap: 0 };
-  const { protectedSet } = input;
+  const protectedSet = input.protectedSet.ranges;
   const whitelistSet = new RangeSet([...input.whitelist].map((w) => w.cidr));
 
   const vetoed = (c: { start: number; end: number; prefix: number }): SkipReason | null => {
