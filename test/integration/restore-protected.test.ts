@@ -41,33 +41,35 @@ describe.each(['nftables', 'ipset'] as const)('start-up restore with the %s back
     dir = c.dir;
     sim.setDecision(ADDR.blocked, 1);
     sim.setDecision(ADDR.inNet, 1);
+    try {
+      const first = start(c.path);
+      await first.waitForLog(/^cycle done/);
+      expect(await kernelSet(lab.host, plugin)).toEqual(expect.arrayContaining([ADDR.blocked, ADDR.inNet]));
+      expect(await first.stop(), first.raw.slice(-12).join('\n')).toBe(0);
 
-    const first = start(c.path);
-    await first.waitForLog(/^cycle done/);
-    expect(await kernelSet(lab.host, plugin)).toEqual(expect.arrayContaining([ADDR.blocked, ADDR.inNet]));
-    expect(await first.stop()).toBe(0);
+      // A reboot: the kernel forgets the agent's objects. The operator allowlists the address; the API is down.
+      await lab.host.exec('nft', ['flush', 'ruleset']);
+      await lab.host.exec('ipset', ['destroy']);
+      const cfg = JSON.parse(readFileSync(c.path, 'utf8')) as Record<string, unknown>;
+      writeFileSync(c.path, JSON.stringify({ ...cfg, allowlist: [ADDR.blocked], base_url: 'http://127.0.0.1:1/api/v1' }));
 
-    // A reboot: the kernel forgets the agent's objects. The operator allowlists the address; the API is down.
-    await lab.host.exec('nft', ['flush', 'ruleset']);
-    await lab.host.exec('ipset', ['destroy']);
-    const cfg = JSON.parse(readFileSync(c.path, 'utf8')) as Record<string, unknown>;
-    writeFileSync(c.path, JSON.stringify({ ...cfg, allowlist: [ADDR.blocked], base_url: 'http://127.0.0.1:1/api/v1' }));
-
-    const second = start(c.path);
-    const restored = await second.waitForLog(/^restored the last known good set/);
-    expect(restored).toMatchObject({ protectedLeftOut: 1 });
-    expect(second.logs.some((l) => l.msg === `restore: ${ADDR.blocked} is protected (allowlist ${ADDR.blocked}) and is removed from the firewall`)).toBe(true);
-    await second.waitForLog(/^sync failed/);
-    const set = await kernelSet(lab.host, plugin);
-    expect(set).not.toContain(ADDR.blocked);
-    expect(set).toContain(ADDR.inNet);
-    expect(await lab.connect(ADDR.blocked)).toBe('connected');
-    expect(await lab.connect(ADDR.inNet)).toBe('timeout');
-    // The applied set on disk no longer holds it either (what the next restore starts from).
-    const applied = JSON.parse(readFileSync(`${c.dir}/state/applied-${plugin}.json`, 'utf8')) as { entries: { cidr: string }[] };
-    expect(applied.entries.map((e) => e.cidr)).not.toContain(ADDR.blocked);
-    expect(await second.stop()).toBe(0);
-    sim.setDecision(ADDR.blocked, -1);
-    sim.setDecision(ADDR.inNet, -1);
+      const second = start(c.path);
+      const restored = await second.waitForLog(/^restored the last known good set/);
+      expect(restored).toMatchObject({ protectedLeftOut: 1 });
+      expect(second.logs.some((l) => l.msg === `restore: ${ADDR.blocked} is protected (allowlist ${ADDR.blocked}) and is removed from the firewall`)).toBe(true);
+      await second.waitForLog(/^sync failed/);
+      const set = await kernelSet(lab.host, plugin);
+      expect(set).not.toContain(ADDR.blocked);
+      expect(set).toContain(ADDR.inNet);
+      expect(await lab.connect(ADDR.blocked)).toBe('connected');
+      expect(await lab.connect(ADDR.inNet)).toBe('timeout');
+      // The applied set on disk no longer holds it either (what the next restore starts from).
+      const applied = JSON.parse(readFileSync(`${c.dir}/state/applied-${plugin}.json`, 'utf8')) as { entries: { cidr: string }[] };
+      expect(applied.entries.map((e) => e.cidr)).not.toContain(ADDR.blocked);
+      expect(await second.stop(), second.raw.slice(-12).join('\n')).toBe(0);
+    } finally {
+      sim.setDecision(ADDR.blocked, -1);
+      sim.setDecision(ADDR.inNet, -1);
+    }
   });
 });
