@@ -54,13 +54,12 @@ function readIfPresent(path: string): string | undefined {
  */
 export function readResolvers(paths: HostPaths, netns?: string): Found[] {
   const nsFile = netns ? join(paths.netnsEtc, netns, 'resolv.conf') : undefined;
-  const files = [nsFile !== undefined && readIfPresent(nsFile) !== undefined ? nsFile : paths.resolvConf, paths.resolvedUpstreams];
-  const out: Found[] = [];
-  for (const file of files) {
-    const text = readIfPresent(file);
-    if (text !== undefined) for (const address of parseResolvConf(text)) out.push({ address, detail: file });
-  }
-  return out;
+  const nsText = nsFile === undefined ? undefined : readIfPresent(nsFile);
+  const read: [string, string | undefined][] = [
+    nsText !== undefined ? [nsFile!, nsText] : [paths.resolvConf, readIfPresent(paths.resolvConf)],
+    [paths.resolvedUpstreams, readIfPresent(paths.resolvedUpstreams)],
+  ];
+  return read.flatMap(([file, text]) => (text === undefined ? [] : parseResolvConf(text).map((address) => ({ address, detail: file }))));
 }
 
 /**

@@ -39,16 +39,6 @@ export async function listAddresses(runner: CommandRunner, netns?: string): Prom
   return links.flatMap((l) => (l.addr_info ?? []).map((a) => parseCidr(a.local ?? ''))).flatMap((r) => (r.ok ? [r.cidr] : []));
 }
 
-/** The IPv4 addresses inside a network namespace (when `netns` is set, those are the host being protected). */
-export async function namespaceAddresses(netns: string, logger: Logger): Promise<Cidr[]> {
-  try {
-    return await listAddresses(createRunner(), netns);
-  } catch (err) {
-    logger.warn({ netns }, `could not read the addresses of network namespace ${netns}: ${errorMessage(err)}`);
-    return [];
-  }
-}
-
 /** The API server's addresses last resolved, kept in state for when resolution fails. */
 export interface LastKnownApi {
   host: string;

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { execa } from 'execa';
 import pino from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
-import { computeProtectedMembers, hostAddresses, namespaceAddresses, resolveApiHost, type ProtectedOptions } from '../../../src/agent/protected.js';
+import { computeProtectedMembers, hostAddresses, resolveApiHost, type ProtectedOptions } from '../../../src/agent/protected.js';
 import type { HostPaths } from '../../../src/agent/host-facts.js';
 
 function logger() {
@@ -67,14 +67,6 @@ describe('resolveApiHost', () => {
     expect(await resolveApiHost('https://203.0.113.9:8443/api/v1')).toEqual({ host: '203.0.113.9', addresses: ['203.0.113.9'] });
     expect((await resolveApiHost('http://localhost:8080/api/v1')).addresses).toContain('127.0.0.1');
     expect(await resolveApiHost('https://no-such-host.invalid/api/v1')).toMatchObject({ addresses: [], error: expect.any(String) });
-  });
-});
-
-describe('namespaceAddresses', () => {
-  it('a namespace that does not exist gives no addresses and a warning', async () => {
-    const { log, lines } = logger();
-    await expect(namespaceAddresses('wcf-no-such-ns-0', log)).resolves.toEqual([]);
-    expect(lines.some((l) => l.level === 40 && /wcf-no-such-ns-0/.test(l.msg))).toBe(true);
   });
 });
 
@@ -158,6 +150,13 @@ describe('computeProtectedMembers', () => {
     const { by, lines } = await members({ paths });
     expect(by('resolver')).toEqual(['192.0.2.53']);
     expect(lines.some((l) => l.level === 40 && /SSH sessions/.test(l.msg) && /EISDIR/.test(l.msg))).toBe(true);
+  });
+
+  it('a netns that does not exist is a warning naming it; the host’s own members still count', async () => {
+    const { by, lines } = await members({ config: { netns: 'wcf-no-such-ns-0' }, paths: await hostFiles('nons', { resolv: 'nameserver 192.0.2.53\n' }) });
+    expect(lines.some((l) => l.level === 40 && /network namespace wcf-no-such-ns-0/.test(l.msg))).toBe(true);
+    expect(by('own_address').sort()).toEqual(osIPv4().sort());
+    expect(by('resolver')).toEqual(['192.0.2.53']);
   });
 
   it('an invalid allowlist entry is an error naming its index', async () => {
