@@ -1,7 +1,7 @@
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator, type Simulator } from '../simulator/index.js';
-import { writeConfig } from '../helpers/cli.js';
+import { runCli, writeConfig } from '../helpers/cli.js';
 import { DaemonProcess } from '../helpers/daemon.js';
 import { ADDR, createLab, isRoot, type Lab } from '../netns/netns.js';
 import { kernelSet } from '../netns/relay.js';
@@ -47,11 +47,17 @@ describe.each(['nftables', 'ipset'] as const)('start-up restore with the %s back
       expect(await kernelSet(lab.host, plugin)).toEqual(expect.arrayContaining([ADDR.blocked, ADDR.inNet]));
       expect(await first.stop(), first.raw.slice(-12).join('\n')).toBe(0);
 
-      // A reboot: the kernel forgets the agent's objects. The operator allowlists the address; the API is down.
-      await lab.host.exec('nft', ['flush', 'ruleset']);
-      await lab.host.exec('ipset', ['destroy']);
+      // The operator allowlists the address; the API goes down. doctor names the protected address the kernel still holds.
       const cfg = JSON.parse(readFileSync(c.path, 'utf8')) as Record<string, unknown>;
       writeFileSync(c.path, JSON.stringify({ ...cfg, allowlist: [ADDR.blocked], base_url: 'http://127.0.0.1:1/api/v1' }));
+      const doctor = await runCli(['doctor', '--json', '--config', c.path]);
+      const check = (JSON.parse(doctor.stdout) as { checks: { name: string; status: string; message: string }[] }).checks.find((x) => x.name === 'protected set');
+      expect(check).toMatchObject({ status: 'warn' });
+      expect(check!.message.split('\n')[0]).toBe(`the kernel set holds protected addresses: ${ADDR.blocked} (allowlist ${ADDR.blocked})`);
+
+      // A reboot: the kernel forgets the agent's objects.
+      await lab.host.exec('nft', ['flush', 'ruleset']);
+      await lab.host.exec('ipset', ['destroy']);
 
       const second = start(c.path);
       const restored = await second.waitForLog(/^restored the last known good set/);
