@@ -11,8 +11,9 @@ import { AGENT_VERSION } from '../version.js';
 import { recordCycle, reportCycle, type AppliedEntry } from './cycle-report.js';
 import { pullAll, type PulledFeeds } from './pull-all.js';
 import { feedItemCap } from '../feed/pull.js';
-import { protectedNetworks } from './protected.js';
-import type { AppliedSet, CycleRecord, StateStore } from './state.js';
+import { dropNewlyProtected, liveEntries, localProtectedSet, rememberApiIn } from './protect-applied.js';
+import type { ProtectedSet } from '../policy/protect.js';
+import type { CycleRecord, StateStore } from './state.js';
 import { checkShrink } from './guard.js';
 import { checkAgentRecord, seenPatch } from './first-contact.js';
 import { saveDecisionsCache } from './decisions-cache.js';
@@ -33,6 +34,8 @@ export interface CycleDeps {
   clock?: PhaseClock;
   /** Told whether the agent record exists as soon as the agent-record call answers (before the pull, which may still fail). */
   onAgentRecord?: (status: 'present' | 'deleted') => void;
+  /** The protected set, when the caller computed it already (runCycle: it also needs it when the pull fails). */
+  protectedSet?: Promise<ProtectedSet>;
 }
 
 export interface PlanResult {
@@ -89,8 +92,8 @@ export async function computePlan(deps: CycleDeps, useCache: boolean): Promise<P
   const recordP = api.agent(config.agid);
   // Independent of the API calls, so looked up while they run rather than after the pull (with
   // `netns` it runs an `ip` process; a host name in base_url is a DNS lookup). Awaited at the selection.
-  const protectedNets = protectedNetworks(config.allowlist, config.base_url, logger, config.netns);
-  protectedNets.catch(() => undefined); // not unhandled when the pull fails first
+  const protectedSet = deps.protectedSet ?? localProtectedSet(config, state, logger);
+  protectedSet.catch(() => undefined); // not unhandled when the pull fails first
   const record = await recordP;
   deps.clock?.lap('config');
   deps.onAgentRecord?.(record === null ? 'deleted' : 'present');
@@ -126,7 +129,7 @@ export async function computePlan(deps: CycleDeps, useCache: boolean): Promise<P
     feed: feeds.feed,
     manualBlocks: feeds.manualBlocks.values(),
     whitelist: feeds.whitelist.values(),
-    protectedNets: await protectedNets,
+    protectedSet: await protectedSet,
     minPrefix: config.min_prefix,
     threshold: resolved.settings.score_threshold,
     maximumRules: resolved.settings.maximum_rules,
@@ -159,10 +162,7 @@ export function toFirewallEntries(selection: Selection, now: number): FirewallEn
   return selection.entries.map((e) => ({ cidr: e.cidr, timeoutSeconds: timeoutUntil(e.expiresAt, now) }));
 }
 
-/** Entries of an applied set that have not expired by `now`. */
-export function liveEntries(set: AppliedSet | undefined, now: number): AppliedSet['entries'] {
-  return (set?.entries ?? []).filter((e) => e.expiresAt === null || e.expiresAt > now);
-}
+export { liveEntries };
 
 /**
  * Keep what a successful pull learnt, even if the apply then fails (it is not firewall
@@ -218,7 +218,7 @@ async function enforce(deps: CycleDeps, plugin: FirewallPlugin, plan: PlanResult
  * settings in force after the cycle.
  */
 export async function runCycle(deps: CycleDeps, plugin: FirewallPlugin): Promise<CycleOutcome> {
-  const { state, logger } = deps;
+  const { config, state, logger } = deps;
   const started = Date.now();
   const clock = new PhaseClock();
   const now = (deps.now ?? epochNow)();
@@ -229,10 +229,13 @@ export async function runCycle(deps: CycleDeps, plugin: FirewallPlugin): Promise
   let agentRecord: 'present' | 'deleted' | undefined;
   let saveCache: (() => void) | undefined;
 
+  // Computed without the API, so a cycle whose pull fails still has it (see dropNewlyProtected below).
+  const protectedSet = localProtectedSet(config, state, logger, { rememberApi: rememberApiIn(state) });
+  protectedSet.catch(() => undefined); // awaited by computePlan or below; not unhandled meanwhile
   // The firewall's current state is read while the API calls run (read-only; see FirewallPlugin.prefetch).
   plugin.prefetch?.();
   try {
-    const pulled = persistPull(await computePlan({ ...deps, now: () => now, clock, onAgentRecord: (s) => (agentRecord = s) }, true), state, now);
+    const pulled = persistPull(await computePlan({ ...deps, now: () => now, clock, protectedSet, onAgentRecord: (s) => (agentRecord = s) }, true), state, now);
     ({ plan, fullPull, saveCache } = pulled);
     clock.lap('cache');
     enforced = await enforce(deps, plugin, plan, now);
@@ -251,6 +254,11 @@ export async function runCycle(deps: CycleDeps, plugin: FirewallPlugin): Promise
   if (cacheError && (error === undefined || error instanceof ServerConfigError)) error = cacheError;
 
   const settings = plan?.settings ?? previousSettings(deps).settings;
+  // Nothing applied this cycle: the kernel keeps the last set, minus what has become protected since.
+  // (Not while the agent is stopping: that cycle ends as soon as it can.)
+  if (enforced === undefined && settings.running && !deps.api.client.aborted) {
+    await dropNewlyProtected(plugin, state, protectedSet, logger, now, settings.maximum_rules);
+  }
   const current = enforced?.entries ?? liveEntries(state.loadApplied(plugin.name), now);
   const record = recordCycle({ state, plugin: plugin.name, now, started, error, current, skipped: plan?.selection.skipped, fullPull, running: settings.running });
   const reported = await reportCycle(deps, { plugin: plugin.name, record, settings, current, now, error, agentRecord });

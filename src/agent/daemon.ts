@@ -2,12 +2,12 @@ import { errorMessage, WcfError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { AgentConfig } from '../config/load.js';
 import type { ThreatIntelApi } from '../api/threat-intel.js';
-import { timeoutUntil, type FirewallPlugin } from '../firewall/index.js';
+import { type FirewallPlugin } from '../firewall/index.js';
 import type { Settings } from '../config/server.js';
-import { liveEntries, previousSettings, type CycleOutcome } from './cycle.js';
+import { previousSettings, type CycleOutcome } from './cycle.js';
 import { runBoundedCycle } from './bounded-cycle.js';
+import { appliedToFirewall, filterApplied, localProtectedSet, logRemoved } from './protect-applied.js';
 import { withLock } from './lock.js';
-import { toCidr } from '../net/ipv4.js';
 import type { StateStore } from './state.js';
 import { Scheduler } from './scheduler.js';
 
@@ -104,22 +104,27 @@ export class Daemon {
     if (!this.stopping) this.scheduler.start();
   }
 
-  /** Re-apply the last known good set so a reboot without network keeps the host protected. */
+  /**
+   * Re-apply the last known good set so a reboot without network keeps the host protected,
+   * through the protected set as it is now (computed locally, no DNS): an address added to the
+   * allowlist, or become the host's own, since that set was applied does not come back.
+   */
   private async restore(): Promise<void> {
-    const { plugin, state } = this.parts;
+    const { config, plugin, state } = this.parts;
     const now = Math.floor(Date.now() / 1000);
     const last = state.loadApplied(plugin.name);
     if (!last || !this.settings.running) {
       this.logger.info({ plugin: plugin.name }, 'no last known good set to restore');
       return;
     }
-    const entries = liveEntries(last, now).flatMap((e) => {
-      const cidr = toCidr(e.cidr);
-      return cidr ? [{ cidr, timeoutSeconds: timeoutUntil(e.expiresAt, now) }] : [];
-    });
     try {
-      const r = await plugin.apply(entries, { capacity: this.settings.maximum_rules, appliedBefore: true });
-      this.logger.info({ plugin: plugin.name, entries: entries.length, added: r.added, since: last.ts }, `restored the last known good set (${entries.length} entries) before any network call`);
+      const { kept, removed } = filterApplied(last, await localProtectedSet(config, state, this.logger, { offline: true }), now);
+      const r = await plugin.apply(appliedToFirewall(kept, now), { capacity: this.settings.maximum_rules, appliedBefore: true });
+      if (removed.length) {
+        logRemoved(this.logger, removed, 'restore');
+        state.saveApplied({ ts: last.ts, plugin: plugin.name, entries: kept });
+      }
+      this.logger.info({ plugin: plugin.name, entries: kept.length, added: r.added, since: last.ts, protectedLeftOut: removed.length }, `restored the last known good set (${kept.length} entries) before any network call`);
     } catch (err) {
       this.logger.error({ code: (err as WcfError).code }, `could not restore the last known good set: ${errorMessage(err)}`);
     }

@@ -5,7 +5,7 @@ import { selectEntries } from '../policy/select.js';
 import { createScoring } from '../score/decay.js';
 import { previousSettings, type PlanResult } from './cycle.js';
 import { loadDecisionsCache } from './decisions-cache.js';
-import { protectedNetworks } from './protected.js';
+import { localProtectedSet } from './protect-applied.js';
 import type { StateStore } from './state.js';
 
 /**
@@ -30,7 +30,7 @@ export async function computeOfflinePlan(deps: { config: AgentConfig; state: Sta
     feed,
     manualBlocks: decisions.manualBlocks.values(),
     whitelist: decisions.whitelist.values(),
-    protectedNets: await protectedNetworks(config.allowlist, config.base_url, logger, config.netns),
+    protectedSet: await localProtectedSet(config, state, logger),
     minPrefix: config.min_prefix,
     threshold: prev.settings.score_threshold,
     maximumRules: prev.settings.maximum_rules,

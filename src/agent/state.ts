@@ -8,6 +8,7 @@ import type { Settings, SettingSources } from '../config/server.js';
 import type { Reason, SkipReason } from '../policy/select.js';
 import { writeFileAtomic } from './atomic-file.js';
 import { readStateFile, UnsafeStateFile } from './state-file.js';
+import type { LastKnownApi } from './protected.js';
 
 /** Outcome of the last cycle, shown by `status` and reported to the API. */
 export interface CycleRecord {
@@ -40,6 +41,8 @@ export interface SmallState {
   largestFeed?: number;
   /** Wall and monotonic clocks at the start of the last cycle, to detect clock steps. */
   clock?: { wall: number; mono: number; boot: string | undefined };
+  /** The API server's addresses when they last resolved: protected while resolution fails. */
+  apiLastKnown?: LastKnownApi;
 }
 
 /** The last set applied successfully: re-applied at start-up before any network call. */

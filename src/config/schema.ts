@@ -31,6 +31,8 @@ export const configSchema = z
     plugin: z.enum(['auto', 'ipset', 'nftables', 'iptables', 'dry-run']).default('auto'),
     state_dir: z.string().min(1).default('/var/lib/wcf-agent'),
     allowlist: z.array(cidrString).default([]),
+    // Never block the remote address of a logged-in SSH session (utmp), so an admin's open session is never cut.
+    protect_ssh_sessions: z.boolean().default(true),
     min_prefix: z.number().int().min(0).max(32).default(8),
     set_name: z.string().min(1).default('wcf-blocklist'),
     chain_name: z.string().min(1).default('WCF-AGENT'),

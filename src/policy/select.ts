@@ -1,6 +1,7 @@
-import { RangeSet, compareCidr, fromNumber, parseCidr, type Cidr } from '../net/ipv4.js';
+import { RangeSet, compareCidr, fromNumber, type Cidr } from '../net/ipv4.js';
 import { IndicatorMap, type Indicator } from '../feed/indicator.js';
 import type { Scoring } from '../score/decay.js';
+import type { ProtectedSet } from './protect.js';
 
 export type Reason = 'manual' | 'score';
 export type SkipReason = 'allowlist' | 'too_wide' | 'whitelist' | 'threshold' | 'cap';
@@ -23,8 +24,8 @@ export interface SelectionInput {
   readonly manualBlocks: Iterable<Indicator>;
   /** Whitelisted indicators (filter 3). */
   readonly whitelist: Iterable<Indicator>;
-  /** Local allowlist plus the host's and the API server's addresses. */
-  readonly protectedNets: readonly Cidr[];
+  /** Never selected (rule 1): the built-in ranges, the allowlist, the host's, the API's, ... (see protect.ts). */
+  readonly protectedSet: ProtectedSet;
   readonly minPrefix: number;
   readonly threshold: number;
   readonly maximumRules: number;
@@ -35,13 +36,6 @@ export interface Selection {
   readonly entries: SelectedEntry[];
   readonly skipped: Record<SkipReason, number>;
 }
-
-/** Never blocked, whatever the feed says. */
-export const ALWAYS_PROTECTED: readonly Cidr[] = ['127.0.0.0/8', '0.0.0.0/8'].map((s) => {
-  const r = parseCidr(s);
-  if (!r.ok) throw new Error(r.error);
-  return r.cidr;
-});
 
 function byIpAscending(a: { cidr: Cidr }, b: { cidr: Cidr }): number {
   return compareCidr(a.cidr, b.cidr);
@@ -73,7 +67,7 @@ function feedTable(feed: Iterable<Indicator>): IndicatorMap {
  */
 export function selectEntries(input: SelectionInput): Selection {
   const skipped: Record<SkipReason, number> = { allowlist: 0, too_wide: 0, whitelist: 0, threshold: 0, cap: 0 };
-  const protectedSet = new RangeSet([...ALWAYS_PROTECTED, ...input.protectedNets]);
+  const protectedSet = input.protectedSet.ranges;
   const whitelistSet = new RangeSet([...input.whitelist].map((w) => w.cidr));
 
   const vetoed = (c: { start: number; end: number; prefix: number }): SkipReason | null => {

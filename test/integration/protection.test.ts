@@ -3,6 +3,7 @@
 import { readFileSync, rmSync } from 'node:fs';
 import { networkInterfaces } from 'node:os';
 import { join } from 'node:path';
+import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator, type Simulator } from '../simulator/index.js';
 import { runCli, writeConfig } from '../helpers/cli.js';
@@ -77,6 +78,30 @@ describe('lock-out protection', () => {
       const report = sim.reports.at(-1)!.body as { blacklist: string[] };
       for (const ip of protectedBlocks) expect(report.blacklist).not.toContain(ip);
       expect(report.blacklist).toContain(control);
+    } finally {
+      for (const ip of [...protectedBlocks, control]) sim.setDecision(ip, -1);
+    }
+  });
+});
+
+describe('plan never selects the protected set', () => {
+  it('manual blocks of cloud metadata, broadcast, multicast, reserved, this machine’s default gateway and resolver are skipped', async () => {
+    const { stdout } = await execa('ip', ['-j', '-4', 'route', 'show', 'default']);
+    const gateways = (JSON.parse(stdout || '[]') as { gateway?: string }[]).flatMap((r) => (r.gateway ? [r.gateway] : []));
+    const resolvers = readFileSync('/etc/resolv.conf', 'utf8')
+      .split('\n')
+      .flatMap((l) => /^\s*nameserver\s+(\d+\.\d+\.\d+\.\d+)\s*$/.exec(l)?.slice(1) ?? []);
+    // This machine has both (a test that cannot see them would prove nothing).
+    expect(gateways.length).toBeGreaterThan(0);
+    expect(resolvers.length).toBeGreaterThan(0);
+    const protectedBlocks = ['169.254.169.254', '255.255.255.255', '224.0.0.1', '240.1.2.3', ...gateways, ...resolvers];
+    const control = '198.51.100.78';
+    const { path } = config();
+    for (const ip of [...protectedBlocks, control]) sim.setDecision(ip, 1);
+    try {
+      const ips = (await plan(path)).entries.map((e) => e.ip);
+      for (const ip of protectedBlocks) expect(ips).not.toContain(ip);
+      expect(ips).toContain(control);
     } finally {
       for (const ip of [...protectedBlocks, control]) sim.setDecision(ip, -1);
     }

@@ -8,6 +8,8 @@ import { apiChecks } from '../doctor/api-checks.js';
 import { check, doctorExitCode, type CheckResult } from '../doctor/check.js';
 import { objectsCheck, pluginCheck, toolsCheck } from '../doctor/firewall-checks.js';
 import { allowlistCheck, capabilityCheck, netnsCheck, stateDirCheck } from '../doctor/host-checks.js';
+import { protectedSetCheck } from '../doctor/protected-check.js';
+import { openPlugin } from '../context.js';
 import { extraConfigProblems } from './check-config.js';
 
 /** Firewall tools answer `--version` and read-only listings quickly; a hung one must not hang doctor. */
@@ -48,6 +50,10 @@ export async function runChecks(path: string, logger: Logger): Promise<CheckResu
       out.push(await objectsCheck(createPlugin(detected.effective, { ...pluginOptions(config, logger), runner })));
     }
     out.push(stateDirCheck(config.state_dir), await allowlistCheck(config, netns ? { name: netns, addresses: ns?.addresses } : undefined));
+    const effective = detected.effective;
+    // list() only reads the owned set; a backend that cannot be opened or read is said in the message.
+    const kernel = effective ? async () => (await openPlugin(config, logger, false, effective)).list() : () => undefined;
+    out.push(await protectedSetCheck(config, logger, kernel));
   }
   return out;
 }

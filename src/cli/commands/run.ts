@@ -29,7 +29,10 @@ export async function runCommand(opts: GlobalOptions & { dryRun?: boolean }): Pr
 
   let resolveDone!: (code: number) => void;
   const done = new Promise<number>((r) => (resolveDone = r));
+  let stopping = false;
   const onStop = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
     logger.info({ signal }, 'stopping');
     daemon.stop().then(() => metrics?.stop()).then(
       () => resolveDone(0),
@@ -39,8 +42,11 @@ export async function runCommand(opts: GlobalOptions & { dryRun?: boolean }): Pr
       },
     );
   };
-  process.once('SIGTERM', () => onStop('SIGTERM'));
-  process.once('SIGINT', () => onStop('SIGINT'));
+  // `on`, not `once`: execa's child cleanup (signal-exit) re-raises a signal that it sees no other
+  // listener for, and a `once` listener is already removed when it runs. A SIGTERM that arrived while
+  // a command (`ip`, `nft`) was running then killed the daemon mid-stop, without on_stop.
+  process.on('SIGTERM', () => onStop('SIGTERM'));
+  process.on('SIGINT', () => onStop('SIGINT'));
   process.on('SIGHUP', () => {
     logger.info({ signal: 'SIGHUP' }, 'reloading config.json');
     void daemon.reload();

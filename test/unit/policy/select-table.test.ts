@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { selectEntries } from '../../../src/policy/select.js';
+import { ProtectedSet } from '../../../src/policy/protect.js';
 import { IndicatorMap, type Indicator } from '../../../src/feed/indicator.js';
 import { createScoring } from '../../../src/score/decay.js';
 import { fromNumber } from '../../../src/net/ipv4.js';
@@ -26,7 +27,7 @@ describe('selectEntries over an IndicatorMap', () => {
           const table = new IndicatorMap();
           for (const i of feed) table.upsert(i);
           const list: Indicator[] = [...table.values()];
-          const base = { now: NOW, manualBlocks, whitelist, protectedNets, threshold, maximumRules, minPrefix, scoring };
+          const base = { now: NOW, manualBlocks, whitelist, protectedSet: ProtectedSet.of(protectedNets), threshold, maximumRules, minPrefix, scoring };
           expect(selectEntries({ ...base, feed: table })).toEqual(selectEntries({ ...base, feed: list }));
         },
       ),

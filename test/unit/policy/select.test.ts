@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { selectEntries, type SelectionInput } from '../../../src/policy/select.js';
+import { ProtectedSet } from '../../../src/policy/protect.js';
 import { createScoring } from '../../../src/score/decay.js';
 import { fromNumber, mustParseCidr, overlaps, type Cidr } from '../../../src/net/ipv4.js';
 import type { Indicator } from '../../../src/feed/indicator.js';
@@ -15,7 +16,7 @@ function input(over: Partial<SelectionInput>): SelectionInput {
     feed: [],
     manualBlocks: [],
     whitelist: [],
-    protectedNets: [],
+    protectedSet: ProtectedSet.of([]),
     minPrefix: 8,
     threshold: 3,
     maximumRules: 100,
@@ -30,7 +31,7 @@ describe('selectEntries precedence', () => {
     const s = selectEntries(
       input({
         feed: [ind('127.0.0.1'), ind('0.1.2.3'), ind('198.51.100.7'), ind('198.51.0.0/16'), ind('203.0.113.5')],
-        protectedNets: [mustParseCidr('198.51.100.0/24', 'allowlist.0')],
+        protectedSet: ProtectedSet.of([mustParseCidr('198.51.100.0/24', 'allowlist.0')]),
       }),
     );
     expect(ips(s)).toEqual(['203.0.113.5']);
@@ -137,7 +138,7 @@ describe('selectEntries properties', () => {
   it('never exceeds maximum_rules, never holds a protected or whitelisted address, and is deterministic', () => {
     fc.assert(
       fc.property(arbInput, (a) => {
-        const i = input({ ...a, protectedNets: a.allow });
+        const i = input({ ...a, protectedSet: ProtectedSet.of(a.allow) });
         const s = selectEntries(i);
         expect(s.entries.length).toBeLessThanOrEqual(a.maximumRules);
         for (const e of s.entries) {
