@@ -1,7 +1,42 @@
 import { CidrIndex, rangeToCidrs } from '../../net/cidr-index.js';
-import { compareCidr } from '../../net/ipv4.js';
+import { compareCidr, toCidr, type Cidr } from '../../net/ipv4.js';
 import type { KernelEntry } from '../entries.js';
 
+/**
+ * Whether an added element overlaps a deleted one other than itself (a wider
+ * entry split around a narrower one, or pieces merged back). nft checks an
+ * interval set's overlaps against the elements as they were before the
+ * transaction, so such a delta fails with "interval overlaps with an existing
+ * one" although its result would not overlap: it needs the refill instead.
+ * The deleted elements come from the kernel's set, which holds no overlaps, so
+ * sorted by start they are disjoint and one binary search per added element
+ * finds the only one that can overlap it.
+ */
+export function deltaReshapesIntervals(add: readonly KernelEntry[], del: readonly string[]): boolean {
+  if (add.length === 0 || del.length === 0) return false;
+  const gone: Cidr[] = [];
+  for (const text of del) {
+    const c = toCidr(text);
+    if (c) gone.push(c);
+  }
+  gone.sort((a, b) => a.start - b.start);
+  for (const { cidr: a } of add) {
+    let lo = 0;
+    let hi = gone.length - 1;
+    let last = -1; // the last deleted element starting at or before a.end
+    while (lo <= hi) {
+      const mid = (lo + hi) >> 1;
+      if (gone[mid]!.start <= a.end) {
+        last = mid;
+        lo = mid + 1;
+      } else hi = mid - 1;
+    }
+    if (last === -1) continue;
+    const d = gone[last]!;
+    if (d.end >= a.start && (d.start !== a.start || d.prefix !== a.prefix)) return true;
+  }
+  return false;
+}
 
 /**
  * Whether any entry lies inside another (entries are distinct CIDRs), without

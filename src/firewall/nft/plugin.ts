@@ -4,7 +4,7 @@ import { createRunner, stderrMatches } from '../exec.js';
 import { KernelPlugin } from '../kernel-plugin.js';
 import type { ApplyOptions, ApplyResult, CommandRunner, DropCounters, FirewallEntry, FirewallPlugin, OwnedObject, PluginOptions } from '../plugin.js';
 import { parseNftCounters } from './json.js';
-import { resolveOverlaps } from './overlaps.js';
+import { deltaReshapesIntervals, resolveOverlaps } from './overlaps.js';
 import { checkNftStructure, type NftStructure } from './structure.js';
 import { nftHooks, parseNftSetJson, renderNftDelta, renderNftRecreate, renderNftRefill, type NftLayout, type NftSetParsed } from './text.js';
 
@@ -86,7 +86,8 @@ export class NftablesPlugin extends KernelPlugin implements FirewallPlugin {
     const current = structure?.setReadable ? await this.elements() : undefined;
     const currentEntries = current?.entries ?? new Map<string, number | undefined>();
     const diff = diffEntries(currentEntries, wanted);
-    const mode = chooseMode(diff, currentEntries.size, wanted.length, !intact || (current?.nonCidr ?? 0) > 0);
+    const reshapes = deltaReshapesIntervals(diff.add, diff.del);
+    const mode = chooseMode(diff, currentEntries.size, wanted.length, !intact || (current?.nonCidr ?? 0) > 0 || reshapes);
 
     if (!intact) await this.transaction(renderNftRecreate(this.layout, wanted));
     else if (mode === 'full') await this.transaction(renderNftRefill(this.layout, wanted));

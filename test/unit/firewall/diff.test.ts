@@ -47,9 +47,11 @@ describe('chooseMode', () => {
   it('none / delta / full by size of change', () => {
     expect(chooseMode(d(0), 100, 100, false)).toBe('none');
     expect(chooseMode(d(0), 100, 100, true)).toBe('full');
-    expect(chooseMode(d(10), 100, 100, false)).toBe('delta');
-    expect(chooseMode(d(11), 100, 100, false)).toBe('full');
-    expect(chooseMode(d(DELTA_MAX_CHANGES), 1_000_000, 1_000_000, false)).toBe('delta');
-    expect(chooseMode(d(DELTA_MAX_CHANGES + 1), 1_000_000, 1_000_000, false)).toBe('full');
+    expect(chooseMode(d(50), 100, 100, false)).toBe('delta');
+    expect(chooseMode(d(51), 100, 100, false)).toBe('full');
+    // Growing a set by a seventh of its size is a delta, not a rebuild.
+    expect(chooseMode(d(10_000), 60_000, 70_000, false)).toBe('delta');
+    expect(chooseMode(d(DELTA_MAX_CHANGES), 2_000_000, 2_000_000, false)).toBe('delta');
+    expect(chooseMode(d(DELTA_MAX_CHANGES + 1), 2_000_000, 2_000_000, false)).toBe('full');
   });
 });
