@@ -210,9 +210,10 @@ export class StateStore {
 
   /** Per plugin, so a dry run never stands in for what the kernel holds. */
   loadApplied(plugin: string): AppliedSet | undefined {
-    const raw = this.readJson(`applied-${plugin}.json`) as AppliedSet | undefined;
+    const raw = this.readJson(`applied-${plugin}.json`) as AppliedSet | null | undefined;
     if (raw === undefined) return undefined;
-    if (!Array.isArray(raw.entries) || typeof raw.ts !== 'number') {
+    // Valid JSON is not yet an applied set: `null`, a list or a bare value must not crash the restore.
+    if (raw === null || typeof raw !== 'object' || !Array.isArray(raw.entries) || typeof raw.ts !== 'number') {
       this.logger.warn(`applied-${plugin}.json has an unknown format; ignored`);
       return undefined;
     }

@@ -29,7 +29,15 @@ export async function runCommand(opts: GlobalOptions & { dryRun?: boolean }): Pr
 
   let resolveDone!: (code: number) => void;
   const done = new Promise<number>((r) => (resolveDone = r));
+  let stopping = false;
   const onStop = (signal: string) => {
+    // A repeated signal while stopping (a second `systemctl stop`, an impatient kill) must not
+    // end the process by the default action half-way through an on_stop flush.
+    if (stopping) {
+      logger.info({ signal }, 'already stopping');
+      return;
+    }
+    stopping = true;
     logger.info({ signal }, 'stopping');
     daemon.stop().then(() => metrics?.stop()).then(
       () => resolveDone(0),
@@ -39,8 +47,8 @@ export async function runCommand(opts: GlobalOptions & { dryRun?: boolean }): Pr
       },
     );
   };
-  process.once('SIGTERM', () => onStop('SIGTERM'));
-  process.once('SIGINT', () => onStop('SIGINT'));
+  process.on('SIGTERM', () => onStop('SIGTERM'));
+  process.on('SIGINT', () => onStop('SIGINT'));
   process.on('SIGHUP', () => {
     logger.info({ signal: 'SIGHUP' }, 'reloading config.json');
     void daemon.reload();

@@ -55,4 +55,20 @@ describe('pullFeed', () => {
     expect(r.invalid).toBe(2);
     expect(r.items.size).toBe(1);
   });
+
+  it('stops a server that never stops paging: fails after maxPages pages', async () => {
+    // Every page is full and moves on by one ts: a broken or hostile server could page forever.
+    let calls = 0;
+    const endless: FeedSource = {
+      feedPage: async (_filter, ts, limit) => {
+        calls++;
+        return { header: {}, body: Array.from({ length: limit }, (_, i) => item(`10.${calls & 255}.${i >> 8}.${i & 255}`, ts + 1)) };
+      },
+    };
+    await expect(pullFeed(endless, { filter: 0, fromTs: 0, pageSize: 10, logger, maxPages: 5 })).rejects.toMatchObject({
+      code: 'WCF_ERR_API_RESPONSE',
+      message: expect.stringMatching(/still paging after 5 pages/),
+    });
+    expect(calls).toBe(5);
+  });
 });
