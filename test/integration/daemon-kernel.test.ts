@@ -1,7 +1,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator, type Simulator } from '../simulator/index.js';
-import { fastFailConfig, waitFor } from '../helpers/cli.js';
+import { fastFailConfig, runCli, waitFor } from '../helpers/cli.js';
 import { DaemonProcess } from '../helpers/daemon.js';
 import { agentObjectsPresent, kernelEntries, seedForeign, wipeKernel, type KernelPlugin } from '../helpers/kernel.js';
 import { ADDR, createLab, isRoot, snapshot, type Lab } from '../netns/netns.js';
@@ -136,5 +136,59 @@ describe.each(['nftables', 'ipset', 'iptables'] as const)('daemon on the %s back
     expect(again.entries).toEqual([]);
     expect(await agentObjectsPresent(lab.host)).toEqual([]);
     expect(await lab.connect(ADDR.blocked)).toBe('connected');
+  });
+});
+
+describe('daemon SIGHUP that renames its objects or changes the backend, in a namespace', () => {
+  let sim: Simulator;
+  let lab: Lab;
+  let d: DaemonProcess | undefined;
+
+  beforeAll(async () => {
+    if (!isRoot) throw new Error('the netfilter tests need root (CAP_NET_ADMIN) to create network namespaces');
+    sim = await startSimulator({ indicators: 2000, seed: 43, agentConfig: { ...AGENT_CONFIG } });
+    sim.setDecision(ADDR.blocked, 1);
+    lab = await createLab();
+    await seedForeign(lab.host);
+  });
+  afterAll(async () => {
+    await d?.stop();
+    await lab?.destroy();
+    await sim?.close();
+  });
+
+  it('the old objects are flushed, the new ones hold the set, foreign objects stay, traffic stays blocked', async () => {
+    const original = await snapshot(lab.host);
+    const cfg = fastFailConfig(sim, { plugin: 'nftables', netns: lab.host.name });
+    d = new DaemonProcess(cfg.path);
+    await d.waitForLog(/^cycle done/);
+    const applied = await kernelEntries(lab.host, 'nftables');
+    expect(applied).toContain(ADDR.blocked);
+
+    const renamed = { set: 'wcf-renamed', chain: 'WCF-RENAMED', table: 'wcf_renamed' };
+    const base = JSON.parse(readFileSync(cfg.path, 'utf8')) as Record<string, unknown>;
+    writeFileSync(cfg.path, JSON.stringify({ ...base, set_name: renamed.set, chain_name: renamed.chain, table_name: renamed.table }));
+    d.signal('SIGHUP');
+    await d.waitForLog(/^owned object names or plugin changed: removing the old objects/);
+    await d.waitForLog(/^configuration reloaded/);
+    await waitFor(async () => (await kernelEntries(lab.host, 'nftables', renamed)).length > 0, 'the renamed set filled');
+    expect(await agentObjectsPresent(lab.host)).toEqual([]); // nothing left under the old names
+    expect(await kernelEntries(lab.host, 'nftables', renamed)).toEqual(applied);
+    expect(await lab.connect(ADDR.blocked)).toBe('timeout');
+
+    writeFileSync(cfg.path, JSON.stringify({ ...base, plugin: 'ipset', set_name: renamed.set, chain_name: renamed.chain, table_name: renamed.table }));
+    d.signal('SIGHUP');
+    await d.waitForLog(/^owned object names or plugin changed: removing the old objects/, 2);
+    await d.waitForLog(/^configuration reloaded/, 2);
+    await waitFor(async () => (await kernelEntries(lab.host, 'ipset', renamed)).length > 0, 'the ipset set filled');
+    expect(await agentObjectsPresent(lab.host, renamed)).toEqual([`ipset ${renamed.set}`, `iptables chain ${renamed.chain}`]);
+    expect(await kernelEntries(lab.host, 'ipset', renamed)).toEqual(applied);
+    expect(await lab.connect(ADDR.blocked)).toBe('timeout');
+
+    // on_stop stays keep: a plain flush afterwards leaves the ruleset as it was found.
+    expect(await d.stop()).toBe(0);
+    const flushed = await runCli(['flush', '--config', cfg.path]);
+    expect(flushed.exitCode, flushed.stderr).toBe(0);
+    expect(await snapshot(lab.host)).toEqual(original);
   });
 });
