@@ -227,3 +227,17 @@ export class StateStore {
     this.writeJson(`applied-${set.plugin}.json`, set);
   }
 }
+
+/**
+ * The small state for a reader that must change nothing (`plan`): state.json parsed if it
+ * is there and readable, else empty. Unlike StateStore it creates no directory and sets
+ * no unreadable file aside.
+ */
+export function readSmallState(dir: string): SmallState {
+  try {
+    const raw = JSON.parse(readFileSync(join(dir, 'state.json'), 'utf8')) as unknown;
+    return raw !== null && typeof raw === 'object' && !Array.isArray(raw) ? (raw as SmallState) : {};
+  } catch {
+    return {};
+  }
+}
