@@ -1,10 +1,13 @@
-import { readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { execa } from 'execa';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator, type Simulator } from '../simulator/index.js';
 import { fastFailConfig, runCli, waitFor } from '../helpers/cli.js';
 import { DaemonProcess } from '../helpers/daemon.js';
 import { agentObjectsPresent, kernelEntries, seedForeign, wipeKernel, type KernelPlugin } from '../helpers/kernel.js';
-import { ADDR, createLab, isRoot, snapshot, type Lab } from '../netns/netns.js';
+import { ADDR, Netns, createLab, isRoot, snapshot, type Lab } from '../netns/netns.js';
 
 /**
  * The daemon's promises on real netfilter, black-box: `wcf-agent run` as a child
@@ -191,5 +194,53 @@ describe('daemon SIGHUP that renames its objects or changes the backend, in a na
     const flushed = await runCli(['flush', '--config', cfg.path]);
     expect(flushed.exitCode, flushed.stderr).toBe(0);
     expect(await snapshot(lab.host)).toEqual(original);
+  });
+});
+
+describe('daemon stopping while an apply runs, in a namespace', () => {
+  let sim: Simulator;
+  let ns: Netns;
+  let shims: string;
+
+  beforeAll(async () => {
+    if (!isRoot) throw new Error('the netfilter tests need root (CAP_NET_ADMIN) to create network namespaces');
+    sim = await startSimulator({ indicators: 500, seed: 44, agentConfig: { ...AGENT_CONFIG } });
+    ns = await Netns.create();
+    shims = mkdtempSync(join(tmpdir(), 'wcf-shim-'));
+  });
+  afterAll(async () => {
+    await ns?.destroy();
+    await sim?.close();
+    rmSync(shims, { recursive: true, force: true });
+  });
+
+  it('SIGTERM, and a second one, while a firewall command runs: the apply finishes, exit 0, the set is whole', async () => {
+    // An `nft` first on PATH (ip netns exec looks it up there) that, while GATE exists, holds
+    // every `nft -f` (the apply) until the test removes GATE, then runs the real nft.
+    const gate = join(shims, 'gate');
+    const held = join(shims, 'held');
+    const realNft = (await execa('sh', ['-c', 'command -v nft'])).stdout.trim();
+    writeFileSync(
+      join(shims, 'nft'),
+      `#!/bin/sh\ncase " $* " in *" -f "*) if [ -e '${gate}' ]; then touch '${held}'; while [ -e '${gate}' ]; do sleep 0.05; done; fi;; esac\nexec '${realNft}' "$@"\n`,
+      { mode: 0o755 },
+    );
+    const cfg = fastFailConfig(sim, { plugin: 'nftables', netns: ns.name });
+    writeFileSync(gate, '');
+    const d = new DaemonProcess(cfg.path, { PATH: `${shims}:${process.env.PATH ?? ''}` });
+    try {
+      await waitFor(() => existsSync(held), 'the first apply held');
+      d.signal('SIGTERM');
+      await d.waitForLog(/^stopping$/);
+      d.signal('SIGTERM');
+      await d.waitForLog(/^already stopping$/);
+      rmSync(gate);
+      expect(await d.exit(), `signal ${d.signalled}`).toBe(0);
+      expect(d.count(/^cycle done/)).toBe(1);
+      expect((await kernelEntries(ns, 'nftables')).length).toBe(30);
+    } finally {
+      rmSync(gate, { force: true });
+      await d.stop();
+    }
   });
 });

@@ -31,8 +31,9 @@ export async function runCommand(opts: GlobalOptions & { dryRun?: boolean }): Pr
   const done = new Promise<number>((r) => (resolveDone = r));
   let stopping = false;
   const onStop = (signal: string) => {
-    // A repeated signal while stopping (a second `systemctl stop`, an impatient kill) must not
-    // end the process by the default action half-way through an on_stop flush.
+    // The listeners stay for the whole stop (not `once`): while a firewall command runs, execa's
+    // child cleanup (signal-exit) re-raises a SIGTERM/SIGINT that no other listener handles, which
+    // killed the daemon and its command mid-apply, before on_stop. A repeated signal is ignored.
     if (stopping) {
       logger.info({ signal }, 'already stopping');
       return;
