@@ -70,6 +70,8 @@ export class Daemon {
   private readonly scheduler: Scheduler;
   private failures = 0;
   private stopping = false;
+  /** The reload in progress: reloads run one after the other, never interleaved. */
+  private reloading: Promise<boolean> = Promise.resolve(true);
 
   constructor(opts: DaemonOptions) {
     this.opts = opts;
@@ -142,8 +144,17 @@ export class Daemon {
     return ok;
   }
 
-  /** SIGHUP: take a new config.json if it is valid; keep the old one otherwise. */
-  async reload(): Promise<boolean> {
+  /**
+   * SIGHUP: take a new config.json if it is valid; keep the old one otherwise. Two signals in
+   * quick succession run one after the other: interleaved, both would flush the same old
+   * objects and each install its own parts.
+   */
+  reload(): Promise<boolean> {
+    this.reloading = this.reloading.catch(() => false).then(() => this.reloadNow());
+    return this.reloading;
+  }
+
+  private async reloadNow(): Promise<boolean> {
     let next: AgentConfig;
     try {
       next = this.opts.reload();

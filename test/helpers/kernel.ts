@@ -13,11 +13,19 @@ export const DEFAULT_NAMES: OwnedNames = { set: 'wcf-blocklist', chain: 'WCF-AGE
 /** `1.2.3.4/32` -> `1.2.3.4`: the form the agent prints and reports. */
 const canonical = (cidr: string): string => (cidr.endsWith('/32') ? cidr.slice(0, -3) : cidr);
 
-/** Exit status of a read that may find nothing: the object's absence is an answer, not a failure. */
+/** What the tools say when the object read is not there. */
+const ABSENT = /does not exist|No such file or directory/;
+
+/**
+ * A read that may find nothing: the object's absence (the tool's own words) is an answer,
+ * `undefined`; any other failure (a tool that cannot run) fails the test.
+ */
 async function readOrEmpty(ns: Netns, file: string, args: string[]): Promise<string | undefined> {
   try {
     return await ns.exec(file, args);
-  } catch {
+  } catch (err) {
+    const stderr = String((err as { stderr?: unknown }).stderr ?? '');
+    if (/^exec of /m.test(stderr) || !ABSENT.test(stderr)) throw err;
     return undefined;
   }
 }
@@ -34,8 +42,9 @@ export async function kernelEntries(ns: Netns, plugin: KernelPlugin, names: Owne
     return (out ?? '').split('\n').filter((l) => l.startsWith('add ')).map((l) => canonical(l.split(' ')[2]!)).sort();
   }
   if (plugin === 'iptables') {
-    const out = await readOrEmpty(ns, 'iptables', ['-S', names.chain]);
-    return (out ?? '')
+    // All rules, filtered: `iptables -S CHAIN` on a missing chain fails with varying words.
+    const out = await ns.exec('iptables', ['-S']);
+    return out
       .split('\n')
       .filter((l) => l.startsWith(`-A ${names.chain} -s `) && !l.includes(' -j LOG'))
       .map((l) => canonical(l.split(' ')[3]!))
@@ -57,11 +66,11 @@ export async function kernelEntries(ns: Netns, plugin: KernelPlugin, names: Owne
 /** Does any object named like the agent's own exist in `ns` (set, chain, table, hook)? */
 export async function agentObjectsPresent(ns: Netns, names: OwnedNames = DEFAULT_NAMES): Promise<string[]> {
   const found: string[] = [];
-  const sets = (await readOrEmpty(ns, 'ipset', ['list', '-n'])) ?? '';
+  const sets = await ns.exec('ipset', ['list', '-n']);
   if (sets.split('\n').includes(names.set)) found.push(`ipset ${names.set}`);
-  const rules = (await readOrEmpty(ns, 'iptables', ['-S'])) ?? '';
+  const rules = await ns.exec('iptables', ['-S']);
   if (rules.split('\n').some((l) => l.split(' ').includes(names.chain))) found.push(`iptables chain ${names.chain}`);
-  const tables = (await readOrEmpty(ns, 'nft', ['list', 'tables'])) ?? '';
+  const tables = await ns.exec('nft', ['list', 'tables']);
   if (tables.split('\n').some((l) => l.trim() === `table inet ${names.table}`)) found.push(`nft table inet ${names.table}`);
   return found;
 }

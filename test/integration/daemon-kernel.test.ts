@@ -161,6 +161,18 @@ describe('daemon SIGHUP that renames its objects or changes the backend, in a na
     await sim?.close();
   });
 
+  /** SIGHUP, then wait for the reload that removes the old objects and a whole cycle after it. */
+  const reloadAndCycle = async (daemon: DaemonProcess) => {
+    const flushes = daemon.count(/^owned object names or plugin changed: removing the old objects/);
+    const reloads = daemon.count(/^configuration reloaded/);
+    daemon.signal('SIGHUP');
+    await daemon.waitForLog(/^owned object names or plugin changed: removing the old objects/, flushes + 1);
+    await daemon.waitForLog(/^configuration reloaded/, reloads + 1);
+    // A cycle that started after the reload (its apply may take several commands).
+    const after = daemon.logs.length;
+    await waitFor(() => daemon.logs.slice(after).some((l) => /^cycle done/.test(l.msg)), 'a cycle after the reload');
+  };
+
   it('the old objects are flushed, the new ones hold the set, foreign objects stay, traffic stays blocked', async () => {
     const original = await snapshot(lab.host);
     const cfg = fastFailConfig(sim, { plugin: 'nftables', netns: lab.host.name });
@@ -172,19 +184,13 @@ describe('daemon SIGHUP that renames its objects or changes the backend, in a na
     const renamed = { set: 'wcf-renamed', chain: 'WCF-RENAMED', table: 'wcf_renamed' };
     const base = JSON.parse(readFileSync(cfg.path, 'utf8')) as Record<string, unknown>;
     writeFileSync(cfg.path, JSON.stringify({ ...base, set_name: renamed.set, chain_name: renamed.chain, table_name: renamed.table }));
-    d.signal('SIGHUP');
-    await d.waitForLog(/^owned object names or plugin changed: removing the old objects/);
-    await d.waitForLog(/^configuration reloaded/);
-    await waitFor(async () => (await kernelEntries(lab.host, 'nftables', renamed)).length > 0, 'the renamed set filled');
+    await reloadAndCycle(d);
     expect(await agentObjectsPresent(lab.host)).toEqual([]); // nothing left under the old names
     expect(await kernelEntries(lab.host, 'nftables', renamed)).toEqual(applied);
     expect(await lab.connect(ADDR.blocked)).toBe('timeout');
 
     writeFileSync(cfg.path, JSON.stringify({ ...base, plugin: 'ipset', set_name: renamed.set, chain_name: renamed.chain, table_name: renamed.table }));
-    d.signal('SIGHUP');
-    await d.waitForLog(/^owned object names or plugin changed: removing the old objects/, 2);
-    await d.waitForLog(/^configuration reloaded/, 2);
-    await waitFor(async () => (await kernelEntries(lab.host, 'ipset', renamed)).length > 0, 'the ipset set filled');
+    await reloadAndCycle(d);
     expect(await agentObjectsPresent(lab.host, renamed)).toEqual([`ipset ${renamed.set}`, `iptables chain ${renamed.chain}`]);
     expect(await kernelEntries(lab.host, 'ipset', renamed)).toEqual(applied);
     expect(await lab.connect(ADDR.blocked)).toBe('timeout');
