@@ -75,6 +75,24 @@ describe('SIGHUP', () => {
   });
 });
 
+describe('SIGHUP twice in a row', () => {
+  it('the reloads run one after the other: the old objects are removed once, then one cycle with the new names', async () => {
+    const cfg = setup();
+    const d = start(cfg.path);
+    await d.waitForLog(/^cycle done/);
+    editConfig(cfg.path, { set_name: 'wcf-renamed' });
+    d.signal('SIGHUP');
+    d.signal('SIGHUP');
+    await d.waitForLog(/^configuration reloaded/, 2);
+    // Interleaved, both reloads would have compared against the same old names and flushed twice.
+    expect(d.count(/^owned object names or plugin changed: removing the old objects/)).toBe(1);
+    const after = d.logs.length;
+    await waitFor(() => d.logs.slice(after).some((l) => /^cycle done/.test(l.msg)), 'a cycle after the reloads');
+    expect(readFileSync(cfg.rules, 'utf8')).toMatch(/^add wcf-renamed /m);
+    expect(readFileSync(cfg.rules, 'utf8')).not.toMatch(/^add wcf-blocklist /m);
+  });
+});
+
 describe('a state dir that cannot be written', () => {
   it('sync --once: exit 4, report code 40, nothing applied', async () => {
     const cfg = setup();
