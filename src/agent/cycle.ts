@@ -72,7 +72,7 @@ function epochNow(): number {
 }
 
 /** Settings in force before this cycle: the last ones stored, else the local defaults. */
-export function previousSettings(deps: Pick<CycleDeps, 'config' | 'state'>): { settings: Settings; sources: SettingSources } {
+export function previousSettings(deps: { config: AgentConfig; state: Pick<StateStore, 'small'> }): { settings: Settings; sources: SettingSources } {
   const s = deps.state.small;
   return {
     settings: s.settings ?? localSettings(deps.config),
@@ -84,7 +84,10 @@ export function previousSettings(deps: Pick<CycleDeps, 'config' | 'state'>): { s
  * Pull and select; touches neither the firewall nor the state. `useCache`:
  * incremental from the cached feed where the cache is fresh enough.
  */
-export async function computePlan(deps: CycleDeps, useCache: boolean): Promise<PlanResult & { feeds: PulledFeeds }> {
+/** What computing a plan reads of the state (`plan` passes a read-only view that creates nothing). */
+export type PlanState = Pick<StateStore, 'small' | 'loadFeedCache'>;
+
+export async function computePlan(deps: Omit<CycleDeps, 'state'> & { state: PlanState }, useCache: boolean): Promise<PlanResult & { feeds: PulledFeeds }> {
   const { config, api, state, logger } = deps;
   const now = (deps.now ?? epochNow)();
   const prev = previousSettings(deps);

@@ -75,6 +75,8 @@ export class Daemon {
   private stopping = false;
   /** Settings in force: read from the state once at start, then what each cycle answers (not re-read from disk). */
   private settings!: Settings;
+  /** The reload in progress: reloads run one after the other, never interleaved. */
+  private reloading: Promise<boolean> = Promise.resolve(true);
 
   constructor(opts: DaemonOptions) {
     this.opts = opts;
@@ -150,8 +152,17 @@ export class Daemon {
     return ok;
   }
 
-  /** SIGHUP: take a new config.json if it is valid; keep the old one otherwise. */
-  async reload(): Promise<boolean> {
+  /**
+   * SIGHUP: take a new config.json if it is valid; keep the old one otherwise. Two signals in
+   * quick succession run one after the other: interleaved, both would flush the same old
+   * objects and each install its own parts.
+   */
+  reload(): Promise<boolean> {
+    this.reloading = this.reloading.catch(() => false).then(() => this.reloadNow());
+    return this.reloading;
+  }
+
+  private async reloadNow(): Promise<boolean> {
     let next: AgentConfig;
     try {
       next = this.opts.reload();

@@ -14,7 +14,7 @@ interface FirstContactState {
 }
 
 /** Whether this agent has found its record on the server before. */
-export function agentRecordSeen(state: StateStore): boolean {
+export function agentRecordSeen(state: Pick<StateStore, 'small'>): boolean {
   const s = state.small as SmallState & FirstContactState;
   if (s.agentRecordSeenAt !== undefined) return true;
   // State written before the mark existed: settings taken from the server prove a record was there.
@@ -22,12 +22,12 @@ export function agentRecordSeen(state: StateStore): boolean {
 }
 
 /** Throws AgentUnknownError when the record is missing and was never seen. */
-export function checkAgentRecord(found: boolean, state: StateStore, agid: string): void {
+export function checkAgentRecord(found: boolean, state: Pick<StateStore, 'small'>, agid: string): void {
   if (!found && !agentRecordSeen(state)) throw new AgentUnknownError(agid);
 }
 
 /** State patch remembering that the record was found (added to a cycle's state write; empty once known). */
-export function seenPatch(found: boolean, state: StateStore, now: number): Partial<SmallState> {
+export function seenPatch(found: boolean, state: Pick<StateStore, 'small'>, now: number): Partial<SmallState> {
   if (!found || (state.small as FirstContactState).agentRecordSeenAt !== undefined) return {};
   const patch: Partial<SmallState> & FirstContactState = { agentRecordSeenAt: now };
   return patch;

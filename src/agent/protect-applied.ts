@@ -46,7 +46,7 @@ export function rememberApiIn(state: StateStore): (known: LastKnownApi) => void 
 }
 
 /** The protected set from config.json, the host and the state alone (no API call). */
-export function localProtectedSet(config: AgentConfig, state: StateStore, logger: Logger, extra: Partial<ProtectedOptions> = {}): Promise<ProtectedSet> {
+export function localProtectedSet(config: AgentConfig, state: Pick<StateStore, 'small'>, logger: Logger, extra: Partial<ProtectedOptions> = {}): Promise<ProtectedSet> {
   return computeProtectedSet({ config, logger, lastKnownApi: state.small.apiLastKnown, ...extra });
 }
 

@@ -216,9 +216,10 @@ export class StateStore {
 
   /** Per plugin, so a dry run never stands in for what the kernel holds. */
   loadApplied(plugin: string): AppliedSet | undefined {
-    const raw = this.readJson(`applied-${plugin}.json`) as AppliedSet | undefined;
+    const raw = this.readJson(`applied-${plugin}.json`) as AppliedSet | null | undefined;
     if (raw === undefined) return undefined;
-    if (!Array.isArray(raw.entries) || typeof raw.ts !== 'number') {
+    // Valid JSON is not yet an applied set: `null`, a list or a bare value must not crash the restore.
+    if (raw === null || typeof raw !== 'object' || !Array.isArray(raw.entries) || typeof raw.ts !== 'number') {
       this.logger.warn(`applied-${plugin}.json has an unknown format; ignored`);
       return undefined;
     }
@@ -230,5 +231,20 @@ export class StateStore {
 
   saveApplied(set: AppliedSet): void {
     this.writeJson(`applied-${set.plugin}.json`, set);
+  }
+}
+
+/**
+ * The small state for a reader that must change nothing (`plan`): state.json parsed if it
+ * is there and readable, else empty. Unlike StateStore it creates no directory and sets
+ * no unreadable file aside.
+ */
+export function readSmallState(dir: string): SmallState {
+  try {
+    // The same safe open as the store (no symlinks, no FIFOs): plan must not hang or read elsewhere.
+    const raw = JSON.parse(readStateFile(join(dir, 'state.json'))?.toString('utf8') ?? '{}') as unknown;
+    return raw !== null && typeof raw === 'object' && !Array.isArray(raw) ? (raw as SmallState) : {};
+  } catch {
+    return {};
   }
 }

@@ -13,6 +13,8 @@ export class DaemonProcess {
   readonly raw: string[] = [];
   private readonly child: ResultPromise;
   private exited: number | null | undefined;
+  /** The signal that ended the process, if one did. */
+  signalled: string | undefined;
 
   constructor(configPath: string, env: Record<string, string> = {}, prefix: string[] = [], args: string[] = []) {
     this.child = spawnCli(['run', '--config', configPath, ...args], { WCF_AGENT_MINUTE_MS: '100', ...env }, prefix);
@@ -33,6 +35,7 @@ export class DaemonProcess {
     });
     void this.child.then((r) => {
       this.exited = r.exitCode ?? null;
+      this.signalled = r.signal;
     });
   }
 

@@ -1,4 +1,4 @@
-import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator, type Simulator } from '../simulator/index.js';
@@ -61,10 +61,18 @@ describe('plan --json', () => {
 
   it('touches neither the firewall nor the state dir', async () => {
     const { path, dir } = config();
-    const r = await runCli(['plan', '--json', '--config', path]);
+    // A fresh install: plan creates no state dir at all.
+    let r = await runCli(['plan', '--json', '--config', path]);
     expect(r.exitCode, r.stderr).toBe(0);
-    expect(existsSync(join(dir, 'state', 'dry-run.ipset'))).toBe(false);
-    expect(existsSync(join(dir, 'state', 'feed-cache.bin'))).toBe(false);
+    expect(existsSync(join(dir, 'state'))).toBe(false);
+    // After a sync: plan changes nothing in it, byte for byte.
+    expect((await runCli(['sync', '--once', '--config', path])).exitCode).toBe(0);
+    const files = () => Object.fromEntries(readdirSync(join(dir, 'state')).sort().map((f) => [f, readFileSync(join(dir, 'state', f)).toString('base64')]));
+    const before = files();
+    expect(Object.keys(before)).toEqual(expect.arrayContaining(['dry-run.ipset', 'state.json', 'feed-cache.bin', 'applied-dry-run.json']));
+    r = await runCli(['plan', '--json', '--config', path]);
+    expect(r.exitCode, r.stderr).toBe(0);
+    expect(files()).toEqual(before);
   });
 
   it('prints a readable table without --json', async () => {

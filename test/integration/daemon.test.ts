@@ -1,4 +1,4 @@
-import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator, type Simulator } from '../simulator/index.js';
@@ -59,8 +59,13 @@ describe('daemon schedule', () => {
     await d.waitForLog(/^cycle done/, 3);
     expect(sim.reports.length - before).toBeGreaterThanOrEqual(3);
     expect(entriesOf(readFileSync(rules, 'utf8')).length).toBeGreaterThan(0);
-    // Cycles never overlap: each "cycle done" follows its own pull.
     expect(d.count(/sync failed/)).toBe(0);
+    // Never sooner than sync_time (5 minutes of 100 ms, no jitter): each wait starts when a
+    // cycle ends, so from one "cycle done" to the next is at least that long (load only adds).
+    const times = d.logs.filter((l) => /^cycle done/.test(l.msg)).map((l) => l.time as number);
+    for (let i = 1; i < times.length; i++) expect(times[i]! - times[i - 1]!).toBeGreaterThanOrEqual(5 * 100);
+    // One report per cycle: cycles never overlap or repeat.
+    expect(sim.reports.length - before).toBe(times.length);
     expect(await d.stop()).toBe(0);
   });
 
@@ -70,9 +75,19 @@ describe('daemon schedule', () => {
     await d.waitForLog(/^cycle done/);
     sim.setAgentConfig(sim.agid, { sync_time: '50' }); // 5 s at the test's 100 ms minute
     try {
-      await d.waitForLog(/^cycle done/, 3);
-      const status = JSON.parse(readFileSync(join(dir, 'state', 'state.json'), 'utf8')) as { nextSyncAt: number; lastCycle: { ts: number } };
-      expect(status.nextSyncAt - status.lastCycle.ts).toBeGreaterThanOrEqual(4);
+      // The cycle that reads the new value schedules the next one 5 s on; the state file is
+      // written in two steps (the cycle, then the schedule), so poll until both are in.
+      const read = () => JSON.parse(readFileSync(join(dir, 'state', 'state.json'), 'utf8')) as { nextSyncAt?: number; lastCycle?: { ts: number }; settings?: { sync_time: number } };
+      const status = await waitFor(() => {
+        const s = read();
+        return s.settings?.sync_time === 50 && s.nextSyncAt !== undefined && s.lastCycle && s.nextSyncAt >= s.lastCycle.ts + 4 ? s : undefined;
+      }, 'a schedule 5 s after the last cycle');
+      expect(status.nextSyncAt! - status.lastCycle!.ts).toBeLessThanOrEqual(6);
+      // And it keeps to it: no cycle before the scheduled time.
+      const done = d.count(/^cycle done/);
+      await d.waitForLog(/^cycle done/, done + 1, 30_000);
+      const next = d.logs.filter((l) => /^cycle done/.test(l.msg))[done]!;
+      expect((next.time as number) / 1000).toBeGreaterThanOrEqual(status.nextSyncAt!);
     } finally {
       sim.setAgentConfig(sim.agid, { sync_time: '5' });
     }
@@ -113,16 +128,16 @@ describe('daemon under API faults keeps the applied set and recovers', () => {
     const d = start(path);
     await d.waitForLog(/^cycle done/);
     const good = readFileSync(rules, 'utf8');
-    const reported = sim.reports.length;
+    const reports = sim.reports.length;
     sim.setFault('empty');
     await d.waitForLog(/shrink guard/);
     expect(readFileSync(rules, 'utf8')).toBe(good);
-    // The report follows the log line: wait for it rather than read it at once (it raced under load).
-    const last = await waitFor(() => {
-      const body = sim.reports.at(-1)?.body as { code: number; blacklist: string[] } | undefined;
-      return body?.code === 50 ? body : undefined;
-    }, 'the report with code 50');
-    expect(last.blacklist.length).toBe(entriesOf(good).length);
+    // The report of the held-back cycle is sent after the log line: wait for it.
+    const held = await waitFor(
+      () => sim.reports.slice(reports).map((r) => r.body as { code: number; blacklist: string[] }).find((b) => b.code === 50),
+      'a report with code 50',
+    );
+    expect(held.blacklist.length).toBe(entriesOf(good).length);
     // The next pull agrees: now the shrink is applied (manual blocks remain).
     await d.waitForLog(/two pulls agree/);
     await waitFor(() => entriesOf(readFileSync(rules, 'utf8')).length < entriesOf(good).length, 'shrunk set applied');
@@ -152,10 +167,11 @@ describe('daemon lifecycle', () => {
     const good = readFileSync(rules, 'utf8');
     const mark = sim.requests.length;
     sim.setFault('slow', { delayMs: 30_000 });
-    await waitFor(() => sim.requests.length > mark, 'a request in flight');
+    const held = await waitFor(() => sim.requests.slice(mark)[0], 'a request in flight');
     d.signal('SIGTERM');
-    const code = await Promise.race([d.exit(), new Promise((r) => setTimeout(() => r('still running after 5 s'), 5000))]);
-    expect(code).toBe(0);
+    expect(await d.exit()).toBe(0);
+    // Promptly: it did not wait for the slow answer (the server never got to send it).
+    expect(held.status).not.toBe(200);
     expect(readFileSync(rules, 'utf8')).toBe(good);
   });
 
@@ -233,8 +249,13 @@ describe('daemon lifecycle', () => {
     writeFileSync(join(cfg.dir, 'state', 'state.json'), '{"cursor": 12, "lastCy');
     writeFileSync(join(cfg.dir, 'state', 'applied-dry-run.json'), '\u0000\u0001garbage');
     const d2 = start(cfg.path);
-    await d2.waitForLog(/set aside/);
+    // Both files, each set aside under its own name, then a normal cycle.
+    await d2.waitForLog(/set aside/, 2);
     await d2.waitForLog(/^cycle done/);
+    const aside = d2.logs.filter((l) => /set aside/.test(l.msg)).map((l) => String(l.file).split('/').pop()).sort();
+    expect(aside).toEqual(['applied-dry-run.json', 'state.json']);
+    const names = readdirSync(join(cfg.dir, 'state'));
+    for (const f of aside) expect(names.some((n) => n.startsWith(`${f}.corrupt-`)), f).toBe(true);
   });
 
   it('a deleted agent record: keeps enforcing, never re-creates the record', async () => {
@@ -244,7 +265,12 @@ describe('daemon lifecycle', () => {
     const good = appliedIn(cfg.dir);
     sim.deleteAgent(sim.agid);
     try {
-      await d.waitForLog(/agent record not found/, 2);
+      await d.waitForLog(/agent record not found/);
+      // From the moment it learnt of the deletion, it sends no report at all.
+      const mark = sim.requests.length;
+      await d.waitForLog(/agent record not found/, 3);
+      expect(sim.requests.slice(mark).filter((q) => q.method === 'POST' && q.path.endsWith('/feedback'))).toEqual([]);
+      expect(d.count(/^not reporting: the agent record is deleted/)).toBeGreaterThanOrEqual(2);
       expect(sim.getAgent(sim.agid)).toBeUndefined();
       expectKept(good, appliedIn(cfg.dir));
     } finally {

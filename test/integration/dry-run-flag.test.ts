@@ -37,14 +37,18 @@ function config(extra: Record<string, unknown>) {
 const cli = (args: string[]) => runCli(args, { PATH: tools.path });
 
 describe('the fake tools are really on the PATH the agent uses', () => {
-  it('without --dry-run, plugin ipset runs the (fake) ipset', async () => {
-    const { path } = config({ plugin: 'ipset' });
+  it.each([
+    ['ipset', 'ipset '],
+    ['nftables', 'nft '],
+    ['iptables', 'iptables'],
+  ])('without --dry-run, plugin %s runs the (fake) %s', async (plugin, tool) => {
+    const { path } = config({ plugin });
     await cli(['sync', '--once', '--config', path]);
-    expect(tools.calls().some((c) => c.startsWith('ipset '))).toBe(true);
+    expect(tools.calls().some((c) => c.startsWith(tool))).toBe(true);
   });
 });
 
-describe.each(['ipset', 'auto'])('plugin %s', (plugin) => {
+describe.each(['ipset', 'nftables', 'iptables', 'auto'])('plugin %s', (plugin) => {
   it('sync --once --dry-run runs no firewall command and writes the dry-run rules file', async () => {
     const { path, dir } = config({ plugin });
     const r = await cli(['sync', '--once', '--dry-run', '--json', '--config', path]);
@@ -81,5 +85,22 @@ describe.each(['ipset', 'auto'])('plugin %s', (plugin) => {
     expect(r.exitCode, r.stderr).toBe(0);
     expect(tools.calls()).toEqual([]);
     expect(JSON.parse(r.stdout)).toMatchObject({ plugin: 'dry-run' });
+  });
+
+  it('flush --dry-run runs no firewall command: it removes the dry-run rules file only', async () => {
+    const { path, dir } = config({ plugin });
+    expect((await cli(['sync', '--once', '--dry-run', '--config', path])).exitCode).toBe(0);
+    expect(existsSync(join(dir, 'state', 'dry-run.ipset'))).toBe(true);
+    const kernelRecord = join(dir, 'state', 'applied-nftables.json');
+    const recorded = JSON.stringify({ ts: 1, plugin: 'nftables', entries: [{ cidr: '198.51.100.1', reason: 'manual', expiresAt: null }] });
+    writeFileSync(kernelRecord, recorded);
+    rmSync(tools.log, { force: true });
+    const r = await cli(['flush', '--dry-run', '--config', path]);
+    expect(r.exitCode, r.stderr).toBe(0);
+    expect(r.stderr).toMatch(/removed the dry-run objects/);
+    expect(tools.calls()).toEqual([]);
+    expect(existsSync(join(dir, 'state', 'dry-run.ipset'))).toBe(false);
+    // What a real backend applied is not the dry run's to forget.
+    expect(readFileSync(kernelRecord, 'utf8')).toBe(recorded);
   });
 });

@@ -8,6 +8,7 @@
  * | mode         | routes                 | effect |
  * |--------------|------------------------|--------|
  * | http500      | all                    | 500 `{"message":"simulated internal error"}` |
+ * | http429      | all                    | 429 `{"message":"simulated rate limit"}` |
  * | slow         | all                    | waits `delayMs` (default 2000) then answers normally; other requests are not blocked |
  * | truncated    | GET /ips, GET /feedback | sends the first half of the real JSON; `truncate: 'end'` (default) ends the response cleanly (body is invalid JSON), `'destroy'` declares the full Content-Length and closes the socket |
  * | wrongTypes   | GET /ips, GET /feedback | `/ips`: `wrongTypes: 'fields'` (default) score/ts/entry_ts as strings, is_network as "false"; `'body'`: body is an object. `/feedback`: ts as string and config values as objects |
@@ -26,6 +27,7 @@
 
 export const FAULT_MODES = [
   'http500',
+  'http429',
   'slow',
   'truncated',
   'wrongTypes',
@@ -85,6 +87,7 @@ const GETS = (r: string): boolean => r === 'GET /ips' || r === 'GET /feedback';
 const IPS = (r: string): boolean => r === 'GET /ips';
 const APPLIES: Record<FaultMode, (route: string, o: FaultOptions) => boolean> = {
   http500: ALL,
+  http429: ALL,
   slow: ALL,
   truncated: GETS,
   wrongTypes: GETS,

@@ -150,6 +150,8 @@ export class SimServer {
             return;
           case 'http500':
             return sendMessage(res, 500, fault.options.message ?? 'simulated internal error');
+          case 'http429':
+            return sendMessage(res, 429, 'simulated rate limit');
           case 'unauthorized':
             return sendMessage(res, 401, 'token expired');
           case 'badJson':

@@ -2,6 +2,7 @@ import type { PlanResult } from '../../agent/cycle.js';
 import { computePlan } from '../../agent/cycle.js';
 import { computeOfflinePlan } from '../../agent/offline-plan.js';
 import { UsageError } from '../../errors.js';
+import { readSmallState } from '../../agent/state.js';
 import { createApi, loadContext, openState, type GlobalOptions } from '../context.js';
 import { duration, isoTime, printJson, table } from '../format.js';
 import { createProgress } from '../progress.js';
@@ -85,8 +86,9 @@ export async function planCommand(opts: GlobalOptions & { json?: boolean; limit?
   }
   const api = createApi(config, logger);
   try {
-    // plan touches nothing: no state writes, no firewall; it reads the state only for the last settings.
-    const state = openState(config, logger);
+    // plan touches nothing: no state writes (not even the state dir), no firewall; it reads the
+    // state only for the last settings, and always pulls in full (no feed cache).
+    const state = { small: readSmallState(config.state_dir), loadFeedCache: () => undefined };
     const progress = createProgress({ json: opts.json });
     const plan = await computePlan({ config, api, state, logger, onProgress: progress.onProgress }, false).finally(() => progress.done());
     if (opts.json) await printJson(planToJson(config.agid, plan));

@@ -31,7 +31,13 @@ export async function runCommand(opts: GlobalOptions & { dryRun?: boolean }): Pr
   const done = new Promise<number>((r) => (resolveDone = r));
   let stopping = false;
   const onStop = (signal: string) => {
-    if (stopping) return;
+    // The listeners stay for the whole stop (not `once`): while a firewall command runs, execa's
+    // child cleanup (signal-exit) re-raises a SIGTERM/SIGINT that no other listener handles, which
+    // killed the daemon and its command mid-apply, before on_stop. A repeated signal is ignored.
+    if (stopping) {
+      logger.info({ signal }, 'already stopping');
+      return;
+    }
     stopping = true;
     logger.info({ signal }, 'stopping');
     daemon.stop().then(() => metrics?.stop()).then(
@@ -42,9 +48,6 @@ export async function runCommand(opts: GlobalOptions & { dryRun?: boolean }): Pr
       },
     );
   };
-  // `on`, not `once`: execa's child cleanup (signal-exit) re-raises a signal that it sees no other
-  // listener for, and a `once` listener is already removed when it runs. A SIGTERM that arrived while
-  // a command (`ip`, `nft`) was running then killed the daemon mid-stop, without on_stop.
   process.on('SIGTERM', () => onStop('SIGTERM'));
   process.on('SIGINT', () => onStop('SIGINT'));
   process.on('SIGHUP', () => {

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ROOT, runCli, writeConfig } from '../../helpers/cli.js';
+import { AS_NOBODY } from '../../helpers/unprivileged.js';
 
 // No simulator: check-config must not touch the network (base_url points nowhere).
 const BASE = { agid: 'a1', base_url: 'http://192.0.2.1:1/api/v1' };
@@ -64,12 +65,16 @@ describe('check-config', () => {
     writeFileSync(join(dir, 'token'), 'secret\n');
     r = await runCli(['check-config', '--config', path]);
     expect(r.exitCode, r.stderr).toBe(0);
-    if (process.getuid?.() !== 0) {
-      chmodSync(join(dir, 'token'), 0o000);
-      r = await runCli(['check-config', '--config', path]);
-      expect(r.exitCode).toBe(2);
-      expect(r.stderr).toMatch(/permission denied/);
-    }
+    // A token_file the service user cannot read: checked as an unprivileged user (root reads anything).
+    chmodSync(dir, 0o755);
+    chmodSync(path, 0o644);
+    chmodSync(join(dir, 'token'), 0o644);
+    r = await runCli(['check-config', '--config', path], {}, AS_NOBODY);
+    expect(r.exitCode, r.stderr).toBe(0); // readable: that user gets through
+    chmodSync(join(dir, 'token'), 0o000);
+    r = await runCli(['check-config', '--config', path], {}, AS_NOBODY);
+    expect(r.exitCode).toBe(2);
+    expect(r.stderr).toMatch(/token_file .*: permission denied/);
   });
 
   it('a missing ca_file or config file: exit 2', async () => {

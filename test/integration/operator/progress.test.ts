@@ -1,18 +1,26 @@
 import { execa } from 'execa';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator, type Simulator } from '../../simulator/index.js';
 import { CLI, runCli, writeConfig } from '../../helpers/cli.js';
 
 let sim: Simulator;
 let path: string;
 beforeAll(async () => {
-  // Many small pages, so a full pull lasts long enough (> 300 ms) to draw progress.
+  // Many small pages: the pull reports progress page by page.
   sim = await startSimulator({ indicators: 40_000, seed: 17 });
   path = writeConfig({ agid: sim.agid, base_url: sim.url, token: sim.token, page_size: 100 }).path;
 });
 afterAll(async () => {
   await sim?.close();
 });
+afterEach(() => sim.setFault(null));
+
+/**
+ * The line appears once a pull has lasted 300 ms: the first feed page is held back longer than
+ * that, so the line is due however fast this machine pulls (and a test that expects none proves
+ * something).
+ */
+const slowFirstPage = () => sim.setFault('slow', { routes: ['GET /ips'], filter: 0, count: 1, delayMs: 500 });
 
 /** Run the CLI with stdout and stderr on a pseudo-terminal (util-linux `script`); returns what the terminal got. */
 async function onTty(args: string[]): Promise<{ exitCode: number; output: string }> {
@@ -24,16 +32,19 @@ async function onTty(args: string[]): Promise<{ exitCode: number; output: string
 
 describe('progress line for long pulls', () => {
   it('is never printed when stderr is not a TTY (systemd, pipes)', async () => {
+    slowFirstPage();
     const r = await runCli(['plan', '--limit', '1', '--config', path]);
     expect(r.exitCode, r.stderr).toBe(0);
     expect(r.stderr).not.toMatch(/pulling/);
     expect(r.stderr).not.toContain('\r');
+    slowFirstPage();
     const s = await runCli(['sync', '--once', '--dry-run', '--config', path]);
     expect(s.exitCode, s.stderr).toBe(0);
     expect(s.stderr).not.toMatch(/pulling/);
   });
 
   it('is drawn in place on a TTY and cleared at the end', async () => {
+    slowFirstPage();
     const r = await onTty(['plan', '--limit', '1', '--config', path]);
     expect(r.exitCode, r.output).toBe(0);
     expect(r.output).toMatch(/\rpulling feed: \d+ pages, [\d,]+ items\x1b\[K\r/);
@@ -43,6 +54,7 @@ describe('progress line for long pulls', () => {
   });
 
   it('is never printed with --json, even on a TTY', async () => {
+    slowFirstPage();
     const r = await onTty(['plan', '--json', '--config', path]);
     expect(r.exitCode, r.output).toBe(0);
     expect(r.output).not.toMatch(/pulling/);

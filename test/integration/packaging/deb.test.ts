@@ -147,11 +147,12 @@ describe('dpkg --root install, reinstall, remove, purge', () => {
     expect(octal(modeOf(at('var/lib/wcf-agent')))).toBe('0700');
     const status = await run('dpkg-query', [`--admindir=${at('var/lib/dpkg')}`, '-W', '-f=${Status} ${Version}', 'wcf-agent']);
     expect(status.stdout).toBe(`install ok installed ${DEB_VERSION}`);
-    if ((await run('sh', ['-c', 'command -v deb-systemd-helper'])).exitCode === 0) {
-      const wants = 'etc/systemd/system/multi-user.target.wants/wcf-agent.service';
-      expect(isLink(wants)).toBe(true);
-      expect(readlinkSync(at(wants))).toBe('/lib/systemd/system/wcf-agent.service');
-    }
+    // The enablement is made by deb-systemd-helper (init-system-helpers, on every Debian host):
+    // without it this check must fail, not pass by checking nothing.
+    expect((await run('sh', ['-c', 'command -v deb-systemd-helper'])).exitCode, 'deb-systemd-helper (init-system-helpers) is installed').toBe(0);
+    const wants = 'etc/systemd/system/multi-user.target.wants/wcf-agent.service';
+    expect(isLink(wants)).toBe(true);
+    expect(readlinkSync(at(wants))).toBe('/lib/systemd/system/wcf-agent.service');
   });
 
   it('reinstalls (upgrade path: prerm upgrade, postinst configure <old>) keeping an edited config', async () => {

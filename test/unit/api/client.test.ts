@@ -66,6 +66,13 @@ describe('retries', () => {
     expect(feedRequests().map((r) => r.status)).toEqual([500, 200]);
   });
 
+  it('a 429 (rate limited) is retried and the call then succeeds', async () => {
+    sim.setFault('http429', { count: 2 });
+    const page = await api().feedPage(0, 0, 10);
+    expect(page.body).toHaveLength(10);
+    expect(feedRequests().map((r) => r.status)).toEqual([429, 429, 200]);
+  });
+
   it('a reset connection is retried', async () => {
     sim.setFault('reset', { count: 1, routes: ['GET /ips'] });
     const page = await api().feedPage(0, 0, 10);

@@ -1,4 +1,4 @@
-import { chmodSync, mkdirSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, mkdirSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -12,6 +12,7 @@ import { FirewallError } from '../../../src/errors.js';
 import pino from 'pino';
 import { createPlugin, type Tool } from '../../../src/firewall/index.js';
 import type { CommandRunner, PluginName } from '../../../src/firewall/plugin.js';
+import { callAsNobody, NOBODY } from '../../helpers/unprivileged.js';
 
 const NAMES = { setName: 'wcf-blocklist', chainName: 'WCF-AGENT', tableName: 'wcf_agent' };
 
@@ -102,12 +103,22 @@ describe('doctor checks', () => {
     expect(stateDirCheck(join(dir, 'not', 'yet'))).toMatchObject({ status: 'warn' });
     writeFileSync(join(dir, 'file'), '');
     expect(stateDirCheck(join(dir, 'file'))).toMatchObject({ status: 'fail', kind: 'state' });
-    if (process.getuid?.() !== 0) {
-      const ro = join(dir, 'ro');
-      mkdirSync(ro);
-      chmodSync(ro, 0o500);
-      expect(stateDirCheck(ro)).toMatchObject({ status: 'fail' });
-    }
+  });
+
+  it('state dir the agent user cannot write: fail (checked as an unprivileged user: root writes anywhere)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'wcf-doc-'));
+    chmodSync(dir, 0o755);
+    const ro = join(dir, 'ro');
+    mkdirSync(ro);
+    chmodSync(ro, 0o555);
+    const rw = join(dir, 'rw');
+    mkdirSync(rw);
+    chownSync(rw, NOBODY, NOBODY);
+    const asNobody = (d: string) => callAsNobody<{ status: string; kind?: string; message: string }>('src/cli/doctor/host-checks.ts', 'stateDirCheck', [d]);
+    expect(await asNobody(ro)).toMatchObject({ status: 'fail', kind: 'state', message: expect.stringMatching(/not writable: EACCES/) });
+    // The same call passes where that user may write: the failure above is the permission.
+    expect(await asNobody(rw)).toMatchObject({ status: 'ok' });
+    expect(readdirSync(rw)).toEqual([]);
   });
 
   it('netns: ok with the namespace addresses (read through the namespaced runner), fail with a hint when it cannot be entered', async () => {

@@ -95,4 +95,20 @@ describe('pullFeed', () => {
     expect(msg).toMatch(/^feed item skipped: body\.0\.ip: not an IPv4 address: "1\.2\\x9b\\u001b\]0;x"$/);
     expect(msg).not.toMatch(/[\u0000-\u001f\u0080-\u009f]/);
   });
+
+  it('stops a server that never stops paging: fails after maxPages pages', async () => {
+    // Every page is full and moves on by one ts: a broken or hostile server could page forever.
+    let calls = 0;
+    const endless: FeedSource = {
+      feedPage: async (_filter, ts, limit) => {
+        calls++;
+        return { header: {}, body: Array.from({ length: limit }, (_, i) => item(`10.${calls & 255}.${i >> 8}.${i & 255}`, ts + 1)) };
+      },
+    };
+    await expect(pullFeed(endless, { filter: 0, fromTs: 0, pageSize: 10, logger, maxPages: 5 })).rejects.toMatchObject({
+      code: 'WCF_ERR_API_RESPONSE',
+      message: expect.stringMatching(/still paging after 5 pages/),
+    });
+    expect(calls).toBe(5);
+  });
 });

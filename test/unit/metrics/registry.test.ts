@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import pino from 'pino';
 import type { CycleOutcome } from '../../../src/agent/cycle.js';
 import type { CycleRecord } from '../../../src/agent/state.js';
@@ -117,8 +117,18 @@ describe('AgentMetrics', () => {
     expect(s.get('wcf_agent_dropped_bytes_total')).toBe(300);
     expect(s.get('wcf_agent_firewall_counters_read_ok')).toBe(1);
     next = new Error('nft: Operation not permitted');
-    await new Promise((r) => setTimeout(r, 1100)); // past the per-scrape read cache
-    s = await scrape(m);
+    // Within the per-scrape read cache (a second): the reader is not asked again.
+    vi.useFakeTimers({ toFake: ['Date'], now: Date.now() });
+    try {
+      vi.setSystemTime(Date.now() + 500);
+      s = await scrape(m);
+      expect(s.get('wcf_agent_firewall_counters_read_ok')).toBe(1);
+      expect(errors).toHaveLength(0);
+      vi.setSystemTime(Date.now() + 1000); // past it
+      s = await scrape(m);
+    } finally {
+      vi.useRealTimers();
+    }
     expect(s.get('wcf_agent_dropped_packets_total')).toBe(5);
     expect(s.get('wcf_agent_firewall_counters_read_ok')).toBe(0);
     expect(errors).toHaveLength(1);
