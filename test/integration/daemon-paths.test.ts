@@ -83,18 +83,21 @@ describe('SIGHUP twice in a row', () => {
     editConfig(cfg.path, { set_name: 'wcf-renamed' });
     d.signal('SIGHUP');
     d.signal('SIGHUP');
-    await d.waitForLog(/^configuration reloaded/, 2);
-    // Interleaved, both reloads would have compared against the same old names and flushed twice.
-    expect(d.count(/^owned object names or plugin changed: removing the old objects/)).toBe(1);
+    // The kernel may merge two signals sent back to back into one (a standard signal does not
+    // queue): one or two reloads, never interleaved.
+    await d.waitForLog(/^configuration reloaded/);
     const after = d.logs.length;
     await waitFor(() => d.logs.slice(after).some((l) => /^cycle done/.test(l.msg)), 'a cycle after the reloads');
+    expect(d.count(/^configuration reloaded/)).toBeLessThanOrEqual(2);
+    // Interleaved, both reloads would have compared against the same old names and flushed twice.
+    expect(d.count(/^owned object names or plugin changed: removing the old objects/)).toBe(1);
     expect(readFileSync(cfg.rules, 'utf8')).toMatch(/^add wcf-renamed /m);
     expect(readFileSync(cfg.rules, 'utf8')).not.toMatch(/^add wcf-blocklist /m);
   });
 });
 
 describe('a state dir that cannot be written', () => {
-  it('sync --once: exit 4, report code 40, nothing applied', async () => {
+  it('sync --once: exit 4, report code 40, and the firewall is updated all the same (the feed cache is only a speed-up)', async () => {
     const cfg = setup();
     // The feed cache path is taken by a directory: its atomic rename over it fails.
     mkdirSync(join(cfg.state, 'feed-cache.bin'), { recursive: true });
@@ -105,7 +108,8 @@ describe('a state dir that cannot be written', () => {
     expect(out).toMatchObject({ ok: false, code: 40, error: 'WCF_ERR_STATE' });
     expect(out.message).toMatch(/feed-cache\.bin/);
     expect(reportsSince(reports).map((b) => b.code)).toEqual([40]);
-    expect(existsSync(cfg.rules)).toBe(false);
+    // The apply comes before the cache write: a full or broken state dir never stops protection.
+    expect(entriesOf(cfg.rules).length).toBeGreaterThan(0);
   });
 });
 

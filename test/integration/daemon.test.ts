@@ -270,7 +270,7 @@ describe('daemon lifecycle', () => {
       const mark = sim.requests.length;
       await d.waitForLog(/agent record not found/, 3);
       expect(sim.requests.slice(mark).filter((q) => q.method === 'POST' && q.path.endsWith('/feedback'))).toEqual([]);
-      expect(d.count(/^not reporting: the agent record is deleted/)).toBeGreaterThanOrEqual(2);
+      expect(d.count(/^not reporting: the server has no record for this agent/)).toBeGreaterThanOrEqual(2);
       expect(sim.getAgent(sim.agid)).toBeUndefined();
       expectKept(good, appliedIn(cfg.dir));
     } finally {
