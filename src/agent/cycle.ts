@@ -14,6 +14,7 @@ import { protectedNetworks } from './protected.js';
 import type { AppliedSet, CycleRecord, StateStore } from './state.js';
 import { checkShrink } from './guard.js';
 import { PhaseClock, type PhaseTimings } from './timings.js';
+import { applyDnsStep, finishDnsPlan, startUrlPull, type DnsPlan, type DnsStepRecord } from './dns-step.js';
 
 export interface CycleDeps {
   config: AgentConfig;
@@ -40,6 +41,8 @@ export interface PlanResult {
   selection: Selection;
   pulled: Pick<PulledFeeds, 'full' | 'cursor' | 'pages' | 'invalid'> & { feed: number; manual: number; whitelist: number };
   settingProblems: string[];
+  /** The URL feed's part (names for the resolver), when `url_feed` is on. */
+  dns?: DnsPlan | undefined;
 }
 
 export interface CycleOutcome {
@@ -54,6 +57,8 @@ export interface CycleOutcome {
    * (applied-<plugin>.json), report; `failed` for the phase that threw.
    */
   timings?: PhaseTimings;
+  /** What the DNS step applied (when `url_feed` is on and it ran). */
+  dns?: DnsStepRecord | undefined;
 }
 
 const rejectedFormulas = new Set<string>();
@@ -115,6 +120,7 @@ export async function computePlan(deps: CycleDeps, useCache: boolean): Promise<P
     if (items && small.cursor !== undefined) cache = { items, cursor: small.cursor };
   }
 
+  const urlPull = startUrlPull({ config, client: api.client, logger, now, useCache });
   const feeds = await pullAll({ api, logger, pageSize: config.page_size, cache, onProgress: deps.onProgress });
   deps.clock?.lap('pull');
   const scoring = createScoring(feeds.header ?? {}, (field, error) => {
@@ -123,6 +129,7 @@ export async function computePlan(deps: CycleDeps, useCache: boolean): Promise<P
     rejectedFormulas.add(key);
     logger.warn({ field: `header.${field}`, error }, 'feed formula rejected; using the built-in decay formula');
   });
+  const dns = await finishDnsPlan(urlPull, { config, settings: resolved.settings, scoring, now });
   const selection = selectEntries({
     now,
     feed: feeds.feed,
@@ -133,6 +140,7 @@ export async function computePlan(deps: CycleDeps, useCache: boolean): Promise<P
     threshold: resolved.settings.score_threshold,
     maximumRules: resolved.settings.maximum_rules,
     scoring,
+    urlAddresses: dns?.selection.addresses,
   });
   deps.clock?.lap('select');
   return {
@@ -143,6 +151,7 @@ export async function computePlan(deps: CycleDeps, useCache: boolean): Promise<P
     scoring: scoring.source,
     selection,
     settingProblems: resolved.problems,
+    dns,
     pulled: {
       full: feeds.full,
       cursor: feeds.cursor,
@@ -171,7 +180,7 @@ export function liveEntries(set: AppliedSet | undefined, now: number): AppliedSe
 }
 
 function countByReason(entries: readonly { reason: Reason }[]): Record<Reason, number> {
-  const out: Record<Reason, number> = { manual: 0, score: 0 };
+  const out: Record<Reason, number> = { manual: 0, url: 0, score: 0 };
   for (const e of entries) out[e.reason]++;
   return out;
 }
@@ -210,6 +219,7 @@ export async function runCycle(deps: CycleDeps, plugin: FirewallPlugin): Promise
   let error: WcfError | Error | undefined;
   let appliedEntries: { cidr: string; reason: Reason; expiresAt: number | null }[] | undefined;
   let agentRecord: 'present' | 'deleted' | undefined;
+  let dns: DnsStepRecord | undefined;
 
   // The firewall's current state is read while the API calls run (read-only; see FirewallPlugin.prefetch).
   plugin.prefetch?.();
@@ -246,6 +256,8 @@ export async function runCycle(deps: CycleDeps, plugin: FirewallPlugin): Promise
     clock.lap('apply');
     state.saveApplied({ ts: now, plugin: plugin.name, entries: appliedEntries });
     clock.lap('save');
+    dns = await applyDnsStep({ config, logger, dryRun: plugin.name === 'dry-run', force: deps.force, now }, plan.dns, plan.settings.running);
+    clock.lap('dns');
     if (plan.settingProblems.length) error = new ServerConfigError(plan.settingProblems);
   } catch (err) {
     clock.lap('failed'); // the phase that threw, so its time is not charged to the report
@@ -300,5 +312,5 @@ export async function runCycle(deps: CycleDeps, plugin: FirewallPlugin): Promise
   }
   clock.lap('report');
   logger.debug({ timings: clock.ms }, 'cycle phase timings (ms)');
-  return { record, plan, apply, error, reported, timings: clock.ms };
+  return { record, plan, apply, error, reported, timings: clock.ms, dns };
 }

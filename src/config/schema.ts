@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { parseCidr } from '../net/ipv4.js';
+import { checkDnsConfig, dnsConfigKeys } from './dns-schema.js';
 
 /**
  * config.json: a flat object (contract section 6). Unknown keys are an error so a
@@ -58,6 +59,8 @@ export const configSchema = z
     on_stop: z.enum(['keep', 'flush']).default('keep'),
     metrics_listen: z.string().min(1).optional(),
     log_level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+    // The URL feed, enforced at the host's resolver (src/config/dns-schema.ts).
+    ...dnsConfigKeys,
   })
   .superRefine((c, ctx) => {
     if (c.token === undefined && c.token_file === undefined) {
@@ -66,6 +69,7 @@ export const configSchema = z
     if (c.token !== undefined && c.token_file !== undefined) {
       ctx.addIssue({ code: 'custom', path: ['token_file'], message: 'give token or token_file, not both' });
     }
+    checkDnsConfig(c, ctx);
   });
 
 export type ConfigFile = z.infer<typeof configSchema>;

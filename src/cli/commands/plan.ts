@@ -4,6 +4,7 @@ import { UsageError } from '../../errors.js';
 import { createApi, loadContext, openState, type GlobalOptions } from '../context.js';
 import { duration, isoTime, printJson, table } from '../format.js';
 import { createProgress } from '../progress.js';
+import { dnsPlanToJson, printDomainsTable } from '../dns-plan.js';
 
 export function planToJson(agid: string, plan: PlanResult) {
   const { selection, now } = plan;
@@ -17,6 +18,7 @@ export function planToJson(agid: string, plan: PlanResult) {
     counts: {
       selected: selection.entries.length,
       manual: selection.entries.filter((e) => e.reason === 'manual').length,
+      url: selection.entries.filter((e) => e.reason === 'url').length,
       score: selection.entries.filter((e) => e.reason === 'score').length,
       skipped: selection.skipped,
       feed: plan.pulled.feed,
@@ -31,6 +33,7 @@ export function planToJson(agid: string, plan: PlanResult) {
       expires: e.expiresAt,
       expires_in: e.expiresAt === null ? null : e.expiresAt - now,
     })),
+    ...dnsPlanToJson(plan.dns, now),
   };
 }
 
@@ -46,11 +49,13 @@ export function printPlanTable(plan: PlanResult, limit: number): void {
   if (selection.entries.length > limit) process.stdout.write(`... and ${selection.entries.length - limit} more (use --json or --limit)\n`);
   const s = selection.skipped;
   const manual = selection.entries.filter((e) => e.reason === 'manual').length;
+  const url = selection.entries.filter((e) => e.reason === 'url').length;
   process.stdout.write(
-    `\n${selection.entries.length} entries (${manual} manual, ${selection.entries.length - manual} score) of ${plan.pulled.feed} feed indicators at ${isoTime(now)}\n` +
+    `\n${selection.entries.length} entries (${manual} manual, ${url} url, ${selection.entries.length - manual - url} score) of ${plan.pulled.feed} feed indicators at ${isoTime(now)}\n` +
       `threshold ${plan.settings.score_threshold}, maximum_rules ${plan.settings.maximum_rules}, formula: ${plan.scoring}\n` +
       `skipped: ${s.threshold} below threshold, ${s.cap} over the cap, ${s.whitelist} whitelisted, ${s.allowlist} protected/allowlisted, ${s.too_wide} too wide\n`,
   );
+  printDomainsTable(plan.dns, now, limit);
 }
 
 export const DEFAULT_PLAN_LIMIT = 50;
