@@ -119,3 +119,12 @@ export async function applyDnsStep(
   o.logger.info({ plugin: plugin.name, added: result.added, removed: result.removed, total: result.total }, 'resolver blocks applied');
   return { plugin: plugin.name, applied: result.total, byReason: counts, result };
 }
+
+/** `flush`: remove the agent's names from the resolver (when `url_feed` is on), and nothing else. */
+export async function flushDns(o: { config: AgentConfig; logger: Logger; dryRun: boolean; now: number }): Promise<string | undefined> {
+  if (!o.config.url_feed) return undefined;
+  const plugin = createDnsPlugin(o.config, { logger: o.logger, dryRun: o.dryRun });
+  await plugin.flush();
+  new DnsStateStore(o.config.state_dir, o.logger).update({ applied: { ts: o.now, plugin: plugin.name, names: 0, byReason: { manual: 0, score: 0 } }, pendingShrink: undefined });
+  return plugin.name;
+}
