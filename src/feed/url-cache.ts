@@ -48,6 +48,11 @@ export class UrlCache {
     return this.size_;
   }
 
+  /** Id of a stored host, or -1. */
+  lookupHost(name: string): number {
+    return this.hostIds.get(name) ?? -1;
+  }
+
   hostKind(id: number): HostKind {
     return this.hostKinds[id] as HostKind;
   }

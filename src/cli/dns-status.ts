@@ -1,0 +1,30 @@
+import { DnsStateStore } from '../agent/dns-state.js';
+import type { AgentConfig } from '../config/load.js';
+import type { Logger } from '../log.js';
+import { isoTime } from './format.js';
+
+/** The URL feed's part of `status --json` (null when url_feed is off). */
+export function dnsStatus(config: AgentConfig, logger: Logger) {
+  if (!config.url_feed) return null;
+  const s = new DnsStateStore(config.state_dir, logger).small;
+  return {
+    plugin: s.applied?.plugin ?? null,
+    applied: s.applied?.names ?? 0,
+    by_reason: s.applied?.byReason ?? { manual: 0, score: 0 },
+    applied_at: s.applied?.ts ?? null,
+    skipped: s.lastSelection?.skipped ?? null,
+    hosts: s.lastSelection?.hosts ?? null,
+    url_addresses: s.lastSelection?.addresses ?? null,
+    cursor: s.cursor ?? null,
+    last_full_pull: s.lastFullPullAt ?? null,
+  };
+}
+
+/** `status` rows for names. */
+export function dnsStatusRows(d: ReturnType<typeof dnsStatus>): string[][] {
+  if (!d) return [];
+  return [
+    ['names blocked', `${d.applied} (${d.by_reason.manual} manual, ${d.by_reason.score} score) on ${d.plugin ?? '-'}, ${isoTime(d.applied_at)}`],
+    ['URL feed', `${d.hosts ?? 0} hosts, last full pull ${isoTime(d.last_full_pull)}`],
+  ];
+}
