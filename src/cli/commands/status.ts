@@ -17,7 +17,7 @@ export function statusRows(agid: string, s: SmallState, settings: Settings, sour
     ['last success', isoTime(s.lastSuccessAt)],
     ['next sync', s.nextSyncAt ? `${isoTime(s.nextSyncAt)} (in ${duration(s.nextSyncAt - now)})` : '-'],
     ['plugin', c?.plugin ?? '-'],
-    ['entries applied', c ? `${c.applied} (${c.byReason.manual} manual, ${c.byReason.url ?? 0} url, ${c.byReason.score} score)` : '0'],
+    ['entries applied', c ? `${c.applied} (${c.byReason.manual} manual, ${c.byReason.url ? `${c.byReason.url} url, ` : ''}${c.byReason.score} score)` : '0'],
     ['enforcing', settings.running ? 'yes' : 'no (running disabled)'],
     ['maximum_rules', `${settings.maximum_rules} (${sources.maximum_rules})`],
     ['score_threshold', `${settings.score_threshold} (${sources.score_threshold})`],
