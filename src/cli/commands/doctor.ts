@@ -8,6 +8,7 @@ import { apiChecks } from '../doctor/api-checks.js';
 import { check, doctorExitCode, type CheckResult } from '../doctor/check.js';
 import { objectsCheck, pluginCheck, probeTools, toolsCheck } from '../doctor/firewall-checks.js';
 import { allowlistCheck, capabilityCheck, netnsCheck, stateDirCheck } from '../doctor/host-checks.js';
+import { dnsChecks } from '../doctor/dns-checks.js';
 import { extraConfigProblems } from './check-config.js';
 
 /** Firewall tools answer `--version` and read-only listings quickly; a hung one must not hang doctor. */
@@ -46,6 +47,7 @@ export async function runChecks(path: string, logger: Logger): Promise<CheckResu
       out.push(await objectsCheck(detected.effective, names, runner, config));
     }
     out.push(stateDirCheck(config.state_dir), await allowlistCheck(config, netns ? { name: netns, addresses: ns?.addresses } : undefined));
+    out.push(...(await dnsChecks(config)));
   }
   return out;
 }
