@@ -26,7 +26,7 @@ export const dnsConfigKeys = {
   dns_action: z.enum(['nxdomain', 'sinkhole']).default('nxdomain'),
   sinkhole_address: z.string().refine((s) => isIP(s) !== 0, 'must be an IPv4 or IPv6 address').optional(),
   unbound_control: argv.default(['unbound-control']),
-  unbound_conf_file: z.string().min(1).default('/etc/unbound/unbound.conf.d/wcf-agent.conf'),
+  unbound_conf_file: z.string().min(1).default('/etc/unbound/wcf-agent/blocks.conf'),
   rpz_file: z.string().min(1).optional(),
   rpz_reload: argv.optional(),
 };
