@@ -6,12 +6,21 @@ import { UrlCache } from '../feed/url-cache.js';
 import type { DomainReason, DomainSkip } from '../policy/domains.js';
 import { writeFileAtomic } from './atomic-file.js';
 
+export interface AppliedNames {
+  ts: number;
+  plugin: string;
+  names: number;
+  byReason: Record<DomainReason, number>;
+}
+
 /** The URL feed's own small state, beside the IPv4 feed's (`dns-state.json` in state_dir). */
 export interface DnsSmallState {
   cursor?: number;
   lastFullPullAt?: number;
   /** The names in force at the resolver after the last successful apply. */
-  applied?: { ts: number; plugin: string; names: number; byReason: Record<DomainReason, number> };
+  applied?: AppliedNames;
+  /** The same for the dry-run plugin, kept apart so a dry run never stands in for the resolver's state. */
+  dryRunApplied?: AppliedNames;
   pendingShrink?: { at: number; size: number };
   /** Selection numbers of the last cycle that selected (status, metrics). */
   lastSelection?: { ts: number; hosts: number; skipped: Record<DomainSkip, number>; addresses: number };

@@ -102,22 +102,47 @@ export async function applyDnsStep(
     lastSelection: { ts: o.now, hosts: s.hosts, skipped: s.skipped, addresses: s.addresses.length },
   });
   const plugin = createDnsPlugin(o.config, { logger: o.logger, dryRun: o.dryRun });
+  await flushPreviousDnsPlugin(o, store, plugin.name);
+  const key = plugin.name === 'dry-run' ? 'dryRunApplied' : 'applied';
   if (!running) {
     await plugin.flush();
-    store.update({ applied: { ts: o.now, plugin: plugin.name, names: 0, byReason: { manual: 0, score: 0 } } });
+    store.update({ [key]: { ts: o.now, plugin: plugin.name, names: 0, byReason: { manual: 0, score: 0 } } });
     return { plugin: plugin.name, applied: 0, byReason: { manual: 0, score: 0 } };
   }
   const names = s.domains.map((d) => d.name);
-  const previous = store.small.applied?.plugin === plugin.name ? store.small.applied.names : 0;
+  const last = store.small[key];
+  const previous = last?.plugin === plugin.name ? last.names : 0;
   const verdict = o.force ? { allow: true, pending: undefined } : checkShrink(previous, names.length, o.config.shrink_guard_ratio, store.small.pendingShrink, o.now);
   store.update({ pendingShrink: verdict.pending });
   if (!verdict.allow) throw new GuardError(`names: ${verdict.message!}`);
   if ('message' in verdict && verdict.message) o.logger.warn(`names: ${verdict.message}`);
   const result = await plugin.apply(names);
   const counts = byReason(plan);
-  store.update({ applied: { ts: o.now, plugin: plugin.name, names: result.total, byReason: counts } });
+  store.update({ [key]: { ts: o.now, plugin: plugin.name, names: result.total, byReason: counts } });
   o.logger.info({ plugin: plugin.name, added: result.added, removed: result.removed, total: result.total }, 'resolver blocks applied');
   return { plugin: plugin.name, applied: result.total, byReason: counts, result };
+}
+
+/**
+ * When dns_plugin changed from one resolver backend to another, the names the previous one
+ * applied are removed first (with the files configured now), so no blocks are left behind
+ * where nothing will ever update them. A failure is logged and retried next cycle.
+ */
+async function flushPreviousDnsPlugin(o: { config: AgentConfig; logger: Logger; now: number }, store: DnsStateStore, current: string): Promise<void> {
+  const prev = store.small.applied;
+  // A dry run never touches a resolver, and keeps its own record (dryRunApplied).
+  if (current === 'dry-run' || !prev || prev.plugin === current || prev.names === 0 || (prev.plugin !== 'unbound' && prev.plugin !== 'rpz')) return;
+  if (prev.plugin === 'rpz' && !o.config.rpz_file) {
+    o.logger.warn('dns_plugin changed from rpz and rpz_file is no longer set: empty the old zone file by hand');
+    return;
+  }
+  try {
+    await createDnsPlugin(o.config, { logger: o.logger, dryRun: false, only: prev.plugin }).flush();
+    o.logger.info({ previous: prev.plugin, now: current }, 'dns_plugin changed: removed the names the previous resolver backend applied');
+    store.update({ applied: { ts: o.now, plugin: prev.plugin, names: 0, byReason: { manual: 0, score: 0 } } });
+  } catch (err) {
+    o.logger.warn({ previous: prev.plugin }, `dns_plugin changed, but the previous backend's names could not be removed (retried next cycle): ${(err as Error).message}`);
+  }
 }
 
 /** `flush`: remove the agent's names from the resolver (when `url_feed` is on), and nothing else. */
@@ -125,6 +150,6 @@ export async function flushDns(o: { config: AgentConfig; logger: Logger; dryRun:
   if (!o.config.url_feed) return undefined;
   const plugin = createDnsPlugin(o.config, { logger: o.logger, dryRun: o.dryRun });
   await plugin.flush();
-  new DnsStateStore(o.config.state_dir, o.logger).update({ applied: { ts: o.now, plugin: plugin.name, names: 0, byReason: { manual: 0, score: 0 } }, pendingShrink: undefined });
+  new DnsStateStore(o.config.state_dir, o.logger).update({ [plugin.name === 'dry-run' ? 'dryRunApplied' : 'applied']: { ts: o.now, plugin: plugin.name, names: 0, byReason: { manual: 0, score: 0 } }, pendingShrink: undefined });
   return plugin.name;
 }

@@ -7,11 +7,12 @@ import { isoTime } from './format.js';
 export function dnsStatus(config: AgentConfig, logger: Logger) {
   if (!config.url_feed) return null;
   const s = new DnsStateStore(config.state_dir, logger).small;
+  const a = s.applied ?? s.dryRunApplied;
   return {
-    plugin: s.applied?.plugin ?? null,
-    applied: s.applied?.names ?? 0,
-    by_reason: s.applied?.byReason ?? { manual: 0, score: 0 },
-    applied_at: s.applied?.ts ?? null,
+    plugin: a?.plugin ?? null,
+    applied: a?.names ?? 0,
+    by_reason: a?.byReason ?? { manual: 0, score: 0 },
+    applied_at: a?.ts ?? null,
     skipped: s.lastSelection?.skipped ?? null,
     hosts: s.lastSelection?.hosts ?? null,
     url_addresses: s.lastSelection?.addresses ?? null,

@@ -48,8 +48,8 @@ export function dnsOwnedFiles(config: AgentConfig): string[] {
  * suffix, shared platform) or that is no valid DNS name never reaches a plugin, whatever
  * the caller passes.
  */
-export function createDnsPlugin(config: AgentConfig, o: { logger: Logger; dryRun: boolean; now?: () => number }): DnsPlugin {
-  const name: DnsPluginName = o.dryRun ? 'dry-run' : config.dns_plugin;
+export function createDnsPlugin(config: AgentConfig, o: { logger: Logger; dryRun: boolean; now?: () => number; only?: DnsPluginName }): DnsPlugin {
+  const name: DnsPluginName = o.only ?? (o.dryRun ? 'dry-run' : config.dns_plugin);
   const answer = dnsAnswerOf(config);
   const now = o.now ?? (() => Math.floor(Date.now() / 1000));
   const runner = createDnsRunner();
