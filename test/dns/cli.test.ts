@@ -139,4 +139,21 @@ describe('plan, sync --dry-run, status and explain for names', () => {
     const t = await cli('explain', 'EVIL-SITE.example.');
     expect(t.stdout).toContain('evil-site.example: score (blocked');
   });
+
+  it('the shrink guard covers the names: a pull that would drop most of them is held back one cycle', async () => {
+    const names = () => readFileSync(join(cfg.dir, 'state', 'dns-dry-run.zone'), 'utf8').split('\n').filter((l) => / CNAME \.$/.test(l) && !l.startsWith('*.')).length;
+    const before = names();
+    expect(before).toBeGreaterThan(2);
+    const c = JSON.parse(readFileSync(cfg.path, 'utf8')) as Record<string, unknown>;
+    // Only the name set shrinks (the cap on names does not touch the firewall's selection).
+    writeFileSync(cfg.path, JSON.stringify({ ...c, maximum_domains: 1 }));
+    let r = await cli('sync', '--once', '--dry-run', '--json');
+    expect(r.exitCode, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout)).toMatchObject({ code: 50, message: expect.stringContaining('names:') });
+    expect(names()).toBe(before);
+    r = await cli('sync', '--once', '--dry-run', '--json');
+    expect((JSON.parse(r.stdout) as { code: number }).code).toBe(0);
+    expect(names()).toBe(1);
+    writeFileSync(cfg.path, JSON.stringify(c));
+  });
 });

@@ -51,7 +51,7 @@ export function printPlanTable(plan: PlanResult, limit: number): void {
   const manual = selection.entries.filter((e) => e.reason === 'manual').length;
   const url = selection.entries.filter((e) => e.reason === 'url').length;
   process.stdout.write(
-    `\n${selection.entries.length} entries (${manual} manual, ${url} url, ${selection.entries.length - manual - url} score) of ${plan.pulled.feed} feed indicators at ${isoTime(now)}\n` +
+    `\n${selection.entries.length} entries (${manual} manual, ${url ? `${url} url, ` : ''}${selection.entries.length - manual - url} score) of ${plan.pulled.feed} feed indicators at ${isoTime(now)}\n` +
       `threshold ${plan.settings.score_threshold}, maximum_rules ${plan.settings.maximum_rules}, formula: ${plan.scoring}\n` +
       `skipped: ${s.threshold} below threshold, ${s.cap} over the cap, ${s.whitelist} whitelisted, ${s.allowlist} protected/allowlisted, ${s.too_wide} too wide\n`,
   );
