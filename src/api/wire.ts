@@ -137,30 +137,30 @@ export interface StoredConfigBody {
   version?: string;
 }
 
-/** E4 query names (assumed, contract section 8) and the spec's limit range `100 < x < 2000`. */
+/** GET /urls query names (assumed, see README Assumptions) and the spec's limit range `100 < x < 2000`. */
 export const URLS_QUERY = { ts: 'ts', limit: 'limit' } as const;
 export const URL_PAGE_LIMIT = { min: 101, max: 1999 } as const;
 
-/** E6 query name (assumed) and its values. */
+/** GET /files/{digest} query name (assumed) and its values. */
 export const FILES_QUERY = { deep: 'deep' } as const;
 export const DEEP_VALUE = { yes: 'YES', no: 'NO' } as const;
 
 /**
- * Tags a URL decision set with E5 shows in the URL's record (assumed, contract
- * section 8): 0 -> whitelisted, 1 -> blacklisted, -1 -> neither.
+ * Tags a decision set with PUT /urls/{url} shows in the URL's record (assumed, see
+ * README Assumptions): 0 -> whitelisted, 1 -> blacklisted, -1 -> neither.
  */
 export const URL_TAGS = { whitelisted: 'whitelisted', blacklisted: 'blacklisted' } as const;
 
-/** E5 body values. */
+/** PUT /urls/{url} body values. */
 export const URL_DECISION = { none: -1, allow: 0, block: 1 } as const;
 export type UrlDecision = (typeof URL_DECISION)[keyof typeof URL_DECISION];
 
-/** The path of E5 for one URL: the URL percent-encoded as ONE path segment. */
+/** The path of PUT /urls/{url} for one URL: the URL percent-encoded as ONE path segment. */
 export function urlDecisionRoute(url: string): string {
   return `${ROUTES.urls}/${encodeURIComponent(url)}`;
 }
 
-/** The path of E6 for one digest (hex only, checked by the caller). */
+/** The path of GET /files/{digest} for one digest (hex only, checked by the caller). */
 export function fileRoute(digest: string): string {
   return `${ROUTES.files}/${digest}`;
 }
@@ -180,7 +180,7 @@ export const urlPageSchema = z.object({
 });
 export type UrlPage = z.infer<typeof urlPageSchema>;
 
-/** E6 answer. */
+/** GET /files/{digest} answer. */
 export const fileRecordSchema = z.looseObject({
   md5: z.string().optional(),
   sha1: z.string().optional(),

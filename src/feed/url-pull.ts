@@ -33,7 +33,7 @@ export function decisionOfTags(tags: readonly string[] | undefined): UrlDecision
 }
 
 /**
- * Pull the URL feed from `fromTs` (contract section 8): the largest page, then again
+ * Pull the URL feed from `fromTs`: the largest page, then again
  * from the header's `next_ts` while a page is full. A full page whose `next_ts` does not
  * move past the requested ts steps past it with a warning (never loops). Pages are folded
  * straight into a compact cache (no URL strings kept); any failed page fails the pull.

@@ -14,7 +14,7 @@ export interface DomainPolicyInput {
 }
 
 /**
- * The never-block rules for names (contract section 8, rule 1), shared by the selection,
+ * The never-block rules for names (the first rule of the selection), shared by the selection,
  * `explain`, and every resolver plugin before it writes (so no path can block a protected
  * name). A blocked name covers its subdomains, so a name is also protected when blocking it
  * would cover an allowlisted name or the API host (`vendor.example` covers `api.vendor.example`).

@@ -81,7 +81,7 @@ function aggregate(input: DomainSelectionInput): HostTable {
 }
 
 /**
- * The blocked-name set at `now`, in the contract's order of precedence (section 8):
+ * The blocked-name set at `now`, in the contract's order of precedence:
  *  1. never names the policy protects (allowlist and the API host, public suffixes, shared platforms);
  *  2. never a host with any whitelisted URL;
  *  3. hosts of blacklisted URLs first;

@@ -18,7 +18,7 @@ function cache(rows: [url: string, score: number, decision?: -1 | 0 | 1, ageS?: 
 const select = (c: UrlCache, o: { threshold?: number; cap?: number; policy?: DomainPolicy } = {}) =>
   selectDomains({ now: NOW, urls: c, scoring, threshold: o.threshold ?? 4, maximumDomains: o.cap ?? 100, policy: o.policy ?? policy() });
 
-describe('domain selection (contract section 8)', () => {
+describe('domain selection (the contract\'s order of precedence)', () => {
   it('blacklisted hosts first, then by best score, ties by name; capped', () => {
     const c = cache([
       ['http://b.example/1', 6],

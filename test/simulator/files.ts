@@ -1,5 +1,5 @@
 /**
- * File look-ups (E6). A digest is an MD5, SHA1 or SHA256 hex string (any case). The main
+ * File look-ups (GET /files/{digest}). A digest is an MD5, SHA1 or SHA256 hex string (any case). The main
  * store "knows" a deterministic eighth of all digests; the deep scan (`deep=YES`) another
  * eighth; tests add records of their own (`addFile`). Records carry upper-case hex.
  */

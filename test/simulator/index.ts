@@ -101,13 +101,13 @@ export interface Simulator {
   resetStats(): void;
   /** Adds or re-stamps a URL record (ts = given or now). */
   upsertUrl(url: string, fields?: { score?: number; ts?: number; tags?: string[] }): void;
-  /** E5's effect: re-stamps the URL and sets its decision tags. */
+  /** What PUT /urls/{url} does: re-stamps the URL and sets its decision tags. */
   decideUrl(url: string, decision: Decision): void;
   /** The URL's current record, if any. */
   urlRecord(url: string): UrlRecord | undefined;
   /** Every URL record in feed order (lazily). */
   urlRecords(): Iterable<UrlRecord>;
-  /** A file record E6 finds by any of its digests (with `deep`, only through deep=YES). */
+  /** A file record GET /files/{digest} finds by any of its digests (with `deep`, only through deep=YES). */
   addFile(f: AddedFile): FileRecord;
   readonly data: { readonly sameTsRuns: ReadonlyArray<SameTsRun>; readonly count: number; readonly start: number; readonly ownGid: string };
 }

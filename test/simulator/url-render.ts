@@ -1,4 +1,4 @@
-/** JSON of URL feed pages (E4). */
+/** JSON of URL feed pages (GET /urls). */
 import { isoSeconds } from './render.js';
 import type { UrlRecord } from './urls.js';
 

@@ -1,5 +1,5 @@
 /**
- * The URL feed (E4) and URL decisions (E5): N URLs computed on demand from (seed, index),
+ * The URL feed (GET /urls) and URL decisions (PUT /urls/{url}): N URLs computed on demand from (seed, index),
  * like the IPv4 data, plus an overlay of records added or re-stamped at run time.
  *
  * Base data properties (deterministic for a seed, count and start):
@@ -18,7 +18,7 @@ import { hash3, mix32 } from './ipspace.js';
 
 const DAY = 86_400;
 export const MAX_URLS = 1 << 24;
-/** Tag names for decisions (contract section 8, assumed). */
+/** Tag names for decisions (assumed, as the agent's wire module). */
 export const TAG_WHITELISTED = 'whitelisted';
 export const TAG_BLACKLISTED = 'blacklisted';
 
@@ -179,7 +179,7 @@ export class UrlStore {
     return rec;
   }
 
-  /** E5: the decision re-stamps the record and sets the decision tags (contract section 8). */
+  /** PUT /urls/{url}: the decision re-stamps the record and sets the decision tags. */
   decide(url: string, decision: -1 | 0 | 1): void {
     const prev = this.get(url);
     const tags = (prev?.tags ?? []).filter((t) => t !== TAG_WHITELISTED && t !== TAG_BLACKLISTED);

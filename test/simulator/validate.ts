@@ -43,12 +43,12 @@ export function feedQuery(q: URLSearchParams): FeedQuery {
   return { limit, filter, ts, full: f !== null && f.toLowerCase() === 'yes' };
 }
 
-/** E4 query: `ts` >= 0 (0), `limit` 101..1999 (the spec's `100 < x < 2000`; default 1000). */
+/** GET /urls query: `ts` >= 0 (0), `limit` 101..1999 (the spec's `100 < x < 2000`; default 1000). */
 export function urlQuery(q: URLSearchParams): { ts: number; limit: number } {
   return { ts: intParam(q, 'ts', 0, Number.MAX_SAFE_INTEGER, 0), limit: intParam(q, 'limit', 101, 1999, 1000) };
 }
 
-/** E5 path: one percent-encoded segment holding an http(s) URL. */
+/** PUT /urls/{url} path: one percent-encoded segment holding an http(s) URL. */
 export function urlParam(segment: string): string {
   let url: string;
   try {
@@ -66,14 +66,14 @@ export function urlParam(segment: string): string {
   return url;
 }
 
-/** E5 body: `decision` -1, 0 or 1. */
+/** PUT /urls/{url} body: `decision` -1, 0 or 1. */
 export function decisionBody(body: unknown): -1 | 0 | 1 {
   const d = requireObject(body).decision;
   if (d !== -1 && d !== 0 && d !== 1) throw new ValidationError('decision', 'must be one of -1, 0, 1');
   return d;
 }
 
-/** E6: the digest (MD5, SHA1 or SHA256 hex) and `deep` YES/NO (default NO). */
+/** GET /files/{digest}: the digest (MD5, SHA1 or SHA256 hex) and `deep` YES/NO (default NO). */
 export function digestParam(segment: string, q: URLSearchParams): { digest: string; deep: boolean } {
   if (!/^(?:[0-9a-fA-F]{32}|[0-9a-fA-F]{40}|[0-9a-fA-F]{64})$/.test(segment)) throw new ValidationError('digest', 'must be an MD5, SHA1 or SHA256 hex digest');
   const deep = q.get('deep');

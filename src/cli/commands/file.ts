@@ -43,7 +43,7 @@ export function verdictOf(rec: FileRecord | null): 'unknown' | 'clean' | 'malici
   return rec.tags?.includes(URL_TAGS.whitelisted) ? 'clean' : 'malicious';
 }
 
-/** `file DIGEST|PATH [--deep] [--json]`: E6. Exit 0 unknown or clean, 5 known malicious. */
+/** `file DIGEST|PATH [--deep] [--json]`: GET /files/{digest}. Exit 0 unknown or clean, 5 known malicious. */
 export async function fileCommand(arg: string, opts: GlobalOptions & { deep?: boolean; json?: boolean }): Promise<number> {
   const { digest, path } = await resolveDigest(arg);
   const { config, logger } = loadContext(opts);

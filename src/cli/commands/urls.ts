@@ -53,7 +53,7 @@ export function urlRows(items: readonly UrlItem[]): string[][] {
   });
 }
 
-/** `urls list`: one page of E4 from --since, the newest records the API has from there. */
+/** `urls list`: one page of GET /urls from --since, the newest records the API has from there. */
 export async function urlsListCommand(opts: GlobalOptions & { since?: string; limit?: string; json?: boolean }): Promise<number> {
   const limit = parseUrlLimit(opts.limit);
   const since = parseSince(opts.since, Math.floor(Date.now() / 1000));
@@ -75,7 +75,7 @@ export async function urlsListCommand(opts: GlobalOptions & { since?: string; li
   }
 }
 
-/** `urls decide URL block|allow|none`: E5. */
+/** `urls decide URL block|allow|none`: PUT /urls/{url}. */
 export async function urlsDecideCommand(url: string, decision: string, opts: GlobalOptions): Promise<number> {
   const target = parseDecisionUrl(url);
   const d = parseUrlDecision(decision);
