@@ -4,6 +4,7 @@ import {
   FILES_QUERY,
   URLS_QUERY,
   ROUTES,
+  acceptUrlPage,
   fileRecordSchema,
   fileRoute,
   urlDecisionRoute,
@@ -19,7 +20,7 @@ export class UrlApi {
 
   /** One page of the URL feed from `ts`. */
   async urlPage(ts: number, limit: number): Promise<UrlPage> {
-    const r = await this.client.call(ROUTES.urls, urlPageSchema, { query: { [URLS_QUERY.ts]: ts, [URLS_QUERY.limit]: limit } });
+    const r = await this.client.call(ROUTES.urls, urlPageSchema, { query: { [URLS_QUERY.ts]: ts, [URLS_QUERY.limit]: limit }, accept: acceptUrlPage });
     return r.data!;
   }
 

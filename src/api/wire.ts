@@ -180,6 +180,32 @@ export const urlPageSchema = z.object({
 });
 export type UrlPage = z.infer<typeof urlPageSchema>;
 
+/** urlItemSchema's checks by hand (as acceptFeedPage does for the IPv4 feed: zod copies every item). */
+function isUrlItem(v: unknown): boolean {
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) return false;
+  const { url, score, ts, tags } = v as Record<string, unknown>;
+  return (
+    typeof url === 'string' &&
+    url.length <= 8192 &&
+    typeof score === 'number' &&
+    Number.isFinite(score) &&
+    typeof ts === 'number' &&
+    Number.isSafeInteger(ts) &&
+    ts >= 0 &&
+    (tags === undefined || (Array.isArray(tags) && tags.every((t) => typeof t === 'string')))
+  );
+}
+
+/** Fast path for urlPageSchema: the page when every check passes, else undefined (zod then words the problems). */
+export function acceptUrlPage(json: unknown): UrlPage | undefined {
+  if (typeof json !== 'object' || json === null || Array.isArray(json)) return undefined;
+  const { header, body } = json as { header?: unknown; body?: unknown };
+  if (!Array.isArray(body)) return undefined;
+  for (let i = 0; i < body.length; i++) if (!isUrlItem(body[i])) return undefined;
+  const h = urlPageSchema.shape.header.safeParse(header);
+  return h.success ? { header: h.data, body: body as UrlItem[] } : undefined;
+}
+
 /** GET /files/{digest} answer. */
 export const fileRecordSchema = z.looseObject({
   md5: z.string().optional(),

@@ -73,3 +73,35 @@ describe('URL feed paging edge cases', () => {
     expect(r.cursor).toBe(101);
   });
 });
+
+describe('URL page validation', () => {
+  it('the fast path accepts exactly what the schema accepts, and the schema words the problems', async () => {
+    const { acceptUrlPage, urlPageSchema } = await import('../../src/api/wire.js');
+    const good = { header: { next_ts: 5 }, body: [{ url: 'http://a.example/', score: 5, ts: 1, tags: ['x'], extra: 1 }] };
+    expect(acceptUrlPage(good)).toBeDefined();
+    expect(urlPageSchema.safeParse(good).success).toBe(true);
+    const bads = [
+      { header: {}, body: [{ url: 'http://a.example/', score: '5', ts: 1 }] },
+      { header: {}, body: [{ url: 'http://a.example/', score: 5, ts: -1 }] },
+      { header: {}, body: [{ url: 'http://a.example/', score: 5, ts: 1, tags: [1] }] },
+      { header: { next_ts: 'x' }, body: [] },
+      { header: {}, body: {} },
+    ];
+    for (const b of bads) {
+      expect(acceptUrlPage(b)).toBeUndefined();
+      expect(urlPageSchema.safeParse(b).success).toBe(false);
+    }
+  });
+
+  it('a page of the wrong shape fails the pull with the field named', async () => {
+    const sim = await startSimulator({ urls: 500, seed: 1 });
+    const api = new UrlApi(client(sim));
+    try {
+      sim.setFault('wrongTypes', { routes: ['GET /urls'] });
+      await expect(pullUrls(api, { fromTs: 0, logger })).rejects.toThrow(/body\.0\.score/);
+    } finally {
+      await api.client.close();
+      await sim.close();
+    }
+  });
+});
