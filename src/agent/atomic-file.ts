@@ -9,9 +9,9 @@ import { dirname } from 'node:path';
 export function writeFileAtomic(path: string, data: string | Buffer | readonly Uint8Array[], mode = 0o600): void {
   const tmp = `${path}.tmp-${process.pid}`;
   const fd = openSync(tmp, 'w', mode);
-  // Exactly `mode`, whatever the umask (the unit's UMask=0077 would make a resolver's file unreadable to the resolver).
-  fchmodSync(fd, mode);
   try {
+    // Exactly `mode`, whatever the umask (the unit's UMask=0077 would make a resolver's file unreadable to the resolver).
+    fchmodSync(fd, mode);
     // Several chunks are written one after the other: large binary state is written from views, never copied into one buffer.
     const chunks = typeof data === 'string' ? [Buffer.from(data, 'utf8')] : Buffer.isBuffer(data) ? [data] : data;
     for (const chunk of chunks) writeAll(fd, chunk);
