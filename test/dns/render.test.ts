@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
@@ -60,6 +60,18 @@ describe('resolver plugins never overwrite a file that is not theirs', () => {
     expect(calls).toEqual(['list_local_zones:', 'local_zones:new.example always_nxdomain', 'local_zones_remove:old.example']);
     expect(r).toMatchObject({ added: 1, removed: 1, total: 2, foreign: ['admin.example'] });
     expect(parseUnboundInclude(readFileSync(conf, 'utf8'))).toEqual(['keep.example', 'new.example']);
+  });
+
+  it('resolver files are readable by the resolver (0644) even under the unit\'s UMask=0077', async () => {
+    const conf = join(dir, 'umask.conf');
+    const old = process.umask(0o077);
+    try {
+      const ub = createUnboundPlugin({ control: ['unbound-control'], confFile: conf, answer: { action: 'nxdomain' }, runner: { run: async () => '' }, logger });
+      await ub.apply(['x.example']);
+    } finally {
+      process.umask(old);
+    }
+    expect(statSync(conf).mode & 0o777).toBe(0o644);
   });
 
   it('dry-run renders the zone to its file', async () => {
