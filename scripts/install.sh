@@ -16,6 +16,13 @@
 #   --flush        with --uninstall: first run `wcf-agent flush` so no firewall
 #                  objects of the agent stay behind
 #   --purge        remove as --uninstall, and also /etc/wcf-agent and /var/lib/wcf-agent
+#                  (and the resolver directories and hook of --dns)
+#   --dns unbound  for url_feed with the unbound plugin: create /etc/unbound/wcf-agent/
+#                  (0755, the only resolver directory the unit lets the agent write)
+#                  and /etc/unbound/unbound.conf.d/wcf-agent.conf, which includes
+#                  /etc/unbound/wcf-agent/*.conf (never overwritten)
+#   --dns rpz      for url_feed with the rpz plugin: create /var/lib/wcf-agent-rpz/
+#                  (0755; put rpz_file there and point the resolver's RPZ at it)
 #
 # Installs:
 #   $DESTDIR$PREFIX/bin/wcf-agent                       0755
@@ -34,7 +41,8 @@ DESTDIR=${DESTDIR:-}
 MODE=install
 FLUSH=0
 PURGE=0
-usage() { sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; }
+DNS=
+usage() { sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; }
 die() { echo "install: $*" >&2; exit 1; }
 while [ $# -gt 0 ]; do
   case $1 in
@@ -44,6 +52,8 @@ while [ $# -gt 0 ]; do
     --uninstall) MODE=uninstall; shift ;;
     --purge) MODE=uninstall; PURGE=1; shift ;;
     --flush) FLUSH=1; shift ;;
+    --dns) [ $# -ge 2 ] || die "--dns needs unbound or rpz"; DNS=$2; shift 2
+           case $DNS in unbound|rpz) ;; *) die "--dns: expected unbound or rpz (got '$DNS')" ;; esac ;;
     -h|--help) usage; exit 0 ;;
     *) usage >&2; die "unknown argument: $1" ;;
   esac
@@ -71,6 +81,10 @@ TMPFILES=$DESTDIR/usr/lib/tmpfiles.d/wcf-agent.conf
 DOCDIR=$DESTDIR/usr/share/doc/wcf-agent
 DOC=$DOCDIR/README.md
 STATE=$DESTDIR/var/lib/wcf-agent
+# The resolver directories the unit's ReadWritePaths= names (only these).
+UNBOUND_DIR=$DESTDIR/etc/unbound/wcf-agent
+UNBOUND_HOOK=$DESTDIR/etc/unbound/unbound.conf.d/wcf-agent.conf
+RPZ_DIR=$DESTDIR/var/lib/wcf-agent-rpz
 
 # systemd is managing this host (sd_booted()), and we act on the live system.
 live_systemd() { [ -z "$DESTDIR" ] && [ -d /run/systemd/system ] && command -v systemctl >/dev/null 2>&1; }
@@ -130,6 +144,24 @@ do_install() {
   mkdir -p "$STATE"
   chmod 0700 "$STATE"
 
+  if [ "$DNS" = unbound ]; then
+    mkdir -p "$UNBOUND_DIR"
+    chmod 0755 "$UNBOUND_DIR"
+    if [ -e "$UNBOUND_HOOK" ]; then
+      say "kept existing $UNBOUND_HOOK"
+    else
+      mkdir -p "$(dirname "$UNBOUND_HOOK")"
+      printf '# wcf-agent: names blocked from the URL feed (unbound_conf_file lives in /etc/unbound/wcf-agent/)\ninclude: "/etc/unbound/wcf-agent/*.conf"\n' >"$UNBOUND_HOOK"
+      chmod 0644 "$UNBOUND_HOOK"
+      say "installed $UNBOUND_HOOK"
+    fi
+    say "unbound: set \"url_feed\": true and \"unbound_conf_file\": \"/etc/unbound/wcf-agent/blocks.conf\" in $CONFIG"
+  elif [ "$DNS" = rpz ]; then
+    mkdir -p "$RPZ_DIR"
+    chmod 0755 "$RPZ_DIR"
+    say "rpz: set \"url_feed\": true, \"dns_plugin\": \"rpz\", \"rpz_file\": \"/var/lib/wcf-agent-rpz/rpz.wcf.zone\" and rpz_reload in $CONFIG"
+  fi
+
   if [ -z "$DESTDIR" ] && command -v systemd-tmpfiles >/dev/null 2>&1; then
     systemd-tmpfiles --create "$TMPFILES" || true
   fi
@@ -181,9 +213,10 @@ do_uninstall() {
   done
   if [ -d "$DOCDIR" ]; then rmdir "$DOCDIR" 2>/dev/null || true; fi
   if [ "$PURGE" = 1 ]; then
-    for f in "$ETC" "$STATE"; do
+    for f in "$ETC" "$STATE" "$UNBOUND_DIR" "$RPZ_DIR"; do
       if [ -e "$f" ]; then rm -rf "$f"; say "removed $f"; fi
     done
+    if [ -f "$UNBOUND_HOOK" ] && grep -q '^# wcf-agent:' "$UNBOUND_HOOK"; then rm -f "$UNBOUND_HOOK"; say "removed $UNBOUND_HOOK"; fi
   else
     [ -e "$CONFIG" ] && say "kept $CONFIG (--purge removes it)"
     [ -e "$STATE" ] && say "kept $STATE (--purge removes it)"

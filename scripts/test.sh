@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The README's test command (`npm ci && npm test`) ends here. It runs EVERY test:
 # unit, integration against the simulator, and the netfilter tests inside network
-# namespaces, which need root and the netfilter tools. Nothing is skipped silently:
+# namespaces, which need root and the netfilter tools (and unbound + dig for the resolver tests). Nothing is skipped silently:
 # without root or the tools, the netns tests fail and say why.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,6 +11,9 @@ command -v ip >/dev/null 2>&1 || missing+=(iproute2)
 command -v iptables >/dev/null 2>&1 || missing+=(iptables)
 command -v ipset >/dev/null 2>&1 || missing+=(ipset)
 command -v nft >/dev/null 2>&1 || missing+=(nftables)
+# The resolver tests start their own unbound inside a namespace and query it with dig.
+command -v unbound >/dev/null 2>&1 || missing+=(unbound)
+command -v dig >/dev/null 2>&1 || missing+=(dnsutils)
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "test: installing ${missing[*]} for the netfilter tests" >&2

@@ -13,7 +13,8 @@ export type ErrorCode =
   | 'WCF_ERR_AGENT_UNKNOWN'
   | 'WCF_ERR_FIREWALL'
   | 'WCF_ERR_STATE'
-  | 'WCF_ERR_GUARD';
+  | 'WCF_ERR_GUARD'
+  | 'WCF_ERR_DNS';
 
 export class WcfError extends Error {
   readonly code: ErrorCode;
@@ -142,6 +143,17 @@ export class GuardError extends WcfError {
   }
 }
 
+/** A resolver command failed or a resolver file could not be written; the previous DNS state is kept. */
+export class DnsError extends WcfError {
+  readonly command: string | undefined;
+  readonly stderr: string | undefined;
+  constructor(message: string, details: { command?: string; stderr?: string; cause?: unknown } = {}) {
+    super('WCF_ERR_DNS', message, { cause: details.cause });
+    this.command = details.command;
+    this.stderr = details.stderr;
+  }
+}
+
 interface CodeMapping {
   exit: number;
   report: number;
@@ -161,9 +173,12 @@ export const ERROR_CODES: Record<ErrorCode, CodeMapping> = {
   WCF_ERR_FIREWALL: { exit: 4, report: 30, describe: 'firewall command failed; previous set kept' },
   WCF_ERR_STATE: { exit: 4, report: 40, describe: 'state directory unreadable or unwritable' },
   WCF_ERR_GUARD: { exit: 0, report: 50, describe: 'shrink guard held back a pull that would remove too much at once' },
+  WCF_ERR_DNS: { exit: 4, report: 31, describe: 'resolver command or file failed; previous DNS state kept' },
 };
 
 export const EXIT_INTERNAL = 1;
+/** `file DIGEST|PATH`: the platform knows the file as malicious (an answer for scripts, not a failure). */
+export const EXIT_FILE_MALICIOUS = 5;
 
 export function exitCodeOf(err: unknown): number {
   return err instanceof WcfError ? ERROR_CODES[err.code].exit : EXIT_INTERNAL;

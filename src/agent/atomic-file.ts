@@ -1,4 +1,4 @@
-import { closeSync, constants, fsyncSync, openSync, renameSync, writeSync, unlinkSync } from 'node:fs';
+import { closeSync, constants, fchmodSync, fsyncSync, openSync, renameSync, writeSync, unlinkSync } from 'node:fs';
 import { dirname } from 'node:path';
 
 /**
@@ -17,6 +17,8 @@ export function writeFileAtomic(path: string, data: string | Buffer | readonly U
   }
   const fd = openSync(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, mode);
   try {
+    // Exactly `mode`, whatever the umask (the unit's UMask=0077 would make a resolver's file unreadable to the resolver).
+    fchmodSync(fd, mode);
     // Several chunks are written one after the other: large binary state is written from views, never copied into one buffer.
     const chunks = typeof data === 'string' ? [Buffer.from(data, 'utf8')] : Buffer.isBuffer(data) ? [data] : data;
     for (const chunk of chunks) writeAll(fd, chunk);

@@ -19,6 +19,7 @@ import { checkAgentRecord, seenPatch } from './first-contact.js';
 import { saveDecisionsCache } from './decisions-cache.js';
 import { saveFeedCacheAfterApply } from './feed-cache-write.js';
 import { PhaseClock, type PhaseTimings } from './timings.js';
+import { applyDnsStep, finishDnsPlan, startUrlPull, type DnsPlan, type DnsStepRecord } from './dns-step.js';
 
 export interface CycleDeps {
   config: AgentConfig;
@@ -47,6 +48,8 @@ export interface PlanResult {
   selection: Selection;
   pulled: Pick<PulledFeeds, 'full' | 'cursor' | 'pages' | 'invalid'> & { feed: number; manual: number; whitelist: number };
   settingProblems: string[];
+  /** The URL feed's part (names for the resolver), when `url_feed` is on. */
+  dns?: DnsPlan | undefined;
 }
 
 export interface CycleOutcome {
@@ -63,6 +66,8 @@ export interface CycleOutcome {
    * (applied-<plugin>.json), report; `failed` for the phase that threw.
    */
   timings?: PhaseTimings;
+  /** What the DNS step applied (when `url_feed` is on and it ran). */
+  dns?: DnsStepRecord | undefined;
 }
 
 const rejectedFormulas = new Set<string>();
@@ -119,6 +124,7 @@ export async function computePlan(deps: Omit<CycleDeps, 'state'> & { state: Plan
   }
 
   const maxItems = config.max_feed_items ?? feedItemCap(resolved.settings.maximum_rules, state.small.largestFeed);
+  const urlPull = startUrlPull({ config, client: api.client, logger, now, useCache });
   const feeds = await pullAll({ api, logger, pageSize: config.page_size, cache, onProgress: deps.onProgress, maxItems, now });
   deps.clock?.lap('pull');
   const scoring = createScoring(feeds.header ?? {}, (field, error) => {
@@ -127,6 +133,7 @@ export async function computePlan(deps: Omit<CycleDeps, 'state'> & { state: Plan
     rejectedFormulas.add(key);
     logger.warn({ field: `header.${field}`, error }, 'feed formula rejected; using the built-in decay formula');
   });
+  const dns = await finishDnsPlan(urlPull, { config, settings: resolved.settings, scoring, now });
   const selection = selectEntries({
     now,
     feed: feeds.feed,
@@ -137,6 +144,7 @@ export async function computePlan(deps: Omit<CycleDeps, 'state'> & { state: Plan
     threshold: resolved.settings.score_threshold,
     maximumRules: resolved.settings.maximum_rules,
     scoring,
+    urlAddresses: dns?.selection.addresses,
   });
   deps.clock?.lap('select');
   return {
@@ -147,6 +155,7 @@ export async function computePlan(deps: Omit<CycleDeps, 'state'> & { state: Plan
     scoring: scoring.source,
     selection,
     settingProblems: resolved.problems,
+    dns,
     pulled: {
       full: feeds.full,
       cursor: feeds.cursor,
@@ -231,6 +240,7 @@ export async function runCycle(deps: CycleDeps, plugin: FirewallPlugin): Promise
   let error: WcfError | Error | undefined;
   let agentRecord: 'present' | 'deleted' | undefined;
   let saveCache: (() => void) | undefined;
+  let dns: DnsStepRecord | undefined;
 
   // Computed without the API, so a cycle whose pull fails still has it (see dropNewlyProtected below).
   const protectedSet = localProtectedSet(config, state, logger, { rememberApi: rememberApiIn(state) });
@@ -245,6 +255,8 @@ export async function runCycle(deps: CycleDeps, plugin: FirewallPlugin): Promise
     clock.lap('apply');
     state.saveApplied({ ts: now, plugin: plugin.name, entries: enforced.entries });
     clock.lap('save');
+    dns = await applyDnsStep({ config, logger, dryRun: plugin.name === 'dry-run', force: deps.force, now }, plan.dns, plan.settings.running);
+    clock.lap('dns');
     if (plan.settingProblems.length) error = new ServerConfigError(plan.settingProblems);
   } catch (err) {
     clock.lap('failed'); // the phase that threw, so its time is not charged to the report
@@ -267,5 +279,5 @@ export async function runCycle(deps: CycleDeps, plugin: FirewallPlugin): Promise
   const reported = await reportCycle(deps, { plugin: plugin.name, record, settings, current, now, error, agentRecord });
   clock.lap('report');
   logger.debug({ timings: clock.ms }, 'cycle phase timings (ms)');
-  return { record, plan, settings, apply: enforced?.apply, error, reported, timings: clock.ms };
+  return { record, plan, settings, apply: enforced?.apply, error, reported, timings: clock.ms, dns };
 }

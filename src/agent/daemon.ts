@@ -10,6 +10,7 @@ import { appliedToFirewall, filterApplied, localProtectedSet, logRemoved } from 
 import { withLock } from './lock.js';
 import type { StateStore } from './state.js';
 import { Scheduler } from './scheduler.js';
+import { flushDns } from './dns-step.js';
 
 export interface DaemonParts {
   config: AgentConfig;
@@ -206,6 +207,11 @@ export class Daemon {
       } catch (err) {
         this.logger.error(`on_stop flush failed: ${errorMessage(err)}`);
       }
+      // The names blocked at the resolver too (url_feed), as `wcf-agent flush` does.
+      const { config, plugin } = this.parts;
+      await flushDns({ config, logger: this.logger, dryRun: plugin.name === 'dry-run', now: Math.floor(Date.now() / 1000) }).catch((err: unknown) =>
+        this.logger.error(`on_stop flush of the resolver names failed: ${errorMessage(err)}`),
+      );
     }
     await this.parts.api.client.close().catch(() => undefined);
     this.safeUpdate({ nextSyncAt: undefined });

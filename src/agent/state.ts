@@ -20,7 +20,8 @@ export interface CycleRecord {
   durationMs: number;
   plugin: string;
   applied: number;
-  byReason: Record<Reason, number>;
+  /** `url` is absent in records written before the URL feed existed. */
+  byReason: Record<Exclude<Reason, 'url'>, number> & { url?: number };
   skipped: Record<SkipReason, number>;
   fullPull: boolean;
   running: boolean;

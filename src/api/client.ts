@@ -53,7 +53,7 @@ export interface RequestInfo {
 export type RequestObserver = (info: RequestInfo) => void;
 
 export interface CallOptions {
-  method?: 'GET' | 'POST' | 'DELETE';
+  method?: 'GET' | 'POST' | 'PUT' | 'DELETE';
   query?: Record<string, string | number>;
   body?: unknown;
   auth?: boolean;

@@ -12,6 +12,8 @@ export const ROUTES = {
   ips: '/ips',
   feedback: '/feedback',
   feedbackConfig: '/feedback/config',
+  urls: '/urls',
+  files: '/files',
 } as const;
 
 export const IPS_QUERY = {
@@ -134,3 +136,88 @@ export interface StoredConfigBody {
   sync_time?: string;
   version?: string;
 }
+
+/** GET /urls query names (assumed, see README Assumptions) and the spec's limit range `100 < x < 2000`. */
+export const URLS_QUERY = { ts: 'ts', limit: 'limit' } as const;
+export const URL_PAGE_LIMIT = { min: 101, max: 1999 } as const;
+
+/** GET /files/{digest} query name (assumed) and its values. */
+export const FILES_QUERY = { deep: 'deep' } as const;
+export const DEEP_VALUE = { yes: 'YES', no: 'NO' } as const;
+
+/**
+ * Tags a decision set with PUT /urls/{url} shows in the URL's record (assumed, see
+ * README Assumptions): 0 -> whitelisted, 1 -> blacklisted, -1 -> neither.
+ */
+export const URL_TAGS = { whitelisted: 'whitelisted', blacklisted: 'blacklisted' } as const;
+
+/** PUT /urls/{url} body values. */
+export const URL_DECISION = { none: -1, allow: 0, block: 1 } as const;
+export type UrlDecision = (typeof URL_DECISION)[keyof typeof URL_DECISION];
+
+/** The path of PUT /urls/{url} for one URL: the URL percent-encoded as ONE path segment. */
+export function urlDecisionRoute(url: string): string {
+  return `${ROUTES.urls}/${encodeURIComponent(url)}`;
+}
+
+/** The path of GET /files/{digest} for one digest (hex only, checked by the caller). */
+export function fileRoute(digest: string): string {
+  return `${ROUTES.files}/${digest}`;
+}
+
+/** One URL record as the agent uses it; other spec fields are accepted and ignored. */
+export const urlItemSchema = z.looseObject({
+  url: z.string().max(8192),
+  score: z.number().refine(Number.isFinite, 'must be a finite number'),
+  ts: epochSeconds,
+  tags: z.array(z.string()).optional(),
+});
+export type UrlItem = z.infer<typeof urlItemSchema>;
+
+export const urlPageSchema = z.object({
+  header: z.looseObject({ next_ts: epochSeconds.optional(), page_size: z.number().optional(), ts: z.union([z.string(), z.number()]).optional() }),
+  body: z.array(urlItemSchema),
+});
+export type UrlPage = z.infer<typeof urlPageSchema>;
+
+/** urlItemSchema's checks by hand (as acceptFeedPage does for the IPv4 feed: zod copies every item). */
+function isUrlItem(v: unknown): boolean {
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) return false;
+  const { url, score, ts, tags } = v as Record<string, unknown>;
+  return (
+    typeof url === 'string' &&
+    url.length <= 8192 &&
+    typeof score === 'number' &&
+    Number.isFinite(score) &&
+    typeof ts === 'number' &&
+    Number.isSafeInteger(ts) &&
+    ts >= 0 &&
+    (tags === undefined || (Array.isArray(tags) && tags.every((t) => typeof t === 'string')))
+  );
+}
+
+/** Fast path for urlPageSchema: the page when every check passes, else undefined (zod then words the problems). */
+export function acceptUrlPage(json: unknown): UrlPage | undefined {
+  if (typeof json !== 'object' || json === null || Array.isArray(json)) return undefined;
+  const { header, body } = json as { header?: unknown; body?: unknown };
+  if (!Array.isArray(body)) return undefined;
+  for (let i = 0; i < body.length; i++) if (!isUrlItem(body[i])) return undefined;
+  const h = urlPageSchema.shape.header.safeParse(header);
+  return h.success ? { header: h.data, body: body as UrlItem[] } : undefined;
+}
+
+/** GET /files/{digest} answer. */
+export const fileRecordSchema = z.looseObject({
+  md5: z.string().optional(),
+  sha1: z.string().optional(),
+  sha256: z.string().optional(),
+  score: z.number().optional(),
+  ts: z.number().optional(),
+  file_type: z.string().optional(),
+  file_name: z.string().optional(),
+  file_bytes: z.number().nullable().optional(),
+  total_reports: z.number().optional(),
+  total_members: z.number().optional(),
+  tags: z.array(z.string()).optional(),
+});
+export type FileRecord = z.infer<typeof fileRecordSchema>;

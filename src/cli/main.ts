@@ -14,6 +14,9 @@ const commands = {
   checkConfig: () => import('./commands/check-config.js'),
   agents: () => import('./commands/agents.js'),
   report: () => import('./commands/report.js'),
+  urls: () => import('./commands/urls.js'),
+  file: () => import('./commands/file.js'),
+  explainName: () => import('./commands/explain-name.js'),
 };
 
 const configOption = () => new Option('-c, --config <path>', 'config file (default: $WCF_AGENT_CONFIG, then /etc/wcf-agent/config.json)');
@@ -123,9 +126,43 @@ export function buildProgram(): Command {
     .option('--source <text>', 'where the actor was seen')
     .action(async (ip: string, o) => setExit(await (await commands.report()).reportCommand(ip, o)));
 
+  const urls = program.command('urls').description('admin: the URL feed (E4) and URL decisions (E5); uses base_url and token from config.json');
+  urls
+    .command('list')
+    .description('URL records from --since (a table on a terminal)')
+    .addOption(configOption())
+    .option('--since <ts>', 'epoch seconds, or a time ago such as 90m, 12h, 7d (default: the start of the feed)')
+    .option('--limit <n>', 'records to show, 1..1999 (default 100)')
+    .option('--json', 'print {since, next_ts, count, urls} on stdout')
+    .action(async (o) => setExit(await (await commands.urls()).urlsListCommand(o)));
+  urls
+    .command('decide')
+    .description("override a URL's decision: block (blacklist), allow (whitelist) or none (score-based)")
+    .argument('<url>', 'an http or https URL (sent percent-encoded)')
+    .argument('<decision>', 'block, allow or none')
+    .addOption(configOption())
+    .action(async (url: string, decision: string, o) => setExit(await (await commands.urls()).urlsDecideCommand(url, decision, o)));
+
+  program
+    .command('file')
+    .description('is this file known to the platform (E6)? A PATH is hashed locally with SHA-256; exit 5 when known malicious')
+    .argument('<digest|path>', 'an MD5, SHA1 or SHA256 hex digest, or a file to hash')
+    .addOption(configOption())
+    .option('--deep', 'ask for the deep scan (about 4 million indicators) when the digest is not in the main store')
+    .option('--json', 'print {digest, path, deep, verdict, record} on stdout')
+    .action(async (arg: string, o) => setExit(await (await commands.file()).fileCommand(arg, o)));
+
+  program
+    .command('explain')
+    .description('why a name (or the host of a URL) is or is not blocked at the resolver, from the last pulled URL feed (no network)')
+    .argument('<name|url>', 'a host name or a URL')
+    .addOption(configOption())
+    .option('--json', 'print {name, verdict, blocked, by, score, urls, expires} on stdout')
+    .action(async (target: string, o) => setExit(await (await commands.explainName()).explainNameCommand(target, o)));
+
   program.addHelpText(
     'after',
-    `\nExit codes: 0 ok, 2 bad usage or config, 3 API unreachable or unusable, 4 firewall error.\n` +
+    `\nExit codes: 0 ok, 2 bad usage or config, 3 API unreachable or unusable, 4 firewall or resolver error, 5 (file) known malicious.\n` +
       `Reported codes: ${Object.values(ERROR_CODES).map((c) => `${c.report} ${c.describe}`).join('; ')}.`,
   );
   return program;

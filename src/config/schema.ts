@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { parseCidr } from '../net/ipv4.js';
 import { closestName } from './suggest.js';
+import { checkDnsConfig, dnsConfigKeys } from './dns-schema.js';
 
 /**
  * config.json: a flat object (the keys are listed in the README). Unknown keys are an error so a
@@ -73,6 +74,8 @@ export const configSchema = z
     log_level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
     // auto: journal lines when stderr is the journal, readable text on a terminal, JSON lines otherwise.
     log_format: z.enum(['auto', 'json', 'text', 'journal']).default('auto'),
+    // The URL feed, enforced at the host's resolver (src/config/dns-schema.ts).
+    ...dnsConfigKeys,
   })
   .superRefine((c, ctx) => {
     if (c.token === undefined && c.token_file === undefined) {
@@ -81,6 +84,7 @@ export const configSchema = z
     if (c.token !== undefined && c.token_file !== undefined) {
       ctx.addIssue({ code: 'custom', path: ['token_file'], message: 'give token or token_file, not both' });
     }
+    checkDnsConfig(c, ctx);
   });
 
 export type ConfigFile = z.infer<typeof configSchema>;

@@ -2,6 +2,7 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 import type { CycleOutcome } from '../agent/cycle.js';
 import type { RequestInfo } from '../api/client.js';
 import type { DropCounters } from '../firewall/index.js';
+import { DOMAIN_SKIPS } from '../policy/domains.js';
 
 export const PREFIX = 'wcf_agent_';
 const SKIP_REASONS = ['allowlist', 'whitelist', 'threshold', 'cap', 'too_wide'] as const;
@@ -48,6 +49,8 @@ export class AgentMetrics {
     registers: [this.registry],
   });
   private readonly countersOk: Gauge;
+  private readonly domainsApplied = new Gauge({ name: `${PREFIX}domains_applied`, help: 'Names blocked at the resolver after the last cycle, by reason', labelNames: ['reason'], registers: [this.registry] });
+  private readonly domainsSkipped = new Gauge({ name: `${PREFIX}domains_skipped`, help: 'Hosts of the URL feed left out by the last selection, by reason', labelNames: ['reason'], registers: [this.registry] });
 
   constructor(options: { defaultMetrics?: boolean } = {}) {
     const self = this;
@@ -81,7 +84,9 @@ export class AgentMetrics {
       },
     });
     for (const result of ['ok', 'error']) this.cycles.inc({ result }, 0);
-    for (const reason of ['manual', 'score']) this.applied.set({ reason }, 0);
+    for (const reason of ['manual', 'url', 'score']) this.applied.set({ reason }, 0);
+    for (const reason of ['manual', 'score']) this.domainsApplied.set({ reason }, 0);
+    for (const reason of DOMAIN_SKIPS) this.domainsSkipped.set({ reason }, 0);
     for (const reason of SKIP_REASONS) this.skipped.set({ reason }, 0);
     for (const c of API_ERROR_CLASSES) this.apiErrors.inc({ class: c }, 0);
     this.lastSuccess.set(0);
@@ -134,6 +139,9 @@ export class AgentMetrics {
     for (const [reason, n] of Object.entries(r.byReason)) this.applied.set({ reason }, n);
     // A failed pull has no selection: keep the last one's numbers.
     if (outcome.plan) for (const reason of SKIP_REASONS) this.skipped.set({ reason }, r.skipped[reason] ?? 0);
+    if (outcome.dns) for (const [reason, n] of Object.entries(outcome.dns.byReason)) this.domainsApplied.set({ reason }, n);
+    const dnsPlan = outcome.plan?.dns;
+    if (dnsPlan) for (const reason of DOMAIN_SKIPS) this.domainsSkipped.set({ reason }, dnsPlan.selection.skipped[reason]);
     if (r.ok) this.setLastSuccess(r.ts);
   }
 

@@ -1,9 +1,10 @@
-import { RangeSet, compareCidr, fromNumber, type Cidr } from '../net/ipv4.js';
+import { RangeSet, compareCidr, fromNumber, parseCidr, type Cidr } from '../net/ipv4.js';
 import { IndicatorMap, type Indicator } from '../feed/indicator.js';
 import type { Scoring } from '../score/decay.js';
 import type { ProtectedSet } from './protect.js';
 
-export type Reason = 'manual' | 'score';
+/** `url`: the IPv4-literal host of a URL from the URL feed (src/policy/domains.ts). */
+export type Reason = 'manual' | 'url' | 'score';
 export type SkipReason = 'allowlist' | 'too_wide' | 'whitelist' | 'threshold' | 'cap';
 
 export interface SelectedEntry {
@@ -30,6 +31,8 @@ export interface SelectionInput {
   readonly threshold: number;
   readonly maximumRules: number;
   readonly scoring: Scoring;
+  /** IPv4-literal URL hosts (already past the URL rules), placed after the manual blocks. */
+  readonly urlAddresses?: readonly { ip: string; score: number; expiresAt: number | null }[];
 }
 
 export interface Selection {
@@ -98,6 +101,17 @@ export function selectEntries(input: SelectionInput): Selection {
     manual.push({ cidr: m.cidr, reason: 'manual', score: at !== -1 ? decayedAt(at) : null, expiresAt: null });
   }
   manual.sort(byIpAscending);
+  // URL hosts pass the same guards; an address already chosen as a manual block, or its feed record, counts once.
+  for (const u of input.urlAddresses ?? []) {
+    const r = parseCidr(u.ip);
+    if (!r.ok || manualKeys.has(r.cidr.text)) continue;
+    manualKeys.add(r.cidr.text);
+    const at = feed.find(r.cidr.start, r.cidr.prefix);
+    if (at !== -1) isManual[at] = 1;
+    const why = vetoed(r.cidr);
+    if (why) skipped[why]++;
+    else manual.push({ cidr: r.cidr, reason: 'url', score: u.score, expiresAt: u.expiresAt });
+  }
 
   // The hot loop reads the columns directly and inlines `vetoed` (same checks, same order).
   const { starts, prefixes, tss, scores } = feed.columns();

@@ -41,7 +41,7 @@ describe('auth and routing', () => {
   });
 
   it('unknown routes answer 404 JSON', async () => {
-    for (const p of ['/nope', '/ips/1', '/urls']) {
+    for (const p of ['/nope', '/ips/1', '/files', '/urls/x/y']) {
       const r = await fetch(sim.url + p, { headers: { authorization: sim.token } });
       expect(r.status).toBe(404);
       expect(await r.json()).toHaveProperty('message');

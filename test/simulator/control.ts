@@ -9,6 +9,8 @@
  * | POST /_sim/indicators | `{ip, score?, ts?, is_network?, gid?, decision?, ttl?}` | upsertIndicator (+ setDecision) |
  * | DELETE /_sim/indicators?ip= | | removeIndicator |
  * | POST /_sim/decision | `{ip, decision, ttl?}` | setDecision |
+ * | POST /_sim/urls | `{url, score?, ts?, tags?}` | upsertUrl |
+ * | POST /_sim/files | `{md5?, sha1?, sha256?, score?, tags?, deep?}` | addFile |
  * | POST /_sim/agent-config?agid= | config values (verbatim) | setAgentConfig (agid defaults to the simulator's) |
  * | GET /_sim/agents?agid= | | the record (404 if none) |
  * | DELETE /_sim/agents?agid= | | deleteAgent |
@@ -54,6 +56,12 @@ export function controlHandler(sim: Simulator) {
         case 'POST /decision':
           sim.setDecision(String(b.ip), b.decision as never, b.ttl as never);
           return done();
+        case 'POST /urls':
+          if (typeof b.url !== 'string') return bad('url: required');
+          sim.upsertUrl(b.url, b as never);
+          return done();
+        case 'POST /files':
+          return done(sim.addFile(b as never));
         case 'POST /agent-config':
           sim.setAgentConfig(q.get('agid') ?? sim.agid, b as never);
           return done();

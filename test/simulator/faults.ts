@@ -10,13 +10,13 @@
  * | http500      | all                    | 500 `{"message":"simulated internal error"}` |
  * | http429      | all                    | 429 `{"message":"simulated rate limit"}` |
  * | slow         | all                    | waits `delayMs` (default 2000) then answers normally; other requests are not blocked |
- * | truncated    | GET /ips, GET /feedback | sends the first half of the real JSON; `truncate: 'end'` (default) ends the response cleanly (body is invalid JSON), `'destroy'` declares the full Content-Length and closes the socket |
- * | wrongTypes   | GET /ips, GET /feedback | `/ips`: `wrongTypes: 'fields'` (default) score/ts/entry_ts as strings, is_network as "false"; `'body'`: body is an object. `/feedback`: ts as string and config values as objects |
- * | oversized    | GET /ips (+ GET /feedback for bytes) | `oversize: 'items'` (default): a page with 2*limit items (padded if the feed is short); `'bytes'`: a valid JSON body of about `sizeBytes` (default 64 MiB) streamed with back-pressure |
+ * | truncated    | GET /ips, /feedback, /urls | sends the first half of the real JSON; `truncate: 'end'` (default) ends the response cleanly (body is invalid JSON), `'destroy'` declares the full Content-Length and closes the socket |
+ * | wrongTypes   | GET /ips, /feedback, /urls | `/ips` and `/urls`: `wrongTypes: 'fields'` (default) score/ts/entry_ts as strings, is_network as "false"; `'body'`: body is an object. `/feedback`: ts as string and config values as objects |
+ * | oversized    | GET /ips, /urls (bytes: /ips, /feedback) | `oversize: 'items'` (default): a page with 2*limit items (padded if the feed is short); `'bytes'`: a valid JSON body of about `sizeBytes` (default 64 MiB) streamed with back-pressure |
  * | unauthorized | all                    | the first `afterRequests` (default 1) matching requests pass, then 401 |
  * | formulaCode  | GET /ips               | header `eval`/`exec_python` carry code: `formula: 'exit'` (default) `process.exit(1)`, `'exec'` `require('child_process').execSync('touch /tmp/pwned')`; exec_python `__import__('os').system('touch /tmp/pwned')`; or `formula: {eval, exec_python}` |
  * | reset        | all                    | destroys the socket without answering |
- * | empty        | GET /ips               | body `[]` |
+ * | empty        | GET /ips, GET /urls    | an empty page |
  * | badJson      | all                    | 200 with an HTML body and `content-type: application/json` |
  * | trickle      | GET /ips, GET /feedback | the real answer, `trickleBytes` (default 1) every `delayMs` (default 500): never idle long enough for a body timeout |
  * | futureTs     | GET /ips               | the last page (not full) gets one more item, 203.0.113.77, stamped `aheadSeconds` (default 10 years) after the clock |
@@ -83,7 +83,8 @@ export interface ActiveFault {
 }
 
 const ALL = (): boolean => true;
-const GETS = (r: string): boolean => r === 'GET /ips' || r === 'GET /feedback';
+const GETS = (r: string): boolean => r === 'GET /ips' || r === 'GET /feedback' || r === 'GET /urls';
+const FEEDS = (r: string): boolean => r === 'GET /ips' || r === 'GET /urls';
 const IPS = (r: string): boolean => r === 'GET /ips';
 const APPLIES: Record<FaultMode, (route: string, o: FaultOptions) => boolean> = {
   http500: ALL,
@@ -91,11 +92,11 @@ const APPLIES: Record<FaultMode, (route: string, o: FaultOptions) => boolean> = 
   slow: ALL,
   truncated: GETS,
   wrongTypes: GETS,
-  oversized: (r, o) => (o.oversize === 'bytes' ? GETS(r) : IPS(r)),
+  oversized: (r, o) => (o.oversize === 'bytes' ? r === 'GET /ips' || r === 'GET /feedback' : FEEDS(r)),
   unauthorized: ALL,
   formulaCode: IPS,
   reset: ALL,
-  empty: IPS,
+  empty: FEEDS,
   badJson: ALL,
   trickle: GETS,
   futureTs: IPS,
@@ -160,7 +161,7 @@ export function wrongTypesPage(page: { header: unknown; body: Record<string, unk
   if (variant === 'body') return { header: page.header, body: { items: page.body } };
   return {
     header: page.header,
-    body: page.body.map((it) => ({ ...it, score: String(it.score), ts: String(it.ts), entry_ts: String(it.entry_ts), is_network: String(it.is_network) })),
+    body: page.body.map((it) => ({ ...it, score: String(it.score), ts: String(it.ts), entry_ts: String(it.entry_ts), ...('ip' in it ? { is_network: String(it.is_network) } : {}) })),
   };
 }
 

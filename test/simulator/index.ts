@@ -16,12 +16,17 @@ import { FaultState, type FaultMode, type FaultOptions } from './faults.js';
 import { renderUser } from './render.js';
 import { API_PREFIX, RequestLog, SimServer, type RequestEntry, type ServerStats } from './server.js';
 import { Clock, FeedStore, type Decision, type FeedItemLite } from './store.js';
+import { FileStore, type AddedFile, type FileRecord } from './files.js';
+import { UrlData, UrlStore, type UrlRecord } from './urls.js';
 
 export type { AgentRecord, ReportEntry, DeletedAgentResponse } from './agents.js';
 export type { SameTsRun } from './data.js';
 export { FAULT_MODES, type FaultMode, type FaultOptions } from './faults.js';
 export type { RequestEntry } from './server.js';
 export type { Decision, FeedItemLite } from './store.js';
+export type { UrlRecord } from './urls.js';
+export { TAG_BLACKLISTED, TAG_WHITELISTED } from './urls.js';
+export type { AddedFile, FileRecord } from './files.js';
 export { DEFAULT_EVAL, DEFAULT_EXEC_PYTHON } from './render.js';
 export { DEFAULT_AGENT_CONFIG } from './agents.js';
 
@@ -33,6 +38,8 @@ export interface SimulatorOptions {
   host?: string;
   /** Base data size (default 1000). */
   indicators?: number;
+  /** URL feed size (default 0; up to 1,000,000 and more, computed lazily). */
+  urls?: number;
   seed?: number;
   /** Default 'sim-token'. */
   token?: string;
@@ -94,6 +101,16 @@ export interface Simulator {
   indicators(filter?: 0 | 1 | 2 | 3): Iterable<FeedItemLite>;
   stats(): SimStats;
   resetStats(): void;
+  /** Adds or re-stamps a URL record (ts = given or now). */
+  upsertUrl(url: string, fields?: { score?: number; ts?: number; tags?: string[] }): void;
+  /** What PUT /urls/{url} does: re-stamps the URL and sets its decision tags. */
+  decideUrl(url: string, decision: Decision): void;
+  /** The URL's current record, if any. */
+  urlRecord(url: string): UrlRecord | undefined;
+  /** Every URL record in feed order (lazily). */
+  urlRecords(): Iterable<UrlRecord>;
+  /** A file record GET /files/{digest} finds by any of its digests (with `deep`, only through deep=YES). */
+  addFile(f: AddedFile): FileRecord;
   readonly data: { readonly sameTsRuns: ReadonlyArray<SameTsRun>; readonly count: number; readonly start: number; readonly ownGid: string };
 }
 
@@ -106,6 +123,8 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
   const clock = new Clock(opts.now);
   const data = new IndicatorData({ seed: opts.seed ?? 1, count: opts.indicators ?? 1000, start: clock.now(), batchImport: opts.batchImport });
   const feed = new FeedStore(data, clock);
+  const urls = new UrlStore(new UrlData({ seed: opts.seed ?? 1, count: opts.urls ?? 0, start: clock.now() }), () => clock.now());
+  const files = new FileStore(opts.seed ?? 1, () => clock.now());
   const agents = new AgentStore(data.ownGid);
   agents.deletedAgentResponse = opts.deletedAgentResponse ?? '404';
   const agid = opts.agid ?? 'agent-1';
@@ -119,6 +138,8 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
   const server = new SimServer({
     token,
     feed,
+    urls,
+    files,
     agents,
     faults,
     clock,
@@ -184,6 +205,17 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
       };
     },
     stats: () => ({ requests: stats.requests, handlerMs: Number(stats.handlerNs) / 1e6 }),
+    upsertUrl(url, fields = {}) {
+      if (fields.score !== undefined && !Number.isFinite(fields.score)) throw new TypeError('score must be a finite number');
+      urls.upsert(url, fields);
+    },
+    decideUrl(url, decision) {
+      if (decision !== -1 && decision !== 0 && decision !== 1) throw new TypeError('decision must be -1, 0 or 1');
+      urls.decide(url, decision);
+    },
+    urlRecord: (url) => urls.get(url),
+    urlRecords: () => urls.from(0),
+    addFile: (f) => files.add(f),
     resetStats() {
       stats.requests = 0;
       stats.handlerNs = 0n;

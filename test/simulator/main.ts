@@ -6,7 +6,7 @@
 import { parseArgs } from 'node:util';
 import { startSimulator, type SimulatorOptions } from './index.js';
 
-const USAGE = `usage: tsx test/simulator/main.ts [--port N] [--host H] [--indicators N] [--seed N]
+const USAGE = `usage: tsx test/simulator/main.ts [--port N] [--host H] [--indicators N] [--urls N] [--seed N]
        [--token T] [--agid A] [--now EPOCH_S] [--deleted-agent-response 404|empty] [--no-batch-import]`;
 
 function int(name: string, v: string | undefined, min: number): number | undefined {
@@ -27,6 +27,7 @@ async function main(): Promise<void> {
         port: { type: 'string' },
         host: { type: 'string' },
         indicators: { type: 'string' },
+        urls: { type: 'string' },
         seed: { type: 'string' },
         token: { type: 'string' },
         agid: { type: 'string' },
@@ -54,6 +55,7 @@ async function main(): Promise<void> {
     port: int('port', values.port, 0),
     host: values.host,
     indicators: int('indicators', values.indicators, 0),
+    urls: int('urls', values.urls, 0),
     seed: int('seed', values.seed, Number.MIN_SAFE_INTEGER),
     token: values.token,
     agid: values.agid,

@@ -10,11 +10,16 @@ import { Waiter, readJsonBody, send, sendJson, sendMessage, writeChunk } from '.
 import { formatAddress } from './ipspace.js';
 import { renderHeader, renderItem, renderPage, type ItemView } from './render.js';
 import type { Clock, FeedStore } from './store.js';
-import { ValidationError, configBody, feedQuery, ipReport, stateReport } from './validate.js';
+import type { FileStore } from './files.js';
+import { renderUrlPage } from './url-render.js';
+import type { UrlStore } from './urls.js';
+import { ValidationError, configBody, decisionBody, digestParam, feedQuery, ipReport, stateReport, urlParam, urlQuery } from './validate.js';
 
 export const API_PREFIX = '/api/v1';
 export const VERSION_BODY = JSON.stringify({ version: '4.18.0', name: 'wcf-simulator' });
-const API_ROUTES = new Set(['GET /ips', 'POST /ips', 'GET /feedback', 'POST /feedback', 'POST /feedback/config', 'DELETE /feedback']);
+const API_ROUTES = new Set(['GET /ips', 'POST /ips', 'GET /feedback', 'POST /feedback', 'POST /feedback/config', 'DELETE /feedback', 'GET /urls']);
+/** Routes with a path parameter: the route name used for faults and the request log. */
+const PARAM_ROUTES: Record<string, string> = { 'PUT /urls/': 'PUT /urls', 'GET /files/': 'GET /files' };
 
 export interface RequestEntry {
   method: string;
@@ -55,6 +60,8 @@ export interface ServerStats {
 export interface SimContext {
   token: string;
   feed: FeedStore;
+  urls: UrlStore;
+  files: FileStore;
   agents: AgentStore;
   faults: FaultState;
   clock: Clock;
@@ -125,8 +132,15 @@ export class SimServer {
         return sendJson(res, r.status, r.value);
       }
       const rel = path.startsWith(`${API_PREFIX}/`) ? path.slice(API_PREFIX.length) : '';
-      const route = `${method} ${rel}`;
-      if (!API_ROUTES.has(route)) return sendMessage(res, 404, 'not found');
+      let route = `${method} ${rel}`;
+      let param: string | undefined;
+      for (const [prefix, name] of Object.entries(PARAM_ROUTES)) {
+        if (route.startsWith(prefix) && route.length > prefix.length && !route.slice(prefix.length).includes('/')) {
+          param = route.slice(prefix.length);
+          route = name;
+        }
+      }
+      if (param === undefined && !API_ROUTES.has(route)) return sendMessage(res, 404, 'not found');
       const entry: RequestEntry = { method, path, query: Object.fromEntries(url.searchParams), at: ctx.clock.now(), status: 0 };
       ctx.requests.push(entry);
       res.on('finish', () => {
@@ -135,7 +149,7 @@ export class SimServer {
       const denied = checkAuth(req, ctx.token);
       if (denied) return send(res, denied.status, denied.body);
       let body: unknown;
-      if (method === 'POST') {
+      if (method === 'POST' || method === 'PUT') {
         pause();
         const b = await readJsonBody(req);
         resume();
@@ -174,7 +188,7 @@ export class SimServer {
       }
       let answer: Answer;
       try {
-        answer = this.dispatch(route, url.searchParams, body, fault);
+        answer = this.dispatch(route, url.searchParams, body, fault, param);
       } catch (e) {
         if (!(e instanceof ValidationError)) throw e;
         answer = msg(400, e.message);
@@ -186,7 +200,7 @@ export class SimServer {
     }
   }
 
-  private dispatch(route: string, q: URLSearchParams, body: unknown, fault: ActiveFault | null): Answer {
+  private dispatch(route: string, q: URLSearchParams, body: unknown, fault: ActiveFault | null, param?: string): Answer {
     const { ctx } = this;
     const agidParam = (required: boolean): string | undefined => {
       const a = q.get('agid');
@@ -223,6 +237,18 @@ export class SimServer {
       }
       case 'DELETE /feedback':
         return ctx.agents.delete(agidParam(true)!) ? ok('{}') : msg(404, 'agent not found');
+      case 'GET /urls':
+        return ok(this.urlPage(q, fault));
+      case 'PUT /urls': {
+        const target = urlParam(param!);
+        ctx.urls.decide(target, decisionBody(body));
+        return ok('');
+      }
+      case 'GET /files': {
+        const { digest, deep } = digestParam(param!, q);
+        const rec = ctx.files.find(digest, deep);
+        return rec ? ok(JSON.stringify(rec)) : msg(404, 'file not found');
+      }
     }
     return msg(404, 'not found');
   }
@@ -273,6 +299,15 @@ export class SimServer {
     res.end();
   }
 
+  private urlPage(q: URLSearchParams, fault: ActiveFault | null): string {
+    const { urls, clock } = this.ctx;
+    const { ts, limit } = urlQuery(q);
+    const over = fault?.mode === 'oversized';
+    const recs = fault?.mode === 'empty' ? [] : urls.page(ts, over ? limit * 2 : limit);
+    while (over && recs.length <= limit) recs.push({ url: `https://padding-${recs.length}.example/`, score: 9, ts, entryTs: ts, tags: [], totalReports: 1, totalMembers: 1 });
+    return renderUrlPage({ now: clock.now(), limit, fromTs: ts, userJson: this.ctx.userJson }, recs);
+  }
+
   private postFault(res: ServerResponse, route: string, body: string, fault: ActiveFault): void {
     if (fault.mode === 'trickle') {
       void this.trickle(res, body, fault.options);
@@ -280,7 +315,7 @@ export class SimServer {
     }
     if (fault.mode === 'wrongTypes') {
       const v = JSON.parse(body) as never;
-      const out = route === 'GET /ips' ? wrongTypesPage(v, fault.options.wrongTypes ?? 'fields') : wrongTypesAgents(v);
+      const out = route === 'GET /feedback' ? wrongTypesAgents(v) : wrongTypesPage(v, fault.options.wrongTypes ?? 'fields');
       return sendJson(res, 200, out);
     }
     if (fault.mode === 'truncated') {

@@ -43,6 +43,44 @@ export function feedQuery(q: URLSearchParams): FeedQuery {
   return { limit, filter, ts, full: f !== null && f.toLowerCase() === 'yes' };
 }
 
+/** GET /urls query: `ts` >= 0 (0), `limit` 101..1999 (the spec's `100 < x < 2000`; default 1000). */
+export function urlQuery(q: URLSearchParams): { ts: number; limit: number } {
+  return { ts: intParam(q, 'ts', 0, Number.MAX_SAFE_INTEGER, 0), limit: intParam(q, 'limit', 101, 1999, 1000) };
+}
+
+/** PUT /urls/{url} path: one percent-encoded segment holding an http(s) URL. */
+export function urlParam(segment: string): string {
+  let url: string;
+  try {
+    url = decodeURIComponent(segment);
+  } catch {
+    throw new ValidationError('url', 'invalid percent-encoding');
+  }
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw new ValidationError('url', 'must be a valid URL');
+  }
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new ValidationError('url', 'must be an http or https URL');
+  return url;
+}
+
+/** PUT /urls/{url} body: `decision` -1, 0 or 1. */
+export function decisionBody(body: unknown): -1 | 0 | 1 {
+  const d = requireObject(body).decision;
+  if (d !== -1 && d !== 0 && d !== 1) throw new ValidationError('decision', 'must be one of -1, 0, 1');
+  return d;
+}
+
+/** GET /files/{digest}: the digest (MD5, SHA1 or SHA256 hex) and `deep` YES/NO (default NO). */
+export function digestParam(segment: string, q: URLSearchParams): { digest: string; deep: boolean } {
+  if (!/^(?:[0-9a-fA-F]{32}|[0-9a-fA-F]{40}|[0-9a-fA-F]{64})$/.test(segment)) throw new ValidationError('digest', 'must be an MD5, SHA1 or SHA256 hex digest');
+  const deep = q.get('deep');
+  if (deep !== null && deep !== 'YES' && deep !== 'NO') throw new ValidationError('deep', 'must be "YES" or "NO"');
+  return { digest: segment, deep: deep === 'YES' };
+}
+
 export function requireObject(body: unknown): Record<string, unknown> {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new ValidationError('body', 'must be a JSON object');
   return body as Record<string, unknown>;

@@ -10,6 +10,7 @@ import { objectsCheck, pluginCheck, toolsCheck } from '../doctor/firewall-checks
 import { allowlistCheck, capabilityCheck, netnsCheck, stateDirCheck } from '../doctor/host-checks.js';
 import { protectedSetCheck } from '../doctor/protected-check.js';
 import { openPlugin } from '../context.js';
+import { dnsChecks } from '../doctor/dns-checks.js';
 import { extraConfigProblems } from './check-config.js';
 
 /** Firewall tools answer `--version` and read-only listings quickly; a hung one must not hang doctor. */
@@ -54,6 +55,7 @@ export async function runChecks(path: string, logger: Logger): Promise<CheckResu
     // list() only reads the owned set; a backend that cannot be opened or read is said in the message.
     const kernel = effective ? async () => (await openPlugin(config, logger, false, effective)).list() : () => undefined;
     out.push(await protectedSetCheck(config, logger, kernel));
+    out.push(...(await dnsChecks(config)));
   }
   return out;
 }

@@ -1,5 +1,6 @@
 import { withLock } from '../../agent/lock.js';
 import type { FirewallPlugin } from '../../firewall/index.js';
+import { flushDns } from '../../agent/dns-step.js';
 import { loadContext, openPlugin, openState, type GlobalOptions } from '../context.js';
 
 /**
@@ -28,6 +29,8 @@ export async function flushCommand(opts: GlobalOptions & { dryRun?: boolean }): 
         ? `nothing to flush: no ${plugin.name} objects owned by wcf-agent were there\n`
         : `flushed: removed the ${plugin.name} objects owned by wcf-agent\n`,
     );
+    const dns = await flushDns({ config, logger, dryRun: plugin.name === 'dry-run', now: Math.floor(Date.now() / 1000) });
+    if (dns) process.stderr.write(`flushed: removed the names wcf-agent blocked at the resolver (${dns})\n`);
     return 0;
   });
 }

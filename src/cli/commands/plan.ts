@@ -6,6 +6,7 @@ import { readSmallState } from '../../agent/state.js';
 import { createApi, loadContext, openState, type GlobalOptions } from '../context.js';
 import { duration, isoTime, printJson, table } from '../format.js';
 import { createProgress } from '../progress.js';
+import { dnsPlanToJson, printDomainsTable } from '../dns-plan.js';
 
 /** Four significant digits: enough to rank and compare with a threshold, and no `5.283019648302915`. */
 export function roundScore(score: number | null): number | null {
@@ -26,6 +27,7 @@ export function planToJson(agid: string, plan: PlanResult, offline?: { feedAsOf:
     counts: {
       selected: selection.entries.length,
       manual: selection.entries.filter((e) => e.reason === 'manual').length,
+      url: selection.entries.filter((e) => e.reason === 'url').length,
       score: selection.entries.filter((e) => e.reason === 'score').length,
       skipped: selection.skipped,
       feed: plan.pulled.feed,
@@ -38,6 +40,7 @@ export function planToJson(agid: string, plan: PlanResult, offline?: { feedAsOf:
       const expires = e.expiresAt === null ? null : Math.floor(e.expiresAt);
       return { ip: e.cidr.text, reason: e.reason, score: roundScore(e.score), expires, expires_in: expires === null ? null : expires - now };
     }),
+    ...dnsPlanToJson(plan.dns, now),
   };
 }
 
@@ -53,11 +56,13 @@ export function printPlanTable(plan: PlanResult, limit: number): void {
   if (selection.entries.length > limit) process.stdout.write(`... and ${selection.entries.length - limit} more (use --json or --limit)\n`);
   const s = selection.skipped;
   const manual = selection.entries.filter((e) => e.reason === 'manual').length;
+  const url = selection.entries.filter((e) => e.reason === 'url').length;
   process.stdout.write(
-    `\n${selection.entries.length} entries (${manual} manual, ${selection.entries.length - manual} score) of ${plan.pulled.feed} feed indicators at ${isoTime(now)}\n` +
+    `\n${selection.entries.length} entries (${manual} manual, ${url ? `${url} url, ` : ''}${selection.entries.length - manual - url} score) of ${plan.pulled.feed} feed indicators at ${isoTime(now)}\n` +
       `threshold ${plan.settings.score_threshold}, maximum_rules ${plan.settings.maximum_rules}, formula: ${plan.scoring}\n` +
       `skipped: ${s.threshold} below threshold, ${s.cap} over the cap, ${s.whitelist} whitelisted, ${s.allowlist} protected/allowlisted, ${s.too_wide} too wide\n`,
   );
+  printDomainsTable(plan.dns, now, limit);
 }
 
 export const DEFAULT_PLAN_LIMIT = 50;

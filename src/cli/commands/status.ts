@@ -4,6 +4,7 @@ import { localSettings } from '../../config/local-settings.js';
 import type { SmallState } from '../../agent/state.js';
 import { escapeControls } from '../../safe-text.js';
 import { LOCAL_DEFAULT_SOURCES, type SettingSources, type Settings } from '../../config/server.js';
+import { dnsStatus, dnsStatusRows } from '../dns-status.js';
 
 /** One line of text: a multi-line error (a firewall tool's stderr) must not break the label column. */
 const oneLine = (text: string) => escapeControls(text.replace(/\s*\n\s*/g, ' ').trim());
@@ -17,7 +18,7 @@ export function statusRows(agid: string, s: SmallState, settings: Settings, sour
     ['last success', isoTime(s.lastSuccessAt)],
     ['next sync', s.nextSyncAt ? `${isoTime(s.nextSyncAt)} (in ${duration(s.nextSyncAt - now)})` : '-'],
     ['plugin', c?.plugin ?? '-'],
-    ['entries applied', c ? `${c.applied} (${c.byReason.manual} manual, ${c.byReason.score} score)` : '0'],
+    ['entries applied', c ? `${c.applied} (${c.byReason.manual} manual, ${c.byReason.url ? `${c.byReason.url} url, ` : ''}${c.byReason.score} score)` : '0'],
     ['enforcing', settings.running ? 'yes' : 'no (running disabled)'],
     ['maximum_rules', `${settings.maximum_rules} (${sources.maximum_rules})`],
     ['score_threshold', `${settings.score_threshold} (${sources.score_threshold})`],
@@ -59,11 +60,12 @@ export async function statusCommand(opts: GlobalOptions & { json?: boolean }): P
     last_full_pull: s.lastFullPullAt ?? null,
     settings,
     sources,
+    dns: dnsStatus(config, logger),
   };
   if (opts.json) {
     await printJson(out);
     return 0;
   }
-  process.stdout.write(renderStatus(statusRows(config.agid, s, settings, sources, now)));
+  process.stdout.write(renderStatus([...statusRows(config.agid, s, settings, sources, now), ...dnsStatusRows(out.dns)]));
   return 0;
 }

@@ -32,6 +32,7 @@ export function syncOutcomeToJson(outcome: CycleOutcome) {
       : null,
     changes: a ? { added: a.added, removed: a.removed, updated: a.updated, mode: a.mode, repaired: a.repaired } : null,
     reported: outcome.reported,
+    dns: outcome.dns ?? null,
     duration_ms: r.durationMs,
     timings_ms: outcome.timings ?? null,
   };

@@ -23,8 +23,9 @@ export async function syncCommand(opts: GlobalOptions & { once?: boolean; dryRun
       } else if (r.ok) {
         const a = outcome.apply;
         process.stderr.write(
-          `sync ok: ${r.applied} entries on ${r.plugin} (${r.byReason.manual} manual, ${r.byReason.score} score)` +
+          `sync ok: ${r.applied} entries on ${r.plugin} (${r.byReason.manual} manual, ${r.byReason.url ? `${r.byReason.url} url, ` : ''}${r.byReason.score} score)` +
             (a ? `, +${a.added} -${a.removed} ~${a.updated} (${a.mode})` : '') +
+            (outcome.dns ? `; ${outcome.dns.applied} names on ${outcome.dns.plugin} (${outcome.dns.byReason.manual} manual, ${outcome.dns.byReason.score} score)` : '') +
             `${r.running ? '' : ', running disabled: rules removed'}, ${r.durationMs} ms\n`,
         );
       }

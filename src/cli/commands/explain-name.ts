@@ -1,0 +1,69 @@
+import { previousSettings } from '../../agent/cycle.js';
+import { DnsStateStore } from '../../agent/dns-state.js';
+import { domainPolicyOf } from '../../dns/index.js';
+import { UsageError } from '../../errors.js';
+import { normaliseName } from '../../feed/host.js';
+import { UrlCache } from '../../feed/url-cache.js';
+import { selectDomains } from '../../policy/domains.js';
+import { explainName, type NameVerdict } from '../../policy/explain-name.js';
+import { createScoring } from '../../score/decay.js';
+import { loadContext, openState, type GlobalOptions } from '../context.js';
+import { duration, printJson } from '../format.js';
+import { terminalSafe } from '../terminal-text.js';
+
+const MEANING: Record<NameVerdict['verdict'], string> = {
+  manual: 'blocked: a blacklisted URL on this host',
+  score: 'blocked: its best URL score is at or above url_score_threshold',
+  covered: 'blocked: a blocked parent name covers it',
+  allowlist: 'never blocked: domain_allowlist or the API server (or a parent of one)',
+  public_suffix: 'never blocked: a public suffix (Public Suffix List, private section included)',
+  shared_platform: 'never blocked: a shared platform (shipped list or shared_domains)',
+  whitelist: 'never blocked: the host has a whitelisted URL',
+  threshold: 'not blocked: its best URL score is below url_score_threshold',
+  cap: 'not blocked: over maximum_domains',
+  not_in_feed: 'not blocked: no URL of the feed is on this host',
+  ipv4: 'an IPv4 address: URLs on it go to the firewall (reason url); see `plan`',
+  invalid: 'not a valid host name',
+};
+
+/**
+ * `explain NAME|URL`: the verdict for a name from the URL feed as last pulled (state dir),
+ * the configuration and the settings in force; no network, touches nothing. Scores use
+ * the built-in decay formula (a formula published in a feed header is not kept).
+ */
+export async function explainNameCommand(target: string, opts: GlobalOptions & { json?: boolean }): Promise<number> {
+  const h = normaliseName(target);
+  if (h.kind === 'invalid') throw new UsageError(`NAME|URL: ${JSON.stringify(terminalSafe(target, 100))}: ${h.error}`);
+  const host = h.kind === 'ipv4' ? h.ip : h.name;
+  const { config, logger } = loadContext(opts);
+  const settings = previousSettings({ config, state: openState(config, logger) }).settings;
+  const urls = new DnsStateStore(config.state_dir, logger).loadUrlCache();
+  const now = Math.floor(Date.now() / 1000);
+  const scoring = createScoring({}, () => undefined);
+  const threshold = config.url_score_threshold ?? settings.score_threshold;
+  const policy = domainPolicyOf(config);
+  const selection = selectDomains({ now, urls: urls ?? new UrlCache(16), scoring, threshold, maximumDomains: config.maximum_domains, policy });
+  const v = explainName(host, { selection, urls, policy, scoring, now, threshold });
+  if (opts.json) {
+    await printJson({
+      name: v.name,
+      verdict: v.verdict,
+      blocked: v.blocked,
+      by: v.entry && v.entry.name !== v.name ? v.entry.name : null,
+      score: v.score,
+      urls: v.urls,
+      expires: v.entry?.expiresAt ?? null,
+      url_feed: config.url_feed,
+      feed_cached: urls !== undefined,
+    });
+    return 0;
+  }
+  const lines = [`${v.name}: ${v.verdict} (${MEANING[v.verdict]})`];
+  if (v.entry && v.entry.name !== v.name) lines.push(`  covered by ${v.entry.name} (${v.entry.reason})`);
+  if (v.score !== null) lines.push(`  ${v.urls} URLs in the feed, best score now ${v.score.toFixed(2)} (threshold ${threshold})`);
+  if (v.entry) lines.push(`  expires: ${v.entry.expiresAt === null ? 'never' : `in ${duration(v.entry.expiresAt - now)}`}`);
+  if (!config.url_feed) lines.push('  note: url_feed is off in config.json: nothing is blocked at the resolver');
+  else if (!urls) lines.push('  note: no URL feed pulled yet (run a sync first)');
+  process.stdout.write(lines.join('\n') + '\n');
+  return 0;
+}

@@ -1,0 +1,29 @@
+import { readFileSync } from 'node:fs';
+import { writeOwned } from './owned-file.js';
+import { parseRpzNames, renderRpzZone } from './render.js';
+import type { DnsAnswer, DnsPlugin } from './types.js';
+
+/** Renders the blocked names as an RPZ zone to a file in the state dir; touches no resolver. */
+export function createDnsDryRun(o: { output: string; answer: DnsAnswer; now: () => number }): DnsPlugin {
+  const render = (names: readonly string[]) => renderRpzZone(names, o.answer, o.now());
+  const emit = (text: string) => writeOwned(o.output, text);
+  return {
+    name: 'dry-run',
+    async list() {
+      try {
+        return parseRpzNames(readFileSync(o.output, 'utf8'));
+      } catch {
+        return [];
+      }
+    },
+    async apply(names) {
+      const sorted = [...new Set(names)].sort();
+      const before = new Set(await this.list());
+      emit(render(sorted));
+      return { added: sorted.filter((n) => !before.has(n)).length, removed: 0, total: sorted.length, foreign: [] };
+    },
+    async flush() {
+      emit(render([]));
+    },
+  };
+}

@@ -1,0 +1,55 @@
+import type { Logger } from '../../log.js';
+import { DnsError } from '../../errors.js';
+import { readOwned, writeOwned } from '../owned-file.js';
+import { nextSerial, parseRpzNames, parseRpzSerial, renderRpzZone } from '../render.js';
+import type { DnsAnswer, DnsApplyResult, DnsPlugin, DnsRunner } from '../types.js';
+
+export interface RpzOptions {
+  zoneFile: string;
+  /** Run after each write, e.g. ['rndc', 'reload', 'rpz.wcf']; none: the resolver reloads on its own. */
+  reload: readonly string[] | undefined;
+  answer: DnsAnswer;
+  runner: DnsRunner;
+  logger: Logger;
+  now: () => number;
+}
+
+/**
+ * RPZ: the whole zone file is the agent's (written atomically with a larger SOA serial
+ * each time), then `rpz_reload`. When the reload fails, the previous file is put back, so
+ * the resolver's next load sees what it serves now.
+ */
+export function createRpzPlugin(o: RpzOptions): DnsPlugin {
+  async function write(names: readonly string[]): Promise<{ before: string[] }> {
+    const previous = readOwned(o.zoneFile);
+    const text = renderRpzZone(names, o.answer, nextSerial(parseRpzSerial(previous), o.now()));
+    writeOwned(o.zoneFile, text);
+    if (o.reload) {
+      try {
+        await o.runner.run(o.reload);
+      } catch (err) {
+        if (previous) writeOwned(o.zoneFile, previous);
+        throw err instanceof DnsError ? err : new DnsError(String(err), { cause: err });
+      }
+    }
+    return { before: parseRpzNames(previous) };
+  }
+
+  return {
+    name: 'rpz',
+    async list() {
+      return parseRpzNames(readOwned(o.zoneFile));
+    },
+    async apply(names): Promise<DnsApplyResult> {
+      const sorted = [...new Set(names)].sort();
+      const { before } = await write(sorted);
+      const had = new Set(before);
+      const want = new Set(sorted);
+      return { added: sorted.filter((n) => !had.has(n)).length, removed: before.filter((n) => !want.has(n)).length, total: sorted.length, foreign: [] };
+    },
+    async flush() {
+      // Emptied, not deleted: the resolver's configuration names the file.
+      await write([]);
+    },
+  };
+}

@@ -1,0 +1,145 @@
+import { HOST_KIND, type UrlCache } from '../feed/url-cache.js';
+import type { Scoring } from '../score/decay.js';
+import type { DomainPolicy, DomainVeto } from './domain-policy.js';
+
+export type DomainReason = 'manual' | 'score';
+export type DomainSkip = DomainVeto | 'whitelist' | 'threshold' | 'cap';
+export const DOMAIN_SKIPS: readonly DomainSkip[] = ['allowlist', 'public_suffix', 'shared_platform', 'whitelist', 'threshold', 'cap'];
+
+export interface DomainEntry {
+  readonly name: string;
+  /** `manual`: a blacklisted URL on the host; `score`: its best URL's decayed score. */
+  readonly reason: DomainReason;
+  readonly score: number;
+  /** Epoch s when the best URL's score falls below the threshold; null = no expiry. */
+  readonly expiresAt: number | null;
+  /** URLs of the feed on this host. */
+  readonly urls: number;
+}
+
+/** An IPv4-literal URL host, for the firewall selection (reason `url`). */
+export interface UrlAddress {
+  readonly ip: string;
+  readonly score: number;
+  readonly expiresAt: number | null;
+}
+
+export interface DomainSelectionInput {
+  readonly now: number;
+  readonly urls: UrlCache;
+  readonly scoring: Scoring;
+  readonly threshold: number;
+  readonly maximumDomains: number;
+  readonly policy: DomainPolicy;
+}
+
+export interface DomainSelection {
+  readonly domains: DomainEntry[];
+  readonly skipped: Record<DomainSkip, number>;
+  /** IPv4-literal hosts that pass the URL rules (blacklisted, or score >= threshold; never whitelisted). */
+  readonly addresses: UrlAddress[];
+  /** Distinct hosts in the URL feed. */
+  readonly hosts: number;
+}
+
+/** Per host: the best URL by decayed score now, URL count, decision flags. */
+interface HostTable {
+  best: Float64Array;
+  bestS: Float64Array;
+  bestTs: Float64Array;
+  count: Uint32Array;
+  white: Uint8Array;
+  black: Uint8Array;
+}
+
+function aggregate(input: DomainSelectionInput): HostTable {
+  const n = input.urls.hosts.length;
+  const t: HostTable = {
+    best: new Float64Array(n).fill(-1),
+    bestS: new Float64Array(n),
+    bestTs: new Float64Array(n),
+    count: new Uint32Array(n),
+    white: new Uint8Array(n),
+    black: new Uint8Array(n),
+  };
+  const { hostOf, tsOf, scoreOf, decisionOf } = input.urls.columns();
+  const { scoring, now } = input;
+  for (let i = 0; i < hostOf.length; i++) {
+    const h = hostOf[i]!;
+    t.count[h]!++;
+    const d = decisionOf[i]!;
+    if (d === 0) t.white[h] = 1;
+    else if (d === 1) t.black[h] = 1;
+    const s = scoring.score(scoreOf[i]!, now - tsOf[i]!);
+    if (s > t.best[h]!) {
+      t.best[h] = s;
+      t.bestS[h] = scoreOf[i]!;
+      t.bestTs[h] = tsOf[i]!;
+    }
+  }
+  return t;
+}
+
+/**
+ * The blocked-name set at `now`, in the contract's order of precedence:
+ *  1. never names the policy protects (allowlist and the API host, public suffixes, shared platforms);
+ *  2. never a host with any whitelisted URL;
+ *  3. hosts of blacklisted URLs first;
+ *  4. then hosts whose best decayed URL score is >= threshold, highest first, ties by name;
+ *  5. all capped at maximum_domains.
+ * Pure and deterministic. IPv4-literal hosts are answered apart, for the firewall.
+ */
+export function selectDomains(input: DomainSelectionInput): DomainSelection {
+  const skipped: Record<DomainSkip, number> = { allowlist: 0, public_suffix: 0, shared_platform: 0, whitelist: 0, threshold: 0, cap: 0 };
+  const { urls, threshold, scoring, now } = input;
+  const t = aggregate(input);
+  const manual: number[] = [];
+  const scored: number[] = [];
+  const addresses: UrlAddress[] = [];
+  const expiry = (h: number): number | null => {
+    const age = now - t.bestTs[h]!;
+    const secs = scoring.secondsUntilBelow(t.bestS[h]!, Math.max(0, age), threshold);
+    return secs === null ? null : now + secs + Math.max(0, -age);
+  };
+  for (let h = 0; h < urls.hosts.length; h++) {
+    if (t.count[h] === 0) continue;
+    const kind = urls.hostKind(h);
+    const passes = t.black[h] === 1 || (t.best[h]! >= threshold && t.best[h]! > 0);
+    if (kind === HOST_KIND.ipv4) {
+      if (t.white[h] === 0 && passes) addresses.push({ ip: urls.hosts[h]!, score: t.best[h]!, expiresAt: t.black[h] ? null : expiry(h) });
+      continue;
+    }
+    if (kind === HOST_KIND.publicSuffix) {
+      skipped.public_suffix++;
+      continue;
+    }
+    const veto = input.policy.veto(urls.hosts[h]!);
+    if (veto) {
+      skipped[veto]++;
+      continue;
+    }
+    if (t.white[h] === 1) {
+      skipped.whitelist++;
+      continue;
+    }
+    if (t.black[h] === 1) manual.push(h);
+    else if (passes) scored.push(h);
+    else skipped.threshold++;
+  }
+  const byName = (a: number, b: number) => (urls.hosts[a]! < urls.hosts[b]! ? -1 : urls.hosts[a]! > urls.hosts[b]! ? 1 : 0);
+  manual.sort(byName);
+  scored.sort((a, b) => t.best[b]! - t.best[a]! || byName(a, b));
+  const cap = input.maximumDomains;
+  const domains: DomainEntry[] = [];
+  for (const h of manual) {
+    if (domains.length >= cap) break;
+    domains.push({ name: urls.hosts[h]!, reason: 'manual', score: t.best[h]!, expiresAt: null, urls: t.count[h]! });
+  }
+  for (const h of scored) {
+    if (domains.length >= cap) break;
+    domains.push({ name: urls.hosts[h]!, reason: 'score', score: t.best[h]!, expiresAt: expiry(h), urls: t.count[h]! });
+  }
+  skipped.cap = manual.length + scored.length - domains.length;
+  addresses.sort((a, b) => (a.ip < b.ip ? -1 : a.ip > b.ip ? 1 : 0));
+  return { domains, skipped, addresses, hosts: urls.hosts.length };
+}
