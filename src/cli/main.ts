@@ -126,7 +126,7 @@ export function buildProgram(): Command {
     .option('--source <text>', 'where the actor was seen')
     .action(async (ip: string, o) => setExit(await (await commands.report()).reportCommand(ip, o)));
 
-  const urls = program.command('urls').description('admin: the URL feed (E4) and URL decisions (E5); uses base_url and token from config.json');
+  const urls = program.command('urls').description('admin: list the URL feed and set URL decisions (block, allow, none for every agent); uses base_url and token from config.json');
   urls
     .command('list')
     .description('URL records from --since (a table on a terminal)')
@@ -145,7 +145,7 @@ export function buildProgram(): Command {
 
   program
     .command('file')
-    .description('is this file known to the platform (E6)? A PATH is hashed locally with SHA-256; exit 5 when known malicious')
+    .description('is this file known to the threat-intelligence platform? A PATH is hashed locally with SHA-256; exit 5 when known malicious')
     .argument('<digest|path>', 'an MD5, SHA1 or SHA256 hex digest, or a file to hash')
     .addOption(configOption())
     .option('--deep', 'ask for the deep scan (about 4 million indicators) when the digest is not in the main store')

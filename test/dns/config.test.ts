@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config/load.js';
 import { ConfigError } from '../../src/errors.js';
 
-const base = { agid: 'a', base_url: 'https://api.example/api/v1', token: 't' };
+const base = { agid: 'a', base_url: 'https://threat-intel.internal/api/v1', token: 't' };
 const parse = (extra: Record<string, unknown>) => parseConfig(JSON.stringify({ ...base, ...extra }), '/etc/wcf-agent/config.json');
 const problems = (extra: Record<string, unknown>): string[] => {
   try {
@@ -33,6 +33,6 @@ describe('URL feed configuration', () => {
     expect(problems({ unbound_control: [] })[0]).toMatch(/^unbound_control: /);
     expect(problems({ dns_plugin: 'bind' })[0]).toMatch(/^dns_plugin: /);
     expect(problems({ maximum_domains: 0 })[0]).toMatch(/^maximum_domains: /);
-    expect(problems({ url_feeds: true })).toEqual(['url_feeds: unknown key']);
+    expect(problems({ url_feeds: true })).toEqual(['url_feeds: unknown key (did you mean url_feed?)']);
   });
 });

@@ -51,7 +51,11 @@ describe.each(['nxdomain', 'sinkhole'] as const)('unbound plugin (%s)', (action)
   const blocked = async (name: string) => (action === 'nxdomain' ? (await lab.status(name)) === 'NXDOMAIN' : (await lab.answers(name)).join() === '198.18.0.99');
   const sync = async () => {
     const r = await runCli(['sync', '--once', '--json', '--config', cfg.path]);
-    return { ...r, json: r.stdout ? (JSON.parse(r.stdout) as { ok: boolean; code: number; dns: { applied: number; result: { foreign: string[] } }; plan: { entries: { ip: string; reason: string }[]; domains: { name: string; reason: string; urls: number }[] } }) : undefined };
+    // sync --json prints the outcome; what was selected comes from plan --json (the same selection, nothing applied).
+    const p = await runCli(['plan', '--json', '--config', cfg.path]);
+    type Plan = { entries: { ip: string; reason: string }[]; domains: { name: string; reason: string; urls: number }[] };
+    const plan = p.stdout ? (JSON.parse(p.stdout) as Plan) : undefined;
+    return { ...r, json: r.stdout ? { ...(JSON.parse(r.stdout) as { ok: boolean; code: number; dns: { applied: number; result: { foreign: string[] } } }), plan: plan! } : undefined };
   };
 
   beforeAll(async () => {
