@@ -36,6 +36,8 @@ export interface CycleDeps {
   onAgentRecord?: (status: 'present' | 'deleted') => void;
   /** The protected set, when the caller computed it already (runCycle: it also needs it when the pull fails). */
   protectedSet?: Promise<ProtectedSet>;
+  /** `explain --refresh`: the selection also says what it decided for the records overlapping this range. */
+  explainFor?: { readonly start: number; readonly end: number };
 }
 
 export interface PlanResult {
@@ -134,6 +136,7 @@ export async function computePlan(deps: CycleDeps, useCache: boolean): Promise<P
     threshold: resolved.settings.score_threshold,
     maximumRules: resolved.settings.maximum_rules,
     scoring,
+    explainFor: deps.explainFor,
   });
   deps.clock?.lap('select');
   return {

@@ -14,6 +14,7 @@ const commands = {
   checkConfig: () => import('./commands/check-config.js'),
   agents: () => import('./commands/agents.js'),
   report: () => import('./commands/report.js'),
+  explain: () => import('./commands/explain.js'),
 };
 
 const configOption = () => new Option('-c, --config <path>', 'config file (default: $WCF_AGENT_CONFIG, then /etc/wcf-agent/config.json)');
@@ -57,6 +58,15 @@ export function buildProgram(): Command {
     .option('--limit <n>', 'rows to show in the table (default 50)')
     .option('--offline', 'plan from what the last sync cached in state_dir, without asking the API (when it is down)')
     .action(async (o) => setExit(await (await commands.plan()).planCommand(o)));
+
+  program
+    .command('explain')
+    .description('is this address blocked, and why (not)? From the last pull (no network), the kernel set, the rule that decided')
+    .argument('<address>', 'IPv4 address or network')
+    .addOption(configOption())
+    .option('--json', 'print one JSON object on stdout: address, blocked, verdict, rule, records, manual, in_kernel, kernel, hits')
+    .option('--refresh', 'pull from the API first (applies nothing, writes nothing)')
+    .action(async (address: string, o) => setExit(await (await commands.explain()).explainCommand(address, o)));
 
   program
     .command('status')
