@@ -26,7 +26,8 @@ export interface KernelEntryView {
 }
 
 export interface KernelView {
-  readonly plugin: PluginName;
+  /** The backend read; null when it could not even be chosen (auto-detection failed). */
+  readonly plugin: PluginName | null;
   /** The set holds every address of the query; null when it could not be read. */
   readonly inKernel: boolean | null;
   readonly entries: readonly KernelEntryView[];
@@ -81,8 +82,14 @@ export function coversAll(query: Cidr, entries: readonly string[]): boolean {
   return false;
 }
 
-/** What the agent's set holds of `query` now (read-only); a failed read is reported, not thrown. */
-export async function readKernel(plugin: FirewallPlugin, query: Cidr): Promise<KernelView> {
+/** What the agent's set holds of `query` now (read-only); a failed open or read is reported, not thrown. */
+export async function readKernel(open: Promise<FirewallPlugin>, query: Cidr): Promise<KernelView> {
+  let plugin: FirewallPlugin;
+  try {
+    plugin = await open;
+  } catch (err) {
+    return { plugin: null, inKernel: null, entries: [], error: errorMessage(err) };
+  }
   try {
     const timed = plugin.listTimeouts ? await plugin.listTimeouts() : undefined;
     const all = timed ? [...timed.keys()] : await plugin.list();
@@ -101,7 +108,8 @@ export interface ExplainDeps {
   readonly config: AgentConfig;
   readonly state: StateStore;
   readonly logger: Logger;
-  readonly plugin: FirewallPlugin;
+  /** The configured backend (opened by the caller; a failure to open it is reported as the kernel's). */
+  readonly plugin: Promise<FirewallPlugin>;
   /** Given: pull first (as `plan` does, without applying or writing anything). */
   readonly api?: ThreatIntelApi;
   readonly now?: number;
@@ -125,5 +133,6 @@ export async function explain(deps: ExplainDeps, query: Cidr): Promise<ExplainRe
     selected = { explanation, now: input.now, settings: offline.settings.settings, feedAsOf: offline.feedAsOf };
   }
   const kernel = await kernelP;
-  return { ...selected, minPrefix: config.min_prefix, refreshed: deps.api !== undefined, kernel, hits: await hitCountersFor(plugin, kernel.entries) };
+  const hits = kernel.plugin !== null ? await hitCountersFor(await plugin, kernel.entries) : undefined;
+  return { ...selected, minPrefix: config.min_prefix, refreshed: deps.api !== undefined, kernel, hits };
 }

@@ -119,7 +119,7 @@ function printText(report: ExplainReport): void {
   const k = report.kernel;
   const held = k.entries.map((x) => `${x.cidr}${x.timeoutSeconds === undefined ? '' : x.timeoutSeconds === null ? ' (no timeout)' : ` (timeout ${duration(x.timeoutSeconds)})`}`);
   out.push(
-    `  kernel: ${k.inKernel === null ? `could not be read (${escapeControls(k.error ?? '')})` : k.inKernel ? `held (${k.plugin}): ${held.join(', ')}` : `not held (${k.plugin})${held.length ? `; holds ${held.join(', ')} inside it` : ''}`}`,
+    `  kernel: ${k.inKernel === null ? `could not be read (${escapeControls(k.error ?? '')})` : k.inKernel ? `held (${k.plugin}): ${held.join(', ')}` : `not held (${k.plugin ?? '-'})${held.length ? `; holds ${held.join(', ')} inside it` : ''}`}`,
   );
   out.push(`  hits:   ${report.hits ? report.hits.map((h) => `${h.direction} ${h.packets} packets, ${h.bytes} bytes`).join('; ') : 'not available'}`);
   out.push(
@@ -151,7 +151,8 @@ export async function explainCommand(address: string, opts: GlobalOptions & { js
   const query = parseAddressArgument(address); // before anything is read or sent
   const { config, logger } = loadContext(opts);
   const state = openState(config, logger);
-  const plugin = await openPlugin(config, logger, false);
+  const plugin = openPlugin(config, logger, false);
+  plugin.catch(() => undefined); // reported as the kernel's error, not unhandled meanwhile
   const api = opts.refresh ? createApi(config, logger) : undefined;
   try {
     const report = await explain({ config, state, logger, plugin, ...(api ? { api } : {}) }, query);

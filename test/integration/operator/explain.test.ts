@@ -162,6 +162,20 @@ describe('explain ADDRESS, from the last pull (no network)', () => {
     expect(r.stdout).toMatch(/^from the pull of \d{4}-\d\d-\d\dT[\d:]+Z \(.* ago\); threshold 20, /m);
   });
 
+  it('a kernel that cannot be read: the verdict still, in_kernel null with the reason', async () => {
+    // Same state dir, the ipset backend inside a namespace that does not exist.
+    const config = JSON.parse(readFileSync(cfg.path, 'utf8')) as Record<string, unknown>;
+    const path = join(cfg.dir, 'config-no-netns.json');
+    writeFileSync(path, JSON.stringify({ ...config, plugin: 'ipset', netns: 'wcf-explain-absent' }), { mode: 0o600 });
+    const r = await runCli(['explain', IP.scoreA, '--json', '--config', path]);
+    expect(r.exitCode, r.stderr).toBe(0);
+    const e = JSON.parse(r.stdout) as ExplainJson;
+    expect(e).toMatchObject({ blocked: true, verdict: 'score', in_kernel: null, kernel: { plugin: 'ipset', entries: [] } });
+    expect(e.kernel.error).toMatch(/wcf-explain-absent/);
+    const text = await runCli(['explain', IP.scoreA, '--config', path]);
+    expect(text.stdout).toMatch(/^ {2}kernel: could not be read \(.*wcf-explain-absent/m);
+  });
+
   it('a malformed address is exit 2 naming the argument, before the config is read', async () => {
     for (const bad of ['203.0.113.256', '203.0.113.0/33', 'example.org', '1.2.3', '\u001b[31m1.2.3.4']) {
       const r = await runCli(['explain', bad, '--config', '/nonexistent/config.json']);
