@@ -151,7 +151,8 @@ export function selectEntries(input: SelectionInput): Selection {
   }
   manual.sort(byIpAscending);
 
-  // The hot loop reads the columns directly and inlines `vetoed` (same checks, same order).
+  // The hot loop reads the columns directly and inlines `vetoed` (same checks, same order: explainRecords
+  // reads a skip back through `vetoed`, so the two must stay alike; a property test holds them to it).
   const { starts, prefixes, tss, scores } = feed.columns();
   const { now, threshold, minPrefix, scoring } = input;
   const scored: number[] = [];
