@@ -37,6 +37,8 @@ export interface CycleDeps {
   onAgentRecord?: (status: 'present' | 'deleted') => void;
   /** The protected set, when the caller computed it already (runCycle: it also needs it when the pull fails). */
   protectedSet?: Promise<ProtectedSet>;
+  /** `explain --refresh`: the selection also says what it decided for the records overlapping this range. */
+  explainFor?: { readonly start: number; readonly end: number };
 }
 
 export interface PlanResult {
@@ -145,6 +147,7 @@ export async function computePlan(deps: Omit<CycleDeps, 'state'> & { state: Plan
     maximumRules: resolved.settings.maximum_rules,
     scoring,
     urlAddresses: dns?.selection.addresses,
+    explainFor: deps.explainFor,
   });
   deps.clock?.lap('select');
   return {

@@ -1,19 +1,30 @@
 import type { AgentConfig } from '../config/load.js';
 import { StateError } from '../errors.js';
 import type { Logger } from '../log.js';
-import { selectEntries } from '../policy/select.js';
-import { createScoring } from '../score/decay.js';
+import type { Indicator, IndicatorMap } from '../feed/indicator.js';
+import { selectEntries, type SelectionInput } from '../policy/select.js';
+import { createScoring, type Scoring } from '../score/decay.js';
 import { previousSettings, type PlanResult } from './cycle.js';
 import { loadDecisionsCache } from './decisions-cache.js';
 import { localProtectedSet } from './protect-applied.js';
 import type { StateStore } from './state.js';
 
+/** What the last successful pull left in `state_dir`, as the selection's input. */
+export interface OfflineInput {
+  readonly input: SelectionInput & { readonly feed: IndicatorMap; readonly manualBlocks: Indicator[]; readonly whitelist: Indicator[] };
+  readonly settings: ReturnType<typeof previousSettings>;
+  readonly scoring: Scoring;
+  /** Epoch s of the pull the caches come from. */
+  readonly feedAsOf: number;
+  readonly cursor: number;
+}
+
 /**
- * `plan --offline`: what would be applied now, from what the last successful pull left in
- * `state_dir` (score feed cache, manual decisions, feed formulas, settings in force), with
- * no API call, for when the API is down. Touches nothing.
+ * The selection input from the caches alone (score feed, manual decisions,
+ * feed formulas, settings in force) and the protected set, with no API call.
+ * Throws a StateError when nothing is cached yet.
  */
-export async function computeOfflinePlan(deps: { config: AgentConfig; state: StateStore; logger: Logger; now?: number }): Promise<{ plan: PlanResult; feedAsOf: number }> {
+export async function loadOfflineInput(deps: { config: AgentConfig; state: StateStore; logger: Logger; now?: number }): Promise<OfflineInput> {
   const { config, state, logger } = deps;
   const now = deps.now ?? Math.floor(Date.now() / 1000);
   const decisions = loadDecisionsCache(state.dir, logger);
@@ -25,23 +36,39 @@ export async function computeOfflinePlan(deps: { config: AgentConfig; state: Sta
   const scoring = createScoring(decisions.formulas, (field, error) =>
     logger.warn({ field: `header.${field}`, error }, 'feed formula rejected; using the built-in decay formula'),
   );
-  const selection = selectEntries({
-    now,
-    feed,
-    manualBlocks: decisions.manualBlocks.values(),
-    whitelist: decisions.whitelist.values(),
-    protectedSet: await localProtectedSet(config, state, logger),
-    minPrefix: config.min_prefix,
-    threshold: prev.settings.score_threshold,
-    maximumRules: prev.settings.maximum_rules,
-    scoring,
-  });
   return {
+    settings: prev,
+    scoring,
     feedAsOf: decisions.at,
-    plan: {
+    cursor: state.small.cursor ?? 0,
+    input: {
       now,
-      settings: prev.settings,
-      sources: prev.sources,
+      feed,
+      manualBlocks: [...decisions.manualBlocks.values()],
+      whitelist: [...decisions.whitelist.values()],
+      protectedSet: await localProtectedSet(config, state, logger),
+      minPrefix: config.min_prefix,
+      threshold: prev.settings.score_threshold,
+      maximumRules: prev.settings.maximum_rules,
+      scoring,
+    },
+  };
+}
+
+/**
+ * `plan --offline`: what would be applied now, from what the last successful pull left in
+ * `state_dir` (score feed cache, manual decisions, feed formulas, settings in force), with
+ * no API call, for when the API is down. Touches nothing.
+ */
+export async function computeOfflinePlan(deps: { config: AgentConfig; state: StateStore; logger: Logger; now?: number }): Promise<{ plan: PlanResult; feedAsOf: number }> {
+  const { input, settings, scoring, feedAsOf, cursor } = await loadOfflineInput(deps);
+  const selection = selectEntries(input);
+  return {
+    feedAsOf,
+    plan: {
+      now: input.now,
+      settings: settings.settings,
+      sources: settings.sources,
       // Not asked offline; planToJson prints null for it.
       agentRecord: 'present',
       scoring: scoring.source,
@@ -49,12 +76,12 @@ export async function computeOfflinePlan(deps: { config: AgentConfig; state: Sta
       settingProblems: [],
       pulled: {
         full: false,
-        cursor: state.small.cursor ?? 0,
+        cursor,
         pages: 0,
         invalid: 0,
-        feed: feed.size,
-        manual: decisions.manualBlocks.size,
-        whitelist: decisions.whitelist.size,
+        feed: input.feed.size,
+        manual: input.manualBlocks.length,
+        whitelist: input.whitelist.length,
       },
     },
   };

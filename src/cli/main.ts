@@ -17,6 +17,7 @@ const commands = {
   urls: () => import('./commands/urls.js'),
   file: () => import('./commands/file.js'),
   explainName: () => import('./commands/explain-name.js'),
+  explain: () => import('./commands/explain.js'),
 };
 
 const configOption = () => new Option('-c, --config <path>', 'config file (default: $WCF_AGENT_CONFIG, then /etc/wcf-agent/config.json)');
@@ -60,6 +61,24 @@ export function buildProgram(): Command {
     .option('--limit <n>', 'rows to show in the table (default 50)')
     .option('--offline', 'plan from what the last sync cached in state_dir, without asking the API (when it is down)')
     .action(async (o) => setExit(await (await commands.plan()).planCommand(o)));
+
+  program
+    .command('explain')
+    .description(
+      'is this address, network, host name or URL blocked, and why (not)? From the last pull (no network): the rule that decided, the records, what the kernel or the resolver holds',
+    )
+    .argument('<target>', 'an IPv4 address or network, a host name, or a URL')
+    .addOption(configOption())
+    .option('--json', 'print one JSON object on stdout (for an address: address, blocked, verdict, rule, records, manual, in_kernel, kernel, hits)')
+    .option('--refresh', 'addresses: pull from the API first (applies nothing, writes nothing)')
+    // Digits, dots and a slash only: an address (a malformed one is a usage error naming it); anything else is a name.
+    .action(async (target: string, o) =>
+      setExit(
+        /^[\d./]+$/.test(target.trim())
+          ? await (await commands.explain()).explainCommand(target, o)
+          : await (await commands.explainName()).explainNameCommand(target, o),
+      ),
+    );
 
   program
     .command('status')
@@ -151,14 +170,6 @@ export function buildProgram(): Command {
     .option('--deep', 'ask for the deep scan (about 4 million indicators) when the digest is not in the main store')
     .option('--json', 'print {digest, path, deep, verdict, record} on stdout')
     .action(async (arg: string, o) => setExit(await (await commands.file()).fileCommand(arg, o)));
-
-  program
-    .command('explain')
-    .description('why a name (or the host of a URL) is or is not blocked at the resolver, from the last pulled URL feed (no network)')
-    .argument('<name|url>', 'a host name or a URL')
-    .addOption(configOption())
-    .option('--json', 'print {name, verdict, blocked, by, score, urls, expires} on stdout')
-    .action(async (target: string, o) => setExit(await (await commands.explainName()).explainNameCommand(target, o)));
 
   program.addHelpText(
     'after',

@@ -114,6 +114,12 @@ export interface FirewallPlugin {
   prefetch?(): void;
   /** The CIDRs the kernel holds now in the owned set (canonical text, sorted). */
   list(): Promise<string[]>;
+  /**
+   * Optional, for backends with kernel timeouts: the owned set's CIDRs, each
+   * with the seconds the kernel still keeps it (undefined = no timeout).
+   * Read-only (what `explain` shows).
+   */
+  listTimeouts?(): Promise<ReadonlyMap<string, number | undefined>>;
   /** Remove every object the agent owns, and nothing else. */
   flush(): Promise<void>;
   /** Drop counters of the agent's own rules. Read-only; absent objects count as zero. */

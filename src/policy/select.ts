@@ -33,11 +33,60 @@ export interface SelectionInput {
   readonly scoring: Scoring;
   /** IPv4-literal URL hosts (already past the URL rules), placed after the manual blocks. */
   readonly urlAddresses?: readonly { ip: string; score: number; expiresAt: number | null }[];
+  /**
+   * `explain`: also say what was decided for every record overlapping this
+   * range (Selection.explained). Worked out after the selection, from its
+   * own checks and order, for those few records only: the loop over the feed
+   * is the same with or without it.
+   */
+  readonly explainFor?: { readonly start: number; readonly end: number };
+}
+
+/** What the selection decided for one record overlapping `explainFor`. */
+export interface ExplainedRecord {
+  readonly cidr: Cidr;
+  /** `feed`: a score record (filter 0); `manual`: a manual block (filter 2). */
+  readonly kind: 'feed' | 'manual';
+  /** Stamp and stored score of the record (a manual block's own). */
+  readonly ts: number;
+  readonly storedScore: number;
+  /** Decayed score now (of the feed record: for a manual block, of its address's feed record; null without one). */
+  readonly score: number | null;
+  /**
+   * Epoch s when the decayed score falls (or fell) below the threshold; null =
+   * not within the horizon, or a manual block with no feed record.
+   */
+  readonly belowAt: number | null;
+  /**
+   * `selected`, or why not. `manual`: a feed record whose address is also
+   * manually blocked, decided as that block (see the manual record).
+   */
+  readonly outcome: 'selected' | SkipReason | 'manual';
+  /**
+   * 1-based place in the selection order (manual blocks by address, then
+   * score entries highest first): set for what passed every check but the
+   * cap, so `rank > maximumRules` is `cap`.
+   */
+  readonly rank?: number;
 }
 
 export interface Selection {
   readonly entries: SelectedEntry[];
   readonly skipped: Record<SkipReason, number>;
+  /** Only with `explainFor`: every manual block, then every feed record, overlapping it. */
+  readonly explained?: ExplainedRecord[];
+}
+
+/**
+ * When a score entry's decayed score falls below the threshold (epoch s), or
+ * null when not within the horizon. A ts ahead of our clock (clock skew)
+ * holds the full score until that ts, then decays: the expiry is the same
+ * instant whenever it is computed, so the next cycle sees no change.
+ */
+export function expiryOf(scoring: Scoring, score: number, ts: number, now: number, threshold: number): number | null {
+  const age = now - ts;
+  const secs = scoring.secondsUntilBelow(score, Math.max(0, age), threshold);
+  return secs === null ? null : now + secs + Math.max(0, -age);
 }
 
 function byIpAscending(a: { cidr: Cidr }, b: { cidr: Cidr }): number {
@@ -85,6 +134,8 @@ export function selectEntries(input: SelectionInput): Selection {
 
   const manual: SelectedEntry[] = [];
   const manualKeys = new Set<string>();
+  /** Vetoed manual blocks and why (manual decisions number in the hundreds). */
+  const manualSkips = new Map<string, SkipReason>();
   /** Feed positions of the manual blocks (kept or vetoed): they are not scored or counted again. */
   const isManual = new Uint8Array(feed.size);
   for (const m of input.manualBlocks) {
@@ -96,6 +147,7 @@ export function selectEntries(input: SelectionInput): Selection {
     const why = vetoed(m.cidr);
     if (why) {
       skipped[why]++;
+      manualSkips.set(m.cidr.text, why);
       continue;
     }
     manual.push({ cidr: m.cidr, reason: 'manual', score: at !== -1 ? decayedAt(at) : null, expiresAt: null });
@@ -113,7 +165,8 @@ export function selectEntries(input: SelectionInput): Selection {
     else manual.push({ cidr: r.cidr, reason: 'url', score: u.score, expiresAt: u.expiresAt });
   }
 
-  // The hot loop reads the columns directly and inlines `vetoed` (same checks, same order).
+  // The hot loop reads the columns directly and inlines `vetoed` (same checks, same order: explainRecords
+  // reads a skip back through `vetoed`, so the two must stay alike; a property test holds them to it).
   const { starts, prefixes, tss, scores } = feed.columns();
   const { now, threshold, minPrefix, scoring } = input;
   const scored: number[] = [];
@@ -154,11 +207,77 @@ export function selectEntries(input: SelectionInput): Selection {
   for (let k = 0; k < scored.length && k < room; k++) {
     const i = scored[k]!;
     // Expiry is solved only for what is selected: at most maximum_rules solves.
-    // A ts ahead of our clock (clock skew) holds the full score until that ts, then decays: the
-    // expiry is the same instant whenever it is computed, so the next cycle sees no change.
-    const age = now - tss[i]!;
-    const secs = scoring.secondsUntilBelow(scores[i]!, Math.max(0, age), threshold);
-    entries.push({ cidr: fromNumber(starts[i]!, prefixes[i]!), reason: 'score', score: scoreOf[i]!, expiresAt: secs === null ? null : now + secs + Math.max(0, -age) });
+    entries.push({ cidr: fromNumber(starts[i]!, prefixes[i]!), reason: 'score', score: scoreOf[i]!, expiresAt: expiryOf(scoring, scores[i]!, tss[i]!, now, threshold) });
   }
-  return { entries, skipped };
+  if (!input.explainFor) return { entries, skipped };
+  const decided = { manual, manualSkips, isManual, scoreOf, scored, vetoed };
+  return { entries, skipped, explained: explainRecords(input, feed, input.explainFor, decided) };
+}
+
+/** What selectEntries decided, as explainRecords reads it back. */
+interface Decided {
+  /** Manual blocks kept, sorted (their selection order). */
+  readonly manual: readonly SelectedEntry[];
+  /** Manual blocks vetoed, with why. */
+  readonly manualSkips: ReadonlyMap<string, SkipReason>;
+  readonly isManual: Uint8Array;
+  /** Decayed score of each feed position that passed every check (0 for the others). */
+  readonly scoreOf: Float64Array;
+  /** Those positions, in selection order. */
+  readonly scored: readonly number[];
+  readonly vetoed: (c: { start: number; end: number; prefix: number }) => SkipReason | null;
+}
+
+/**
+ * The decisions of selectEntries for the records overlapping `range`, read
+ * back from its working arrays: a record that passed every check has its
+ * decayed score in `scoreOf` and its place in `scored`; any other was stopped
+ * by `vetoed` (the feed loop's checks, in its order) or by the threshold.
+ * A pass over the feed's address column and one over `scored`, only when asked.
+ */
+function explainRecords(input: SelectionInput, feed: IndicatorMap, range: { start: number; end: number }, d: Decided): ExplainedRecord[] {
+  const { now, threshold, scoring, maximumRules } = input;
+  const hits = (c: { start: number; end: number }) => c.start <= range.end && range.start <= c.end;
+  const out: ExplainedRecord[] = [];
+  const belowAt = (score: number, ts: number, decayed: number): number | null => {
+    if (decayed >= threshold) return expiryOf(scoring, score, ts, now, threshold);
+    // Already below: when it crossed (from its ts).
+    const secs = scoring.secondsUntilBelow(score, 0, threshold);
+    return secs === null ? null : ts + secs;
+  };
+  const feedScore = (c: Cidr): number | null => {
+    const at = feed.find(c.start, c.prefix);
+    return at === -1 ? null : scoring.score(feed.scoreAt(at), now - feed.tsAt(at));
+  };
+
+  const manualRank = new Map(d.manual.map((e, k) => [e.cidr.text, k + 1]));
+  const seen = new Set<string>();
+  for (const m of input.manualBlocks) {
+    if (!hits(m.cidr) || seen.has(m.cidr.text)) continue;
+    seen.add(m.cidr.text);
+    const rank = manualRank.get(m.cidr.text);
+    const outcome = d.manualSkips.get(m.cidr.text) ?? (rank !== undefined && rank <= maximumRules ? 'selected' : 'cap');
+    out.push({ cidr: m.cidr, kind: 'manual', ts: m.ts, storedScore: m.score, score: feedScore(m.cidr), belowAt: null, outcome, ...(rank !== undefined ? { rank } : {}) });
+  }
+
+  const { starts, prefixes, tss, scores } = feed.columns();
+  const positions: number[] = [];
+  for (let i = 0; i < feed.size; i++) {
+    const start = starts[i]!;
+    if (start <= range.end && range.start <= start + 2 ** (32 - prefixes[i]!) - 1) positions.push(i);
+  }
+  const rankOf = new Map<number, number>();
+  if (positions.length > 0) {
+    const wanted = new Set(positions.filter((i) => d.scoreOf[i]! > 0));
+    for (let k = 0; k < d.scored.length && rankOf.size < wanted.size; k++) if (wanted.has(d.scored[k]!)) rankOf.set(d.scored[k]!, d.manual.length + k + 1);
+  }
+  for (const i of positions) {
+    const cidr = fromNumber(starts[i]!, prefixes[i]!);
+    const decayed = scoring.score(scores[i]!, now - tss[i]!);
+    const rank = rankOf.get(i);
+    const outcome: ExplainedRecord['outcome'] =
+      d.isManual[i] === 1 ? 'manual' : rank !== undefined ? (rank <= maximumRules ? 'selected' : 'cap') : (d.vetoed(cidr) ?? 'threshold');
+    out.push({ cidr, kind: 'feed', ts: tss[i]!, storedScore: scores[i]!, score: decayed, belowAt: belowAt(scores[i]!, tss[i]!, decayed), outcome, ...(rank !== undefined ? { rank } : {}) });
+  }
+  return out;
 }

@@ -223,12 +223,11 @@ export class IpsetPlugin extends KernelPlugin implements FirewallPlugin {
   }
 
   async list(): Promise<string[]> {
-    try {
-      return sortCidrTexts((await this.save()).entries.keys());
-    } catch (err) {
-      if (stderrMatches(err, NO_SUCH_SET)) return [];
-      throw err;
-    }
+    return sortCidrTexts((await this.listTimeouts()).keys());
+  }
+
+  async listTimeouts(): Promise<ReadonlyMap<string, number | undefined>> {
+    return (await this.saveIfExists())?.entries ?? new Map<string, number | undefined>();
   }
 
   protected async flushNow(): Promise<void> {

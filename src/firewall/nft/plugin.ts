@@ -101,6 +101,10 @@ export class NftablesPlugin extends KernelPlugin implements FirewallPlugin {
     return parsed ? sortCidrTexts(parsed.entries.keys()) : [];
   }
 
+  async listTimeouts(): Promise<ReadonlyMap<string, number | undefined>> {
+    return (await this.elements())?.entries ?? new Map<string, number | undefined>();
+  }
+
   protected async flushNow(): Promise<void> {
     // `add` first so the `delete` cannot fail on a missing table; one transaction.
     await this.transaction(`add table inet ${this.layout.table}\ndelete table inet ${this.layout.table}\n`);
