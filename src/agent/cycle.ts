@@ -6,7 +6,8 @@ import { LOCAL_DEFAULT_SOURCES, resolveSettings, type Settings, type SettingSour
 import type { ThreatIntelApi } from '../api/threat-intel.js';
 import { timeoutUntil, type ApplyResult, type FirewallEntry, type FirewallPlugin } from '../firewall/index.js';
 import { createScoring, type Scoring } from '../score/decay.js';
-import { selectEntries, type Selection } from '../policy/select.js';
+import { selectEntries, type SelectedEntry, type Selection } from '../policy/select.js';
+import { selectionWithOverrides } from './overrides-apply.js';
 import { AGENT_VERSION } from '../version.js';
 import { recordCycle, reportCycle, type AppliedEntry } from './cycle-report.js';
 import { pullAll, type PulledFeeds } from './pull-all.js';
@@ -44,7 +45,10 @@ export interface PlanResult {
   sources: SettingSources;
   agentRecord: 'present' | 'deleted';
   scoring: Scoring['source'];
+  /** What is applied: the selection from the feeds with the local overrides merged in. */
   selection: Selection;
+  /** The selection from the feeds alone (local applies between cycles start from it). */
+  base: SelectedEntry[];
   pulled: Pick<PulledFeeds, 'full' | 'cursor' | 'pages' | 'invalid'> & { feed: number; manual: number; whitelist: number };
   settingProblems: string[];
 }
@@ -124,17 +128,19 @@ export async function computePlan(deps: CycleDeps, useCache: boolean): Promise<P
     rejectedFormulas.add(key);
     logger.warn({ field: `header.${field}`, error }, 'feed formula rejected; using the built-in decay formula');
   });
-  const selection = selectEntries({
+  const ps = await protectedSet;
+  const selected = selectEntries({
     now,
     feed: feeds.feed,
     manualBlocks: feeds.manualBlocks.values(),
     whitelist: feeds.whitelist.values(),
-    protectedSet: await protectedSet,
+    protectedSet: ps,
     minPrefix: config.min_prefix,
     threshold: resolved.settings.score_threshold,
     maximumRules: resolved.settings.maximum_rules,
     scoring,
   });
+  const { selection, base } = selectionWithOverrides(selected, { config, protectedSet: ps, maximumRules: resolved.settings.maximum_rules, now, logger });
   deps.clock?.lap('select');
   return {
     now,
@@ -143,6 +149,7 @@ export async function computePlan(deps: CycleDeps, useCache: boolean): Promise<P
     agentRecord: record === null ? 'deleted' : 'present',
     scoring: scoring.source,
     selection,
+    base,
     settingProblems: resolved.problems,
     pulled: {
       full: feeds.full,

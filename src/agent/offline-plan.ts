@@ -2,6 +2,7 @@ import type { AgentConfig } from '../config/load.js';
 import { StateError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { selectEntries } from '../policy/select.js';
+import { selectionWithOverrides } from './overrides-apply.js';
 import { createScoring } from '../score/decay.js';
 import { previousSettings, type PlanResult } from './cycle.js';
 import { loadDecisionsCache } from './decisions-cache.js';
@@ -25,17 +26,19 @@ export async function computeOfflinePlan(deps: { config: AgentConfig; state: Sta
   const scoring = createScoring(decisions.formulas, (field, error) =>
     logger.warn({ field: `header.${field}`, error }, 'feed formula rejected; using the built-in decay formula'),
   );
-  const selection = selectEntries({
+  const protectedSet = await localProtectedSet(config, state, logger);
+  const selected = selectEntries({
     now,
     feed,
     manualBlocks: decisions.manualBlocks.values(),
     whitelist: decisions.whitelist.values(),
-    protectedSet: await localProtectedSet(config, state, logger),
+    protectedSet,
     minPrefix: config.min_prefix,
     threshold: prev.settings.score_threshold,
     maximumRules: prev.settings.maximum_rules,
     scoring,
   });
+  const { selection, base } = selectionWithOverrides(selected, { config, protectedSet, maximumRules: prev.settings.maximum_rules, now, logger });
   return {
     feedAsOf: decisions.at,
     plan: {
@@ -46,6 +49,7 @@ export async function computeOfflinePlan(deps: { config: AgentConfig; state: Sta
       agentRecord: 'present',
       scoring: scoring.source,
       selection,
+      base,
       settingProblems: [],
       pulled: {
         full: false,

@@ -3,7 +3,8 @@ import { IndicatorMap, type Indicator } from '../feed/indicator.js';
 import type { Scoring } from '../score/decay.js';
 import type { ProtectedSet } from './protect.js';
 
-export type Reason = 'manual' | 'score';
+/** Why an entry is blocked: a manual decision (filter 2), its score, or a local `wcf-agent block`. */
+export type Reason = 'manual' | 'score' | 'local';
 export type SkipReason = 'allowlist' | 'too_wide' | 'whitelist' | 'threshold' | 'cap';
 
 export interface SelectedEntry {
