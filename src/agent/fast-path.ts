@@ -57,9 +57,12 @@ export class FastPath {
     await this.control?.close();
   }
 
-  /** After each cycle: its selection is the new base. */
+  /**
+   * After each cycle: its selection is the new base, if the cycle applied it. A selection the
+   * shrink guard held back, or whose apply failed, must not reach the kernel through an override.
+   */
   onCycle(outcome: CycleOutcome): void {
-    if (outcome.plan) this.base = outcome.plan.base;
+    if (outcome.plan && outcome.apply) this.base = outcome.plan.base;
     this.armExpiry();
   }
 

@@ -47,7 +47,13 @@ export function parseNote(value: string | undefined): string | undefined {
  * agent lock when no daemon runs. Answers the line to print, or throws.
  */
 async function enforceNow(config: AgentConfig, logger: Logger): Promise<string> {
-  const answer = await askDaemon(config.state_dir, 'overrides', DAEMON_ANSWER_MS);
+  let answer: string | undefined;
+  try {
+    answer = await askDaemon(config.state_dir, 'overrides', DAEMON_ANSWER_MS);
+  } catch (err) {
+    // The request stays queued in the daemon: it applies the file once the cycle in flight ends.
+    return `stored; the daemon is busy (${errorMessage(err)}) and applies it when its cycle ends`;
+  }
   if (answer !== undefined) {
     const daemon = runningDaemon(config.state_dir);
     if (answer.startsWith('ok')) return `applied by the daemon${daemon ? ` (pid ${daemon.pid})` : ''}: ${escapeControls(answer.slice(3))}`;

@@ -26,6 +26,7 @@ export function planToJson(agid: string, plan: PlanResult, offline?: { feedAsOf:
       selected: selection.entries.length,
       manual: selection.entries.filter((e) => e.reason === 'manual').length,
       score: selection.entries.filter((e) => e.reason === 'score').length,
+      local: selection.entries.filter((e) => e.reason === 'local').length,
       skipped: selection.skipped,
       feed: plan.pulled.feed,
       manual_blocks: plan.pulled.manual,
@@ -52,8 +53,9 @@ export function printPlanTable(plan: PlanResult, limit: number): void {
   if (selection.entries.length > limit) process.stdout.write(`... and ${selection.entries.length - limit} more (use --json or --limit)\n`);
   const s = selection.skipped;
   const manual = selection.entries.filter((e) => e.reason === 'manual').length;
+  const local = selection.entries.filter((e) => e.reason === 'local').length;
   process.stdout.write(
-    `\n${selection.entries.length} entries (${manual} manual, ${selection.entries.length - manual} score) of ${plan.pulled.feed} feed indicators at ${isoTime(now)}\n` +
+    `\n${selection.entries.length} entries (${manual} manual, ${selection.entries.length - manual - local} score${local ? `, ${local} local` : ''}) of ${plan.pulled.feed} feed indicators at ${isoTime(now)}\n` +
       `threshold ${plan.settings.score_threshold}, maximum_rules ${plan.settings.maximum_rules}, formula: ${plan.scoring}\n` +
       `skipped: ${s.threshold} below threshold, ${s.cap} over the cap, ${s.whitelist} whitelisted, ${s.allowlist} protected/allowlisted, ${s.too_wide} too wide\n`,
   );
