@@ -119,11 +119,24 @@ describe('local overrides on real netfilter', () => {
     const r = await runCli(['block', ADDR.other, '--for', '2s', '--config', c.path]);
     expect(r.exitCode, r.stderr).toBe(0);
     await kernelUntil((s) => s.includes(ADDR.other), `${ADDR.other} in the kernel`, t0 + AT_ONCE_MS);
-    expect(await lab.connect(ADDR.other)).toBe('timeout');
     // The kernel's own timeout removes it: no cycle runs meanwhile (sync_time is 5 minutes).
     await kernelUntil((s) => !s.includes(ADDR.other), `${ADDR.other} to expire`, Date.now() + 10_000);
+    expect(await lab.connect(ADDR.other)).toBe('connected');
     expect(d.count(/^cycle done/)).toBe(1);
     expect((await runCli(['overrides', '--config', c.path])).stdout).toBe('no local overrides');
+  });
+
+  it('allow --for 2s ends on its own: the daemon blocks the address again when it expires, without a cycle', async () => {
+    const c = config({ decision_poll_seconds: 0 });
+    sim.setDecision(ADDR.blocked, 1);
+    const d = startDaemon(c.path);
+    await d.waitForLog(/^cycle done/);
+    const t0 = Date.now();
+    expect((await runCli(['allow', ADDR.blocked, '--for', '2s', '--config', c.path])).exitCode).toBe(0);
+    await kernelUntil((s) => !s.includes(ADDR.blocked), `${ADDR.blocked} to leave the kernel`, t0 + AT_ONCE_MS);
+    await kernelUntil((s) => s.includes(ADDR.blocked), `${ADDR.blocked} to be blocked again after the allow`, Date.now() + 10_000);
+    await d.waitForLog(/^a local allow ended: applied without a full cycle/);
+    expect(d.count(/^cycle done/)).toBe(1);
   });
 
   it('without a daemon, allow and block apply themselves under the lock', async () => {
@@ -143,7 +156,11 @@ describe('local overrides on real netfilter', () => {
     expect(await kernel()).toContain(ADDR.inNet);
     await kernelUntil((s) => !s.includes(ADDR.inNet), `${ADDR.inNet} to expire`, Date.now() + 10_000);
 
-    // A later sync keeps honouring the allow.
+    // plan shows the local block with its reason; a later sync keeps honouring the allow.
+    expect((await runCli(['block', ADDR.other, '--config', c.path])).exitCode).toBe(0);
+    const plan = JSON.parse((await runCli(['plan', '--json', '--config', c.path])).stdout) as { entries: { ip: string; reason: string }[] };
+    expect(plan.entries.find((e) => e.ip === ADDR.other)?.reason).toBe('local');
+    expect(plan.entries.some((e) => e.ip === ADDR.blocked)).toBe(false);
     expect((await runCli(['sync', '--config', c.path])).exitCode).toBe(0);
     expect(await kernel()).not.toContain(ADDR.blocked);
   });
