@@ -18,7 +18,7 @@ export interface AppliedEntry {
 const NO_SKIPS: Selection['skipped'] = { allowlist: 0, too_wide: 0, whitelist: 0, threshold: 0, cap: 0 };
 
 function countByReason(entries: readonly { reason: Reason }[]): Record<Reason, number> {
-  const out: Record<Reason, number> = { manual: 0, url: 0, score: 0 };
+  const out: Record<Reason, number> = { manual: 0, url: 0, score: 0, local: 0 };
   for (const e of entries) out[e.reason]++;
   return out;
 }

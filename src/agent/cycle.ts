@@ -6,7 +6,8 @@ import { LOCAL_DEFAULT_SOURCES, resolveSettings, type Settings, type SettingSour
 import type { ThreatIntelApi } from '../api/threat-intel.js';
 import { timeoutUntil, type ApplyResult, type FirewallEntry, type FirewallPlugin } from '../firewall/index.js';
 import { createScoring, type Scoring } from '../score/decay.js';
-import { selectEntries, type Selection } from '../policy/select.js';
+import { selectEntries, type SelectedEntry, type Selection } from '../policy/select.js';
+import { selectionWithOverrides } from './overrides-apply.js';
 import { AGENT_VERSION } from '../version.js';
 import { recordCycle, reportCycle, type AppliedEntry } from './cycle-report.js';
 import { pullAll, type PulledFeeds } from './pull-all.js';
@@ -47,7 +48,10 @@ export interface PlanResult {
   sources: SettingSources;
   agentRecord: 'present' | 'deleted';
   scoring: Scoring['source'];
+  /** What is applied: the selection from the feeds with the local overrides merged in. */
   selection: Selection;
+  /** The selection from the feeds alone (local applies between cycles start from it). */
+  base: SelectedEntry[];
   pulled: Pick<PulledFeeds, 'full' | 'cursor' | 'pages' | 'invalid'> & { feed: number; manual: number; whitelist: number };
   settingProblems: string[];
   /** The URL feed's part (names for the resolver), when `url_feed` is on. */
@@ -136,12 +140,13 @@ export async function computePlan(deps: Omit<CycleDeps, 'state'> & { state: Plan
     logger.warn({ field: `header.${field}`, error }, 'feed formula rejected; using the built-in decay formula');
   });
   const dns = await finishDnsPlan(urlPull, { config, settings: resolved.settings, scoring, now });
-  const selection = selectEntries({
+  const ps = await protectedSet;
+  const selected = selectEntries({
     now,
     feed: feeds.feed,
     manualBlocks: feeds.manualBlocks.values(),
     whitelist: feeds.whitelist.values(),
-    protectedSet: await protectedSet,
+    protectedSet: ps,
     minPrefix: config.min_prefix,
     threshold: resolved.settings.score_threshold,
     maximumRules: resolved.settings.maximum_rules,
@@ -149,6 +154,7 @@ export async function computePlan(deps: Omit<CycleDeps, 'state'> & { state: Plan
     urlAddresses: dns?.selection.addresses,
     explainFor: deps.explainFor,
   });
+  const { selection, base } = selectionWithOverrides(selected, { config, protectedSet: ps, maximumRules: resolved.settings.maximum_rules, now, logger });
   deps.clock?.lap('select');
   return {
     now,
@@ -157,6 +163,7 @@ export async function computePlan(deps: Omit<CycleDeps, 'state'> & { state: Plan
     agentRecord: record === null ? 'deleted' : 'present',
     scoring: scoring.source,
     selection,
+    base,
     settingProblems: resolved.problems,
     dns,
     pulled: {

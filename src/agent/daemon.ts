@@ -11,6 +11,10 @@ import { withLock } from './lock.js';
 import type { StateStore } from './state.js';
 import { Scheduler } from './scheduler.js';
 import { flushDns } from './dns-step.js';
+import { Writer } from './writer.js';
+import { FastPath } from './fast-path.js';
+import { markDaemon, unmarkDaemon } from './daemon-presence.js';
+import { restoreWithOverrides } from './overrides-apply.js';
 
 export interface DaemonParts {
   config: AgentConfig;
@@ -78,10 +82,14 @@ export class Daemon {
   private settings!: Settings;
   /** The reload in progress: reloads run one after the other, never interleaved. */
   private reloading: Promise<boolean> = Promise.resolve(true);
+  /** One writer at a time: cycles and the fast path (overrides, decision polls) queue here. */
+  private readonly writer = new Writer();
+  private readonly fast: FastPath;
 
   constructor(opts: DaemonOptions) {
     this.opts = opts;
     this.logger = opts.logger;
+    this.fast = new FastPath({ parts: () => this.parts, settings: () => this.settings, writer: this.writer, logger: this.logger });
     const minute = opts.minuteMs ?? 60_000;
     const random = opts.random ?? Math.random;
     this.scheduler = new Scheduler({
@@ -103,8 +111,15 @@ export class Daemon {
   async start(): Promise<void> {
     this.parts = await this.opts.open(this.opts.initialConfig);
     this.settings = previousSettings(this.parts).settings;
+    try {
+      markDaemon(this.parts.config.state_dir); // for `status`: the agent lock is only held during a cycle
+    } catch (err) {
+      this.logger.warn(errorMessage(err));
+    }
     await this.restore();
-    if (!this.stopping) this.scheduler.start();
+    if (this.stopping) return;
+    await this.fast.start();
+    this.scheduler.start();
   }
 
   /**
@@ -121,8 +136,9 @@ export class Daemon {
       return;
     }
     try {
-      const { kept, removed } = filterApplied(last, await localProtectedSet(config, state, this.logger, { offline: true }), now);
-      const r = await plugin.apply(appliedToFirewall(kept, now), { capacity: this.settings.maximum_rules, appliedBefore: true });
+      const protectedSet = await localProtectedSet(config, state, this.logger, { offline: true });
+      const { kept, removed } = filterApplied(last, protectedSet, now);
+      const r = await plugin.apply(appliedToFirewall(this.withOverrides(kept, protectedSet, now), now), { capacity: this.settings.maximum_rules, appliedBefore: true });
       if (removed.length) {
         logRemoved(this.logger, removed, 'restore');
         state.saveApplied({ ts: last.ts, plugin: plugin.name, entries: kept });
@@ -133,11 +149,21 @@ export class Daemon {
     }
   }
 
+  /** The restored set with the local overrides in force now (an allow holds from the first write); without them if their file is unusable. */
+  private withOverrides(kept: ReturnType<typeof filterApplied>['kept'], protectedSet: Parameters<typeof restoreWithOverrides>[1]['protectedSet'], now: number) {
+    try {
+      return restoreWithOverrides(kept, { config: this.parts.config, protectedSet, maximumRules: this.settings.maximum_rules, now, logger: this.logger });
+    } catch (err) {
+      this.logger.error(`restore without the local overrides: ${errorMessage(err)}`);
+      return kept;
+    }
+  }
+
   private async cycle(): Promise<boolean> {
     if (this.stopping) return true;
-    const outcome = await withLock(this.parts.config.state_dir, () =>
+    const outcome = await this.writer.run(() => withLock(this.parts.config.state_dir, () =>
       runBoundedCycle({ config: this.parts.config, api: this.parts.api, state: this.parts.state, logger: this.logger }, this.parts.plugin),
-    ).catch((err: unknown) => {
+    )).catch((err: unknown) => {
       // The lock is held by a manual `sync --once`, or the state dir broke: try again later.
       this.logger.warn(`cycle skipped: ${errorMessage(err)}`);
       return undefined;
@@ -146,6 +172,7 @@ export class Daemon {
     this.failures = ok ? 0 : this.failures + 1;
     if (outcome) {
       this.settings = outcome.settings;
+      this.fast.onCycle(outcome);
       const r = outcome.record;
       if (r.ok) this.logger.info({ applied: r.applied, manual: r.byReason.manual, score: r.byReason.score, code: r.code, ms: r.durationMs }, 'cycle done');
       this.opts.onCycle?.(outcome);
@@ -200,6 +227,8 @@ export class Daemon {
     if (!this.parts) return; // stopped before start() had built anything
     this.parts.api.client.abort();
     await this.scheduler.stop();
+    await this.fast.stop();
+    await this.writer.idle();
     if (this.parts.config.on_stop === 'flush') {
       try {
         await this.parts.plugin.flush();
@@ -215,6 +244,7 @@ export class Daemon {
     }
     await this.parts.api.client.close().catch(() => undefined);
     this.safeUpdate({ nextSyncAt: undefined });
+    unmarkDaemon(this.parts.config.state_dir);
   }
 
   private safeUpdate(patch: Parameters<StateStore['update']>[0]): void {

@@ -108,10 +108,11 @@ function tryCreate(path: string, me: LockHolder): boolean {
 /**
  * One cycle at a time per state dir (a manual `sync --once` while the daemon
  * runs would otherwise race it). A lock whose holder is gone (dead, rebooted,
- * PID reused) is taken over; so is a lock this very process wrote.
+ * PID reused) is taken over; so is a lock this very process wrote. `name`: another
+ * lock file in the same dir (the overrides store has its own, held only while it is rewritten).
  */
-export async function withLock<T>(stateDir: string, fn: () => Promise<T>): Promise<T> {
-  const path = join(stateDir, 'agent.lock');
+export async function withLock<T>(stateDir: string, fn: () => Promise<T>, name = 'agent.lock'): Promise<T> {
+  const path = join(stateDir, name);
   const me = currentHolder();
   for (let attempt = 0; !tryCreate(path, me); attempt++) {
     const holder = readHolder(path);
@@ -135,5 +136,23 @@ export async function withLock<T>(stateDir: string, fn: () => Promise<T>): Promi
     } catch {
       /* already removed */
     }
+  }
+}
+
+/** The live holder of the lock `name` in `stateDir`, or undefined when nobody (alive) holds it. Read-only. */
+export function lockHolder(stateDir: string, name = 'agent.lock'): LockHolder | undefined {
+  const holder = readHolder(join(stateDir, name));
+  return holder && holderAlive(holder) ? holder : undefined;
+}
+
+/** Epoch seconds when process `pid` started: its start time in clock ticks after the boot time of /proc/stat. */
+export function processStartedAt(holder: LockHolder): number | undefined {
+  if (holder.start === undefined) return undefined;
+  try {
+    const btime = /^btime (\d+)$/m.exec(readFileSync('/proc/stat', 'latin1'))?.[1];
+    // USER_HZ is 100 on every Linux architecture the agent ships for (the kernel fixes it for /proc).
+    return btime === undefined ? undefined : Number(btime) + Math.floor(holder.start / 100);
+  } catch {
+    return undefined;
   }
 }

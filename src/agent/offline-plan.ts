@@ -4,6 +4,7 @@ import type { Logger } from '../log.js';
 import type { Indicator, IndicatorMap } from '../feed/indicator.js';
 import { selectEntries, type SelectionInput } from '../policy/select.js';
 import { createScoring, type Scoring } from '../score/decay.js';
+import { selectionWithOverrides } from './overrides-apply.js';
 import { previousSettings, type PlanResult } from './cycle.js';
 import { loadDecisionsCache } from './decisions-cache.js';
 import { localProtectedSet } from './protect-applied.js';
@@ -62,7 +63,13 @@ export async function loadOfflineInput(deps: { config: AgentConfig; state: State
  */
 export async function computeOfflinePlan(deps: { config: AgentConfig; state: StateStore; logger: Logger; now?: number }): Promise<{ plan: PlanResult; feedAsOf: number }> {
   const { input, settings, scoring, feedAsOf, cursor } = await loadOfflineInput(deps);
-  const selection = selectEntries(input);
+  const { selection, base } = selectionWithOverrides(selectEntries(input), {
+    config: deps.config,
+    protectedSet: input.protectedSet,
+    maximumRules: input.maximumRules,
+    now: input.now,
+    logger: deps.logger,
+  });
   return {
     feedAsOf,
     plan: {
@@ -73,6 +80,7 @@ export async function computeOfflinePlan(deps: { config: AgentConfig; state: Sta
       agentRecord: 'present',
       scoring: scoring.source,
       selection,
+      base,
       settingProblems: [],
       pulled: {
         full: false,

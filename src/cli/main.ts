@@ -18,6 +18,7 @@ const commands = {
   file: () => import('./commands/file.js'),
   explainName: () => import('./commands/explain-name.js'),
   explain: () => import('./commands/explain.js'),
+  overrides: () => import('./commands/overrides.js'),
 };
 
 const configOption = () => new Option('-c, --config <path>', 'config file (default: $WCF_AGENT_CONFIG, then /etc/wcf-agent/config.json)');
@@ -170,6 +171,30 @@ export function buildProgram(): Command {
     .option('--deep', 'ask for the deep scan (about 4 million indicators) when the digest is not in the main store')
     .option('--json', 'print {digest, path, deep, verdict, record} on stdout')
     .action(async (arg: string, o) => setExit(await (await commands.file()).fileCommand(arg, o)));
+  const overrideOptions = (c: Command) =>
+    c
+      .argument('<address>', 'IPv4 address or network')
+      .addOption(configOption())
+      .option('--for <duration>', 'how long it holds: 90s, 30m, 2h, 7d (default: until removed)')
+      .option('--note <text>', 'why, for the overrides list');
+  overrideOptions(
+    program.command('allow').description('never block this address on this host (beats every feed and decision), at once; until removed or --for ends'),
+  ).action(async (address: string, o) => setExit(await (await commands.overrides()).allowCommand(address, o)));
+  overrideOptions(
+    program.command('block').description('block this address on this host at once (never a protected address); until removed or --for ends'),
+  ).action(async (address: string, o) => setExit(await (await commands.overrides()).blockCommand(address, o)));
+  const overrides = program
+    .command('overrides')
+    .description('list the local allows and blocks (wcf-agent allow / block)')
+    .addOption(configOption())
+    .option('--json', 'print {overrides: [...]} on stdout')
+    .action(async (o) => setExit(await (await commands.overrides()).overridesListCommand(o)));
+  overrides
+    .command('remove')
+    .description('remove the local allow or block of an address, at once')
+    .argument('<address>', 'the address or network as listed')
+    .addOption(configOption())
+    .action(async (address: string, o) => setExit(await (await commands.overrides()).overridesRemoveCommand(address, o)));
 
   program.addHelpText(
     'after',

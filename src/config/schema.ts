@@ -68,6 +68,8 @@ export const configSchema = z
     dry_run_output: z.string().min(1).optional(),
     dry_run_format: z.enum(['ipset', 'nft']).default('ipset'),
     jitter_seconds: z.number().min(0).max(3600).default(30),
+    // Seconds between the daemon's polls of the manual-decision feeds between cycles (0 = off).
+    decision_poll_seconds: z.number().int().min(0).max(86_400).default(30),
     shrink_guard_ratio: z.number().min(0).max(1).default(0.5),
     on_stop: z.enum(['keep', 'flush']).default('keep'),
     metrics_listen: z.string().min(1).optional(),

@@ -7,6 +7,8 @@ import type { Logger } from '../log.js';
 import { parseListen } from './listen.js';
 import { AgentMetrics } from './registry.js';
 import { startMetricsServer, type MetricsServer } from './server.js';
+import { loadOverrides } from '../agent/overrides-store.js';
+import { countOverrides } from '../policy/overrides.js';
 
 export { AgentMetrics } from './registry.js';
 export { parseListen, isLoopbackHost, type ListenAddress } from './listen.js';
@@ -73,6 +75,7 @@ export function setupDaemonMetrics(config: AgentConfig, logger: Logger): DaemonM
       if (firstOpen) metrics.setLastSuccess(parts.state.small.lastSuccessAt);
       firstOpen = false;
       const plugin = instrumentPlugin(parts.plugin, metrics);
+      metrics.setOverridesReader(() => countOverrides(loadOverrides(parts.config.state_dir), Math.floor(Date.now() / 1000)));
       metrics.setCounterReader(
         () => readCountersWithin(plugin, COUNTER_READ_TIMEOUT_MS),
         (err) => {

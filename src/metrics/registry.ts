@@ -51,9 +51,22 @@ export class AgentMetrics {
   private readonly countersOk: Gauge;
   private readonly domainsApplied = new Gauge({ name: `${PREFIX}domains_applied`, help: 'Names blocked at the resolver after the last cycle, by reason', labelNames: ['reason'], registers: [this.registry] });
   private readonly domainsSkipped = new Gauge({ name: `${PREFIX}domains_skipped`, help: 'Hosts of the URL feed left out by the last selection, by reason', labelNames: ['reason'], registers: [this.registry] });
+  private readOverrides: (() => { allow: number; block: number }) | undefined;
 
   constructor(options: { defaultMetrics?: boolean } = {}) {
     const self = this;
+    // Read from the overrides file at scrape time: `wcf-agent allow/block` change it without the daemon's help.
+    new Gauge({
+      name: `${PREFIX}local_overrides`,
+      help: 'Active local overrides (wcf-agent allow / block), by action',
+      labelNames: ['action'],
+      registers: [this.registry],
+      collect() {
+        const n = self.overrideCounts();
+        this.set({ action: 'allow' }, n.allow);
+        this.set({ action: 'block' }, n.block);
+      },
+    });
     new Counter({
       name: `${PREFIX}dropped_packets_total`,
       help: "Packets dropped or rejected by the agent's rules (read from the kernel at scrape time)",
@@ -130,6 +143,19 @@ export class AgentMetrics {
     const c = await this.lastRead.value;
     if (c) this.last = c;
     return this.last;
+  }
+
+  /** Where the active local overrides are counted from (the daemon's state dir). */
+  setOverridesReader(read: () => { allow: number; block: number }): void {
+    this.readOverrides = read;
+  }
+
+  private overrideCounts(): { allow: number; block: number } {
+    try {
+      return this.readOverrides?.() ?? { allow: 0, block: 0 };
+    } catch {
+      return { allow: 0, block: 0 }; // an unreadable file is reported by the cycle that fails on it
+    }
   }
 
   observeCycle(outcome: CycleOutcome): void {

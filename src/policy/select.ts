@@ -3,8 +3,11 @@ import { IndicatorMap, type Indicator } from '../feed/indicator.js';
 import type { Scoring } from '../score/decay.js';
 import type { ProtectedSet } from './protect.js';
 
-/** `url`: the IPv4-literal host of a URL from the URL feed (src/policy/domains.ts). */
-export type Reason = 'manual' | 'url' | 'score';
+/**
+ * Why an entry is blocked: a manual decision (filter 2), the IPv4-literal host of a URL from the URL
+ * feed (src/policy/domains.ts), its score, or a local `wcf-agent block`.
+ */
+export type Reason = 'manual' | 'url' | 'score' | 'local';
 export type SkipReason = 'allowlist' | 'too_wide' | 'whitelist' | 'threshold' | 'cap';
 
 export interface SelectedEntry {

@@ -29,6 +29,7 @@ export function planToJson(agid: string, plan: PlanResult, offline?: { feedAsOf:
       manual: selection.entries.filter((e) => e.reason === 'manual').length,
       url: selection.entries.filter((e) => e.reason === 'url').length,
       score: selection.entries.filter((e) => e.reason === 'score').length,
+      local: selection.entries.filter((e) => e.reason === 'local').length,
       skipped: selection.skipped,
       feed: plan.pulled.feed,
       manual_blocks: plan.pulled.manual,
@@ -57,8 +58,9 @@ export function printPlanTable(plan: PlanResult, limit: number): void {
   const s = selection.skipped;
   const manual = selection.entries.filter((e) => e.reason === 'manual').length;
   const url = selection.entries.filter((e) => e.reason === 'url').length;
+  const local = selection.entries.filter((e) => e.reason === 'local').length;
   process.stdout.write(
-    `\n${selection.entries.length} entries (${manual} manual, ${url ? `${url} url, ` : ''}${selection.entries.length - manual - url} score) of ${plan.pulled.feed} feed indicators at ${isoTime(now)}\n` +
+    `\n${selection.entries.length} entries (${manual} manual, ${url ? `${url} url, ` : ''}${selection.entries.length - manual - url - local} score${local ? `, ${local} local` : ''}) of ${plan.pulled.feed} feed indicators at ${isoTime(now)}\n` +
       `threshold ${plan.settings.score_threshold}, maximum_rules ${plan.settings.maximum_rules}, formula: ${plan.scoring}\n` +
       `skipped: ${s.threshold} below threshold, ${s.cap} over the cap, ${s.whitelist} whitelisted, ${s.allowlist} protected/allowlisted, ${s.too_wide} too wide\n`,
   );

@@ -5,21 +5,44 @@ import type { SmallState } from '../../agent/state.js';
 import { escapeControls } from '../../safe-text.js';
 import { LOCAL_DEFAULT_SOURCES, type SettingSources, type Settings } from '../../config/server.js';
 import { dnsStatus, dnsStatusRows } from '../dns-status.js';
+import { enforcingOf, readLiveStatus, type LiveStatus } from '../status-live.js';
 
 /** One line of text: a multi-line error (a firewall tool's stderr) must not break the label column. */
 const oneLine = (text: string) => escapeControls(text.replace(/\s*\n\s*/g, ' ').trim());
 
-/** The label/value rows of `status` (human output), from the state dir's small state. */
-export function statusRows(agid: string, s: SmallState, settings: Settings, sources: SettingSources, now: number): string[][] {
+function daemonText(live: LiveStatus, now: number): string {
+  const d = live.daemon;
+  const cycle = live.lockPid !== undefined ? `; a cycle holds the lock (pid ${live.lockPid})` : '';
+  if (!d) return `not running${cycle}`;
+  return `running, pid ${d.pid}${d.startedAt !== undefined ? `, up ${duration(now - d.startedAt)}` : ''}${live.lockPid === d.pid ? ', in a cycle now' : cycle}`;
+}
+
+function firewallText(live: LiveStatus): string {
+  const fw = live.firewall;
+  if (fw.error !== undefined) return oneLine(`cannot open: ${fw.error}`);
+  if (fw.plugin === 'dry-run') return 'dry-run (rules rendered to a file only)';
+  const absent = fw.objects.filter((o) => o.state !== 'present');
+  const objects = absent.length === 0 ? `${fw.objects.length} objects present` : absent.map((o) => `${o.what} ${o.state}`).join(', ');
+  return oneLine(`${fw.plugin}: ${objects}${fw.entries !== null ? `, ${fw.entries} entries` : ''}`);
+}
+
+/** The label/value rows of `status` (human output): state.json for what the agent did, `live` for what holds now. */
+export function statusRows(agid: string, s: SmallState, settings: Settings, sources: SettingSources, now: number, live: LiveStatus): string[][] {
   const c = s.lastCycle;
+  const e = enforcingOf(live, settings.running);
+  const ov = live.overrides;
   return [
     ['agent', agid],
+    ['daemon', daemonText(live, now)],
     ['last sync', c ? `${isoTime(c.ts)} (${duration(now - c.ts)} ago), ${c.ok ? 'ok' : `FAILED code ${c.code}: ${oneLine(c.message ?? '')}`}` : 'never'],
     ['last success', isoTime(s.lastSuccessAt)],
-    ['next sync', s.nextSyncAt ? `${isoTime(s.nextSyncAt)} (in ${duration(s.nextSyncAt - now)})` : '-'],
+    // Without a daemon nobody will run it (a killed daemon leaves the time behind).
+    ['next sync', live.daemon && s.nextSyncAt ? `${isoTime(s.nextSyncAt)} (in ${duration(s.nextSyncAt - now)})` : '-'],
     ['plugin', c?.plugin ?? '-'],
-    ['entries applied', c ? `${c.applied} (${c.byReason.manual} manual, ${c.byReason.url ? `${c.byReason.url} url, ` : ''}${c.byReason.score} score)` : '0'],
-    ['enforcing', settings.running ? 'yes' : 'no (running disabled)'],
+    ['firewall', firewallText(live)],
+    ['entries applied', c ? `${c.applied} (${c.byReason.manual} manual, ${c.byReason.url ? `${c.byReason.url} url, ` : ''}${c.byReason.score} score${c.byReason.local ? `, ${c.byReason.local} local` : ''})` : '0'],
+    ['enforcing', e.enforcing === true ? `yes (${e.why})` : `${e.enforcing === false ? 'no' : 'unknown'} (${oneLine(e.why)})`],
+    ['local overrides', 'error' in ov ? oneLine(`unreadable: ${ov.error}`) : `${ov.allow} allow, ${ov.block} block`],
     ['maximum_rules', `${settings.maximum_rules} (${sources.maximum_rules})`],
     ['score_threshold', `${settings.score_threshold} (${sources.score_threshold})`],
     ['sync_time', `${settings.sync_time} min (${sources.sync_time})`],
@@ -32,7 +55,7 @@ export function renderStatus(rows: string[][]): string {
   return table(['', ''], rows).split('\n').slice(2).join('\n') + '\n';
 }
 
-/** What the agent did last and will do next, from the state dir only (no network, no firewall). */
+/** What the agent did last (state dir), what the firewall holds now (read from the kernel), and whether a daemon runs. */
 export async function statusCommand(opts: GlobalOptions & { json?: boolean }): Promise<number> {
   const { config, logger } = loadContext(opts);
   const state = openState(config, logger);
@@ -41,10 +64,20 @@ export async function statusCommand(opts: GlobalOptions & { json?: boolean }): P
   const sources = s.sources ?? LOCAL_DEFAULT_SOURCES;
   const c = s.lastCycle;
   const now = Math.floor(Date.now() / 1000);
+  const live = await readLiveStatus(config, logger);
+  const e = enforcingOf(live, settings.running);
   const out = {
     agid: config.agid,
     config_path: config.configPath,
     state_dir: config.state_dir,
+    enforcing: e.enforcing,
+    enforcing_reason: e.why,
+    daemon: live.daemon
+      ? { running: true, pid: live.daemon.pid, started_at: live.daemon.startedAt ?? null, uptime_seconds: live.daemon.startedAt !== undefined ? now - live.daemon.startedAt : null }
+      : { running: false, pid: null, started_at: null, uptime_seconds: null },
+    lock_holder: live.lockPid ?? null,
+    firewall: { plugin: live.firewall.plugin, objects: live.firewall.objects, entries: live.firewall.entries, error: live.firewall.error ?? null },
+    local_overrides: live.overrides,
     last_sync: c?.ts ?? null,
     last_success: s.lastSuccessAt ?? null,
     ok: c?.ok ?? null,
@@ -53,9 +86,9 @@ export async function statusCommand(opts: GlobalOptions & { json?: boolean }): P
     message: c?.message ?? null,
     plugin: c?.plugin ?? null,
     applied: c?.applied ?? 0,
-    by_reason: c?.byReason ?? { manual: 0, score: 0 },
+    by_reason: c?.byReason ?? { manual: 0, score: 0, local: 0 },
     skipped: c?.skipped ?? null,
-    next_sync: s.nextSyncAt ?? null,
+    next_sync: live.daemon ? (s.nextSyncAt ?? null) : null,
     cursor: s.cursor ?? null,
     last_full_pull: s.lastFullPullAt ?? null,
     settings,
@@ -66,6 +99,6 @@ export async function statusCommand(opts: GlobalOptions & { json?: boolean }): P
     await printJson(out);
     return 0;
   }
-  process.stdout.write(renderStatus([...statusRows(config.agid, s, settings, sources, now), ...dnsStatusRows(out.dns)]));
+  process.stdout.write(renderStatus([...statusRows(config.agid, s, settings, sources, now, live), ...dnsStatusRows(out.dns)]));
   return 0;
 }

@@ -7,7 +7,7 @@ import { KernelPlugin, type Repairs } from '../kernel-plugin.js';
 import { tempSetName } from '../names.js';
 import type { ApplyOptions, ApplyResult, CommandRunner, DropCounters, FirewallEntry, FirewallPlugin, OwnedObject, PluginOptions } from '../plugin.js';
 import { anyHook, effectiveHooks, iptablesRestore, planHooks, readFilter, type FilterState } from '../xtables/filter.js';
-import { chainCounters, chainObject, failIfReferenced, removeOwnedChain } from '../xtables/owned-chain.js';
+import { chainCounters, chainObjects, failIfReferenced, removeOwnedChain } from '../xtables/owned-chain.js';
 import { iptablesSetRules } from '../xtables/rules.js';
 import { ipsetSizing, parseIpsetSave, renderIpsetDelta, renderIpsetFull, type IpsetSaveParsed, type IpsetSizing } from './text.js';
 
@@ -251,7 +251,7 @@ export class IpsetPlugin extends KernelPlugin implements FirewallPlugin {
     } catch (err) {
       set = { what, state: 'unreadable', error: errorMessage(err) };
     }
-    return [set, await chainObject(this.runner, this.chain)];
+    return [set, ...(await chainObjects(this.runner, this.chain, this.options.hookChains))];
   }
 
   /** Destroy a set; retry briefly while the kernel still holds a reference from a just-deleted rule. */

@@ -119,7 +119,10 @@ export class NftablesPlugin extends KernelPlugin implements FirewallPlugin {
   async objects(): Promise<OwnedObject[]> {
     const what = `nft table inet ${this.layout.table}`;
     try {
-      return [{ what, state: (await this.tableJson()) === undefined ? 'absent' : 'present' }];
+      const structure = await this.structure();
+      if (structure === undefined) return [{ what, state: 'absent' }];
+      // A table without its chains, rules or set blocks nothing: each missing or changed part is listed as absent.
+      return [{ what, state: 'present' }, ...structure.problems.map((p): OwnedObject => ({ what: p, state: 'absent' }))];
     } catch (err) {
       return [{ what, state: 'unreadable', error: (err as Error).message }];
     }

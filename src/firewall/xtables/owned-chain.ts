@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import { FirewallError, errorMessage } from '../../errors.js';
 import { stderrMatches } from '../exec.js';
 import type { CommandRunner, DropCounters, OwnedObject } from '../plugin.js';
-import { XTABLES_WAIT_S, iptablesRestore, planRemoval, readFilter, removeLeftoverBaseChains } from './filter.js';
+import { XTABLES_WAIT_S, effectiveHooks, hookLine, iptablesRestore, planRemoval, readFilter, removeLeftoverBaseChains } from './filter.js';
 import { parseIptablesCounters } from './rules.js';
 
 /**
@@ -53,12 +53,21 @@ export async function chainCounters(runner: CommandRunner, chain: string): Promi
   }
 }
 
-/** The chain as an owned object: present, absent or unreadable. */
-export async function chainObject(runner: CommandRunner, chain: string): Promise<OwnedObject> {
+/**
+ * The chain and each of its hooks (`-A HOOK -j CHAIN` in every configured built-in
+ * chain that exists) as owned objects: present, absent or unreadable. A chain
+ * without its hooks blocks nothing, so `status` and `doctor` must see a missing hook.
+ */
+export async function chainObjects(runner: CommandRunner, chain: string, hookChains: readonly string[]): Promise<OwnedObject[]> {
   const what = `iptables chain ${chain}`;
   try {
-    return { what, state: (await chainExists(runner, chain)) ? 'present' : 'absent' };
+    const filter = await readFilter(runner);
+    const hooks = effectiveHooks(hookChains, filter).map((h): OwnedObject => ({
+      what: `iptables hook ${h} -> ${chain}`,
+      state: (filter.rules.get(h) ?? []).includes(hookLine(h, chain)) ? 'present' : 'absent',
+    }));
+    return [{ what, state: filter.chains.has(chain) ? 'present' : 'absent' }, ...hooks];
   } catch (err) {
-    return { what, state: 'unreadable', error: errorMessage(err) };
+    return [{ what, state: 'unreadable', error: errorMessage(err) }];
   }
 }

@@ -4,7 +4,7 @@ import { createRunner } from '../exec.js';
 import { KernelPlugin } from '../kernel-plugin.js';
 import type { ApplyOptions, ApplyResult, CommandRunner, DropCounters, FirewallEntry, FirewallPlugin, OwnedObject, PluginOptions } from '../plugin.js';
 import { anyHook, effectiveHooks, iptablesRestore, planHooks, readFilter } from './filter.js';
-import { chainCounters, chainObject, failIfReferenced, removeOwnedChain } from './owned-chain.js';
+import { chainCounters, chainObjects, failIfReferenced, removeOwnedChain } from './owned-chain.js';
 import { parseEntryChain, pushIptablesEntryRules } from './rules.js';
 
 /** Above this many entries, warn: iptables matches rules one after the other for every packet. */
@@ -86,6 +86,6 @@ export class IptablesPlugin extends KernelPlugin implements FirewallPlugin {
   }
 
   async objects(): Promise<OwnedObject[]> {
-    return [await chainObject(this.runner, this.chain)];
+    return chainObjects(this.runner, this.chain, this.options.hookChains);
   }
 }

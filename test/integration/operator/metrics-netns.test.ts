@@ -22,7 +22,7 @@ const parse = parseExposition;
 
 const OBJECTS = {
   nftables: /^nft table inet wcf_agent present$/,
-  ipset: /^ipset wcf-blocklist present, iptables chain WCF-AGENT present$/,
+  ipset: /^ipset wcf-blocklist present, iptables chain WCF-AGENT present, iptables hook INPUT -> WCF-AGENT present, iptables hook FORWARD -> WCF-AGENT present$/,
 } as const;
 
 describe.each(['nftables', 'ipset'] as const)('metrics and doctor with netns, %s backend', (plugin) => {

@@ -71,6 +71,17 @@ describe('metrics endpoint of `run`', () => {
     expect(m.get('wcf_agent_dropped_packets_total')).toBe(0);
     expect(m.get('wcf_agent_dropped_bytes_total')).toBe(0);
     expect(m.get('wcf_agent_firewall_counters_read_ok')).toBe(1);
+    expect(m.get('wcf_agent_local_overrides{action="allow"}')).toBe(0);
+
+    // Local overrides: counted at scrape time; a local block's entry is counted with reason local.
+    expect((await runCli(['block', '198.51.100.77', '--for', '1h', '--config', path])).exitCode).toBe(0);
+    expect((await runCli(['allow', '198.51.100.78', '--config', path])).exitCode).toBe(0);
+    const o = await waitFor(async () => {
+      const s = parse(await (await fetch(url)).text());
+      return s.get('wcf_agent_entries_applied{reason="local"}') === 1 ? s : undefined;
+    }, 'a cycle applying the local block');
+    expect(o.get('wcf_agent_local_overrides{action="allow"}')).toBe(1);
+    expect(o.get('wcf_agent_local_overrides{action="block"}')).toBe(1);
 
     expect(await d.stop()).toBe(0);
     await expect(fetch(url)).rejects.toThrow();

@@ -14,7 +14,22 @@ afterAll(async () => {
   await sim?.close();
 });
 
-const LABELS = ['agent', 'last sync', 'last success', 'next sync', 'plugin', 'entries applied', 'enforcing', 'maximum_rules', 'score_threshold', 'sync_time', 'last full pull'];
+const LABELS = [
+  'agent',
+  'daemon',
+  'last sync',
+  'last success',
+  'next sync',
+  'plugin',
+  'firewall',
+  'entries applied',
+  'enforcing',
+  'local overrides',
+  'maximum_rules',
+  'score_threshold',
+  'sync_time',
+  'last full pull',
+];
 
 /** The label column (up to the first run of 2+ spaces) and where each value starts. */
 function rows(stdout: string) {
@@ -35,7 +50,16 @@ describe('status (human output)', () => {
     expect(rs.map((x) => x.label)).toEqual(LABELS);
     expect(new Set(rs.map((x) => x.column))).toEqual(new Set(['score_threshold'.length + 2]));
     const v = Object.fromEntries(rs.map((x) => [x.label, x.value]));
-    expect(v).toMatchObject({ agent: 'nobody-yet', 'last sync': 'never', plugin: '-', 'entries applied': '0', maximum_rules: '10000 (local default)' });
+    expect(v).toMatchObject({
+      agent: 'nobody-yet',
+      daemon: 'not running',
+      'last sync': 'never',
+      plugin: '-',
+      'entries applied': '0',
+      enforcing: 'no (dry run: nothing enforced)',
+      'local overrides': '0 allow, 0 block',
+      maximum_rules: '10000 (local default)',
+    });
   });
 
   it('after a sync: the cycle, its counts and the server settings, aligned, matching --json', async () => {
@@ -60,7 +84,10 @@ describe('status (human output)', () => {
     expect(v['last success']).toBe(iso);
     expect(v.plugin).toBe('dry-run');
     expect(v['entries applied']).toBe(`${j.applied} (${j.by_reason.manual} manual, ${j.by_reason.score} score)`);
-    expect(v.enforcing).toBe('yes');
+    // The dry-run backend writes a file: nothing is enforced, whatever the last sync says.
+    expect(v.enforcing).toBe('no (dry run: nothing enforced)');
+    expect(v.firewall).toBe('dry-run (rules rendered to a file only)');
+    expect(v.daemon).toBe('not running');
     expect(v.maximum_rules).toBe('300 (server)');
     expect(v.score_threshold).toBe('4 (server)');
     expect(v.sync_time).toBe('5 min (server)');

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { renderStatus, statusRows } from '../../../src/cli/commands/status.js';
 import type { CycleRecord } from '../../../src/agent/state.js';
 import type { SettingSources, Settings } from '../../../src/config/server.js';
+import { enforcingOf, type LiveStatus } from '../../../src/cli/status-live.js';
 
 const settings: Settings = { maximum_rules: 300, score_threshold: 4, sync_time: 5, running: true, version: null };
 const sources: SettingSources = { maximum_rules: 'server', score_threshold: 'server', sync_time: 'previous', running: 'server', version: 'local default' };
@@ -13,14 +14,38 @@ const cycle = (over: Partial<CycleRecord> = {}): CycleRecord => ({
   durationMs: 900,
   plugin: 'nftables',
   applied: 42,
-  byReason: { manual: 2, score: 40 },
+  byReason: { manual: 2, score: 40, local: 0 },
   skipped: { allowlist: 0, too_wide: 0, whitelist: 0, threshold: 0, cap: 0 },
   fullPull: true,
   running: true,
   ...over,
 });
 
-const LABELS = ['agent', 'last sync', 'last success', 'next sync', 'plugin', 'entries applied', 'enforcing', 'maximum_rules', 'score_threshold', 'sync_time', 'last full pull'];
+const LABELS = [
+  'agent',
+  'daemon',
+  'last sync',
+  'last success',
+  'next sync',
+  'plugin',
+  'firewall',
+  'entries applied',
+  'enforcing',
+  'local overrides',
+  'maximum_rules',
+  'score_threshold',
+  'sync_time',
+  'last full pull',
+];
+
+/** A daemon up for 2 h, the nft table intact with 42 entries. */
+const live = (over: Partial<LiveStatus> = {}): LiveStatus => ({
+  daemon: { pid: 4242, startedAt: NOW - 7200 },
+  lockPid: undefined,
+  firewall: { plugin: 'nftables', objects: [{ what: 'nft table inet wcf_agent', state: 'present' }], entries: 42 },
+  overrides: { allow: 1, block: 0 },
+  ...over,
+});
 
 /** label -> value, and the column each value starts at. */
 function parse(text: string) {
@@ -36,7 +61,7 @@ function parse(text: string) {
 describe('status (human output)', () => {
   it('labels in order, every value starting in one column after two spaces', () => {
     const s = { lastCycle: cycle(), lastSuccessAt: NOW - 125, nextSyncAt: NOW + 175, lastFullPullAt: NOW - 3600 };
-    const { lines, col, values } = parse(renderStatus(statusRows('agent-7', s, settings, sources, NOW)));
+    const { lines, col, values } = parse(renderStatus(statusRows('agent-7', s, settings, sources, NOW, live())));
     expect(lines.map((l) => l.slice(0, col).trimEnd())).toEqual(LABELS);
     for (const l of lines) {
       expect(l.slice(col - 2, col)).toBe('  ');
@@ -44,12 +69,15 @@ describe('status (human output)', () => {
     }
     expect(values).toEqual({
       agent: 'agent-7',
+      daemon: 'running, pid 4242, up 2h 00m',
       'last sync': '2027-01-15T07:57:55Z (2m 05s ago), ok',
       'last success': '2027-01-15T07:57:55Z',
       'next sync': '2027-01-15T08:02:55Z (in 2m 55s)',
       plugin: 'nftables',
+      firewall: 'nftables: 1 objects present, 42 entries',
       'entries applied': '42 (2 manual, 40 score)',
-      enforcing: 'yes',
+      enforcing: 'yes (42 entries in the kernel)',
+      'local overrides': '1 allow, 0 block',
       maximum_rules: '300 (server)',
       score_threshold: '4 (server)',
       sync_time: '5 min (previous)',
@@ -58,15 +86,40 @@ describe('status (human output)', () => {
   });
 
   it('before any sync: never, dashes, zero', () => {
-    const { values } = parse(renderStatus(statusRows('a', {}, { ...settings, running: false }, sources, NOW)));
-    expect(values).toMatchObject({ 'last sync': 'never', 'last success': '-', 'next sync': '-', plugin: '-', 'entries applied': '0', enforcing: 'no (running disabled)' });
+    const { values } = parse(renderStatus(statusRows('a', {}, { ...settings, running: false }, sources, NOW, live({ daemon: undefined }))));
+    expect(values).toMatchObject({ 'last sync': 'never', 'last success': '-', 'next sync': '-', plugin: '-', 'entries applied': '0', enforcing: 'no (running disabled)', daemon: 'not running' });
   });
 
   it('a failed cycle shows its code and a multi-line message on one line, keeping the columns', () => {
     const failed = cycle({ ok: false, code: 40, message: 'command failed: nft -f -: exit code 1: Error: Could not process rule\n  add element inet wcf_agent x\n  ^^^^' });
-    const text = renderStatus(statusRows('a', { lastCycle: failed }, settings, sources, NOW));
+    const text = renderStatus(statusRows('a', { lastCycle: failed }, settings, sources, NOW, live()));
     const { lines, values } = parse(text);
     expect(lines).toHaveLength(LABELS.length);
     expect(values['last sync']).toBe('2027-01-15T07:57:55Z (2m 05s ago), FAILED code 40: command failed: nft -f -: exit code 1: Error: Could not process rule add element inet wcf_agent x ^^^^');
+  });
+
+  it('no daemon: no next sync shown, even if a killed one left its time behind', () => {
+    const { values } = parse(renderStatus(statusRows('a', { lastCycle: cycle(), nextSyncAt: NOW + 100 }, settings, sources, NOW, live({ daemon: undefined, lockPid: 777 }))));
+    expect(values).toMatchObject({ daemon: 'not running; a cycle holds the lock (pid 777)', 'next sync': '-' });
+  });
+});
+
+describe('enforcing, from what the kernel holds', () => {
+  const table = (state: 'present' | 'absent') => ({ what: 'nft table inet wcf_agent', state });
+  it.each<[string, Partial<LiveStatus>, boolean, { enforcing: boolean | null; why: string }]>([
+    ['intact', {}, true, { enforcing: true, why: '42 entries in the kernel' }],
+    ['dry run', { firewall: { plugin: 'dry-run', objects: [], entries: null } }, true, { enforcing: false, why: 'dry run: nothing enforced' }],
+    ['running disabled', {}, false, { enforcing: false, why: 'running disabled' }],
+    ['flushed or never synced', { firewall: { plugin: 'nftables', objects: [table('absent')], entries: null } }, true, { enforcing: false, why: "none of the agent's objects is in the kernel (flushed, or never synced)" }],
+    [
+      'a hook deleted',
+      { firewall: { plugin: 'ipset', objects: [{ what: 'ipset s', state: 'present' }, { what: 'iptables hook INPUT -> WCF-AGENT', state: 'absent' }], entries: null } },
+      true,
+      { enforcing: false, why: 'missing from the kernel: iptables hook INPUT -> WCF-AGENT' },
+    ],
+    ['unreadable', { firewall: { plugin: 'nftables', objects: [{ what: 'nft table inet wcf_agent', state: 'unreadable', error: 'Operation not permitted' }], entries: null } }, true, { enforcing: null, why: 'cannot read nft table inet wcf_agent (Operation not permitted)' }],
+    ['no tool', { firewall: { plugin: null, objects: [], entries: null, error: 'no firewall tool found' } }, true, { enforcing: null, why: 'cannot read the firewall: no firewall tool found' }],
+  ])('%s', (_name, over, running, expected) => {
+    expect(enforcingOf(live(over), running)).toEqual(expected);
   });
 });

@@ -18,7 +18,7 @@ function outcome(over: Partial<CycleRecord> = {}, withPlan = true): CycleOutcome
     durationMs: 1500,
     plugin: 'dry-run',
     applied: 12,
-    byReason: { manual: 2, score: 10 },
+    byReason: { manual: 2, score: 10, local: 0 },
     skipped: { allowlist: 1, too_wide: 2, whitelist: 3, threshold: 400, cap: 5 },
     fullPull: true,
     running: true,
@@ -55,7 +55,7 @@ describe('AgentMetrics', () => {
   it('records cycles, selections and the last success', async () => {
     const m = new AgentMetrics({ defaultMetrics: false });
     m.observeCycle(outcome());
-    m.observeCycle(outcome({ ok: false, ts: 1_800_000_100, code: 20, byReason: { manual: 2, score: 10 } }, false));
+    m.observeCycle(outcome({ ok: false, ts: 1_800_000_100, code: 20, byReason: { manual: 2, score: 10, local: 0 } }, false));
     const s = await scrape(m);
     expect(s.get('wcf_agent_cycles_total{result="ok"}')).toBe(1);
     expect(s.get('wcf_agent_cycles_total{result="error"}')).toBe(1);

@@ -1,0 +1,31 @@
+/**
+ * The daemon's one writer at a time. Everything that writes the firewall or the
+ * state (a cycle, a local override being applied, a changed manual decision,
+ * anything else that re-asserts the set between cycles) runs through `run`, one
+ * job after the other in the order asked; the agent lock then keeps other
+ * processes (a manual `sync`, `allow` without a daemon) out as well.
+ */
+export class Writer {
+  private tail: Promise<unknown> = Promise.resolve();
+  private pending = 0;
+
+  /** True while a job runs or waits: periodic work that can simply come back later skips its turn. */
+  get busy(): boolean {
+    return this.pending > 0;
+  }
+
+  run<T>(job: () => Promise<T>): Promise<T> {
+    this.pending++;
+    const result = this.tail.then(job);
+    this.tail = result.then(
+      () => this.pending--,
+      () => this.pending--,
+    );
+    return result;
+  }
+
+  /** Resolves once every job asked so far has ended. */
+  async idle(): Promise<void> {
+    while (this.pending > 0) await this.tail;
+  }
+}

@@ -1,0 +1,162 @@
+import { FirewallError, LockHeldError, UsageError, errorMessage, exitCodeOf } from '../../errors.js';
+import { parseCidr, type Cidr } from '../../net/ipv4.js';
+import { activeOverrides, refuseBlock, refusalText, type LocalOverride } from '../../policy/overrides.js';
+import { localSettings } from '../../config/local-settings.js';
+import { askDaemon } from '../../agent/control-socket.js';
+import { withLock } from '../../agent/lock.js';
+import { applyLocal, baseFromApplied } from '../../agent/overrides-apply.js';
+import { loadOverrides, MAX_NOTE, saveOverrides, withOverride, withoutOverride } from '../../agent/overrides-store.js';
+import { localProtectedSet } from '../../agent/protect-applied.js';
+import { runningDaemon } from '../../agent/daemon-presence.js';
+import { escapeControls } from '../../safe-text.js';
+import type { AgentConfig } from '../../config/load.js';
+import type { Logger } from '../../log.js';
+import { duration, isoTime, printJson, table } from '../format.js';
+import { loadContext, openPlugin, openState, type GlobalOptions } from '../context.js';
+
+/** The overrides store has its own lock, held only while the file is rewritten (the agent lock may be a long cycle's). */
+const STORE_LOCK = 'overrides.lock';
+/** How long `allow`/`block` wait for the daemon to apply: it may first finish a cycle in flight. */
+const DAEMON_ANSWER_MS = 120_000;
+const UNIT_S: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86_400 };
+
+const epochNow = () => Math.floor(Date.now() / 1000);
+
+export function parseAddress(value: string): Cidr {
+  const r = parseCidr(value.trim());
+  if (!r.ok) throw new UsageError(`ADDRESS: ${r.error}`);
+  return r.cidr;
+}
+
+/** `--for 90s`, `30m`, `2h`, `7d` or plain seconds; undefined = until removed. */
+export function parseFor(value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const m = /^(\d{1,9})([smhd])?$/.exec(value.trim());
+  if (!m || Number(m[1]) === 0) throw new UsageError(`--for: expected a duration such as 90s, 30m, 2h or 7d, got ${JSON.stringify(value)}`);
+  return Number(m[1]) * UNIT_S[m[2] ?? 's']!;
+}
+
+export function parseNote(value: string | undefined): string | undefined {
+  if (value === undefined) return undefined;
+  if (value.length > MAX_NOTE) throw new UsageError(`--note: at most ${MAX_NOTE} characters`);
+  return value;
+}
+
+/**
+ * Tell the daemon to apply the overrides file, or apply it here under the
+ * agent lock when no daemon runs. Answers the line to print, or throws.
+ */
+async function enforceNow(config: AgentConfig, logger: Logger): Promise<string> {
+  let answer: string | undefined;
+  try {
+    answer = await askDaemon(config.state_dir, 'overrides', DAEMON_ANSWER_MS);
+  } catch (err) {
+    // The request stays queued in the daemon: it applies the file once the cycle in flight ends.
+    return `stored; the daemon is busy (${errorMessage(err)}) and applies it when its cycle ends`;
+  }
+  if (answer !== undefined) {
+    const daemon = runningDaemon(config.state_dir);
+    if (answer.startsWith('ok')) return `applied by the daemon${daemon ? ` (pid ${daemon.pid})` : ''}: ${escapeControls(answer.slice(3))}`;
+    throw new FirewallError(`the daemon could not apply it: ${escapeControls(answer.replace(/^error /, ''))}`);
+  }
+  const state = openState(config, logger);
+  const plugin = await openPlugin(config, logger, false);
+  const now = epochNow();
+  try {
+    const r = await withLock(config.state_dir, () =>
+      applyLocal({ config, state, plugin, logger, settings: state.small.settings ?? localSettings(config) }, baseFromApplied(state.loadApplied(plugin.name), now), now),
+    );
+    return `applied (no daemon running): ${r.applied} entries on ${plugin.name}`;
+  } catch (err) {
+    if (err instanceof LockHeldError) return `stored; a sync in progress (pid ${err.holder}) applies it`;
+    throw err;
+  }
+}
+
+function describe(o: LocalOverride, now: number): string {
+  const until = o.expiresAt === null ? 'until removed' : `for ${duration(o.expiresAt - now)} (until ${isoTime(o.expiresAt)})`;
+  return `${o.action === 'allow' ? 'allowed' : 'blocked'} ${o.cidr.text} ${until}`;
+}
+
+async function addOverride(action: 'allow' | 'block', address: string, opts: GlobalOptions & { for?: string; note?: string }): Promise<number> {
+  const cidr = parseAddress(address);
+  const seconds = parseFor(opts.for);
+  const note = parseNote(opts.note);
+  const { config, logger } = loadContext(opts);
+  const now = epochNow();
+  const state = openState(config, logger); // creates the state dir (0700) on first use
+  const override: LocalOverride = { cidr, action, createdAt: now, expiresAt: seconds === undefined ? null : now + seconds, ...(note !== undefined ? { note } : {}) };
+  await withLock(
+    config.state_dir,
+    async () => {
+      const list = loadOverrides(config.state_dir);
+      if (action === 'block') {
+        const allows = activeOverrides(list, now).filter((o) => o.action === 'allow' && o.cidr.text !== cidr.text);
+        const refusal = refuseBlock(cidr, { protectedSet: await localProtectedSet(config, state, logger), minPrefix: config.min_prefix, allows });
+        if (refusal) throw new UsageError(`ADDRESS: not blocked: ${refusalText(cidr, refusal)}`);
+      }
+      saveOverrides(config.state_dir, withOverride(list, override, now));
+    },
+    STORE_LOCK,
+  );
+  const line = describe(override, now);
+  try {
+    process.stdout.write(`${line}: ${await enforceNow(config, logger)}\n`);
+    return 0;
+  } catch (err) {
+    process.stderr.write(`wcf-agent: ${line} (stored in ${config.state_dir}), but not in the firewall yet: ${errorMessage(err)}\n`);
+    return exitCodeOf(err);
+  }
+}
+
+export const allowCommand = (address: string, opts: GlobalOptions & { for?: string; note?: string }) => addOverride('allow', address, opts);
+export const blockCommand = (address: string, opts: GlobalOptions & { for?: string; note?: string }) => addOverride('block', address, opts);
+
+export async function overridesListCommand(opts: GlobalOptions & { json?: boolean }): Promise<number> {
+  const { config } = loadContext(opts);
+  const now = epochNow();
+  const live = activeOverrides(loadOverrides(config.state_dir), now);
+  if (opts.json) {
+    await printJson({
+      overrides: live.map((o) => ({
+        address: o.cidr.text,
+        action: o.action,
+        created: o.createdAt,
+        expires: o.expiresAt,
+        expires_in: o.expiresAt === null ? null : o.expiresAt - now,
+        note: o.note ?? null,
+      })),
+    });
+    return 0;
+  }
+  if (live.length === 0) {
+    process.stdout.write('no local overrides\n');
+    return 0;
+  }
+  const rows = live.map((o) => [o.cidr.text, o.action, o.expiresAt === null ? 'never' : `${isoTime(o.expiresAt)} (in ${duration(o.expiresAt - now)})`, isoTime(o.createdAt), escapeControls(o.note ?? '')]);
+  process.stdout.write(table(['address', 'action', 'expires', 'created', 'note'], rows) + '\n');
+  return 0;
+}
+
+export async function overridesRemoveCommand(address: string, opts: GlobalOptions): Promise<number> {
+  const cidr = parseAddress(address);
+  const { config, logger } = loadContext(opts);
+  const now = epochNow();
+  openState(config, logger); // creates the state dir on first use
+  await withLock(
+    config.state_dir,
+    async () => {
+      const next = withoutOverride(loadOverrides(config.state_dir), cidr.text, now);
+      if (!next) throw new UsageError(`ADDRESS: no local override for ${cidr.text} (see wcf-agent overrides)`);
+      saveOverrides(config.state_dir, next);
+    },
+    STORE_LOCK,
+  );
+  try {
+    process.stdout.write(`removed the local override for ${cidr.text}: ${await enforceNow(config, logger)}\n`);
+    return 0;
+  } catch (err) {
+    process.stderr.write(`wcf-agent: removed the local override for ${cidr.text}, but the firewall is not updated yet: ${errorMessage(err)}\n`);
+    return exitCodeOf(err);
+  }
+}

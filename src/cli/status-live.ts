@@ -1,0 +1,69 @@
+import type { AgentConfig } from '../config/load.js';
+import type { Logger } from '../log.js';
+import type { OwnedObject, PluginName } from '../firewall/index.js';
+import { errorMessage } from '../errors.js';
+import { runningDaemon, type DaemonPresence } from '../agent/daemon-presence.js';
+import { lockHolder } from '../agent/lock.js';
+import { loadOverrides } from '../agent/overrides-store.js';
+import { countOverrides } from '../policy/overrides.js';
+import { openPlugin } from './context.js';
+
+/** What `status` reads besides state.json: the kernel, the daemon, the overrides. Read-only. */
+export interface LiveStatus {
+  daemon: DaemonPresence | undefined;
+  /** PID holding the agent lock (a cycle in progress), if any. */
+  lockPid: number | undefined;
+  firewall: {
+    plugin: PluginName | null;
+    objects: OwnedObject[];
+    /** Entries in the owned set now; null when it cannot be read (or for the dry run). */
+    entries: number | null;
+    /** Why the backend could not even be opened (no tool found). */
+    error?: string;
+  };
+  overrides: { allow: number; block: number } | { error: string };
+}
+
+export type Enforcing = { enforcing: boolean | null; why: string };
+
+/**
+ * Whether the firewall holds the agent's rules now, from the kernel's own
+ * answer: never "yes" with the dry run, with running disabled, with any owned
+ * object missing (after `flush`, before the first sync, after another tool
+ * removed a hook), or when the kernel cannot be read.
+ */
+export function enforcingOf(live: LiveStatus, running: boolean): Enforcing {
+  const fw = live.firewall;
+  if (fw.plugin === 'dry-run') return { enforcing: false, why: 'dry run: nothing enforced' };
+  if (!running) return { enforcing: false, why: 'running disabled' };
+  if (fw.error !== undefined) return { enforcing: null, why: `cannot read the firewall: ${fw.error}` };
+  const unreadable = fw.objects.filter((o) => o.state === 'unreadable');
+  if (unreadable.length) return { enforcing: null, why: `cannot read ${unreadable.map((o) => `${o.what} (${o.error ?? 'error'})`).join(', ')}` };
+  const missing = fw.objects.filter((o) => o.state === 'absent');
+  if (missing.length === fw.objects.length) return { enforcing: false, why: 'none of the agent\'s objects is in the kernel (flushed, or never synced)' };
+  if (missing.length) return { enforcing: false, why: `missing from the kernel: ${missing.map((o) => o.what).join(', ')}` };
+  return { enforcing: true, why: `${fw.entries ?? '?'} entries in the kernel` };
+}
+
+export async function readLiveStatus(config: AgentConfig, logger: Logger): Promise<LiveStatus> {
+  const now = Math.floor(Date.now() / 1000);
+  let overrides: LiveStatus['overrides'];
+  try {
+    overrides = countOverrides(loadOverrides(config.state_dir), now);
+  } catch (err) {
+    overrides = { error: errorMessage(err) };
+  }
+  const firewall: LiveStatus['firewall'] = { plugin: null, objects: [], entries: null };
+  try {
+    // Quiet: the auto-detection line would mix into the status output on a terminal.
+    const plugin = await openPlugin(config, logger.child({}, { level: 'warn' }), false);
+    firewall.plugin = plugin.name;
+    if (plugin.name !== 'dry-run') {
+      firewall.objects = await plugin.objects();
+      if (firewall.objects.every((o) => o.state === 'present')) firewall.entries = (await plugin.list()).length;
+    }
+  } catch (err) {
+    firewall.error = errorMessage(err);
+  }
+  return { daemon: runningDaemon(config.state_dir), lockPid: lockHolder(config.state_dir)?.pid, firewall, overrides };
+}

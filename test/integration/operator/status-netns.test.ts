@@ -1,0 +1,88 @@
+import { rmSync } from 'node:fs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startSimulator, type Simulator } from '../../simulator/index.js';
+import { runCli, writeConfig } from '../../helpers/cli.js';
+import { DaemonProcess } from '../../helpers/daemon.js';
+import { createLab, isRoot, type Lab } from '../../netns/netns.js';
+
+/**
+ * `status` tells what the kernel holds and whether a daemon runs, not what
+ * state.json last recorded: on real netfilter in a test namespace. Root required.
+ */
+interface StatusJson {
+  enforcing: boolean | null;
+  enforcing_reason: string;
+  daemon: { running: boolean; pid: number | null; started_at: number | null; uptime_seconds: number | null };
+  firewall: { plugin: string; objects: { what: string; state: string }[]; entries: number | null };
+  applied: number;
+  next_sync: number | null;
+}
+
+/** How each backend loses its hook, as firewalld or an admin's script would do it. */
+const DELETE_HOOK = {
+  nftables: { commands: [['nft', 'flush', 'chain', 'inet', 'wcf_agent', 'input'], ['nft', 'delete', 'chain', 'inet', 'wcf_agent', 'input']], missing: 'nft chain input' },
+  ipset: { commands: [['iptables', '-D', 'INPUT', '-j', 'WCF-AGENT']], missing: 'iptables hook INPUT -> WCF-AGENT' },
+} as const;
+
+describe.each(['nftables', 'ipset'] as const)('status on real netfilter, %s backend', (plugin) => {
+  let sim: Simulator;
+  let lab: Lab;
+  let dir: string | undefined;
+  let d: DaemonProcess | undefined;
+
+  beforeAll(async () => {
+    if (!isRoot) throw new Error('the netfilter tests need root (CAP_NET_ADMIN) to create network namespaces');
+    sim = await startSimulator({ indicators: 100, seed: 37, agentConfig: { maximum_rules: '100', score_threshold: '4', sync_time: '5', running: 'true' } });
+    lab = await createLab();
+  });
+  afterAll(async () => {
+    await d?.stop();
+    await lab?.destroy();
+    await sim?.close();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  const status = async (path: string): Promise<{ json: StatusJson; text: Record<string, string> }> => {
+    const j = await runCli(['status', '--json', '--config', path]);
+    expect(j.exitCode, j.stderr).toBe(0);
+    const t = await runCli(['status', '--config', path]);
+    const text = Object.fromEntries(t.stdout.split('\n').map((l) => [l.slice(0, 17).trim(), l.slice(17)]));
+    return { json: JSON.parse(j.stdout) as StatusJson, text };
+  };
+
+  it('never "enforcing yes" before any sync, with a hook deleted, or after flush; yes with the daemon running, naming its PID', async () => {
+    const c = writeConfig({ agid: sim.agid, base_url: sim.url, token: sim.token, plugin, netns: lab.host.name, retries: 0, jitter_seconds: 0, decision_poll_seconds: 0 });
+    dir = c.dir;
+
+    const before = await status(c.path);
+    expect(before.json).toMatchObject({ enforcing: false, enforcing_reason: "none of the agent's objects is in the kernel (flushed, or never synced)", daemon: { running: false, pid: null } });
+    expect(before.text.enforcing).toBe("no (none of the agent's objects is in the kernel (flushed, or never synced))");
+    expect(before.text.daemon).toBe('not running');
+
+    d = new DaemonProcess(c.path, { WCF_AGENT_MINUTE_MS: '60000' });
+    await d.waitForLog(/^cycle done/);
+    const running = await status(c.path);
+    expect(running.json.daemon).toMatchObject({ running: true, pid: d.pid });
+    expect(running.json.daemon.uptime_seconds).toBeGreaterThanOrEqual(0);
+    expect(running.json.enforcing).toBe(true);
+    expect(running.json.firewall.entries).toBe(running.json.applied);
+    expect(running.json.next_sync).toEqual(expect.any(Number));
+    expect(running.text.daemon).toMatch(new RegExp(`^running, pid ${d.pid}, up \\d+s$`));
+    expect(running.text.enforcing).toBe(`yes (${running.json.applied} entries in the kernel)`);
+
+    // A stopped daemon is not "running", and its next sync is not promised.
+    expect(await d.stop()).toBe(0);
+    const stopped = await status(c.path);
+    expect(stopped.json).toMatchObject({ daemon: { running: false }, next_sync: null, enforcing: true });
+
+    for (const [cmd, ...args] of DELETE_HOOK[plugin].commands) await lab.host.exec(cmd!, args);
+    const hookless = await status(c.path);
+    expect(hookless.json.enforcing).toBe(false);
+    expect(hookless.json.enforcing_reason).toBe(`missing from the kernel: ${DELETE_HOOK[plugin].missing}`);
+    expect(hookless.text.enforcing).toBe(`no (missing from the kernel: ${DELETE_HOOK[plugin].missing})`);
+
+    expect((await runCli(['flush', '--config', c.path])).exitCode).toBe(0);
+    const flushed = await status(c.path);
+    expect(flushed.json).toMatchObject({ enforcing: false, enforcing_reason: "none of the agent's objects is in the kernel (flushed, or never synced)" });
+  });
+});
