@@ -53,13 +53,19 @@ export interface DaemonFigure {
   median: { firstCycleMs: number; applied: number; heldLastMB: number; heldMaxMB: number; peakMB: number };
 }
 
+/** Where `node` finds the agent's entry point (`--entry`: another build of it, to compare two; its shebang gives the Node flags). */
+let distCli = join(ROOT, 'dist/cli.js');
+export function useAgentEntry(path: string): void {
+  distCli = path;
+}
+
 /** The command line of the agent in the given form. */
 export function agentCommand(form: AgentForm, args: readonly string[]): [string, string[]] {
   if (form === 'binary') {
     if (!existsSync(BINARY)) throw new Error(`${BINARY} missing: npm run build:binary first`);
     return [BINARY, [...args]];
   }
-  return [process.execPath, [...agentNodeFlags(), join(ROOT, 'dist/cli.js'), ...args]];
+  return [process.execPath, [...agentNodeFlags(distCli), distCli, ...args]];
 }
 
 /** Resident figures of a live process, MB (10^6 bytes). */
