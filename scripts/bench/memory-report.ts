@@ -37,7 +37,7 @@ export function memoryTargets(daemon: DaemonFigure[]): MemTarget[] {
     out.push({ what: `daemon 10k ${f.plugin}: RSS after ${f.cycles} cycles`, limit: '<= 72 MB', measured: mb(f.median.heldLastMB), met: f.median.heldLastMB <= 72 });
     out.push({ what: `daemon 10k ${f.plugin}: peak RSS`, limit: '<= 90 MB', measured: mb(f.median.peakMB), met: f.median.peakMB <= 90 });
   }
-  for (const f of pick(100_000, false)) out.push({ what: `daemon 100k ${f.plugin}: peak RSS of the first full sync`, limit: '<= 132 MB', measured: mb(f.median.peakMB), met: f.median.peakMB <= 132 });
+  for (const f of pick(100_000, false)) out.push({ what: `daemon 100k ${f.plugin}: peak RSS over ${f.cycles} cycles, the first a full sync`, limit: '<= 132 MB', measured: mb(f.median.peakMB), met: f.median.peakMB <= 132 });
   for (const f of pick(1_000_000, true)) {
     out.push({ what: `daemon 1M all selected ${f.plugin}: peak RSS`, limit: '<= 400 MB', measured: mb(f.median.peakMB), met: f.median.peakMB <= 400 });
     out.push({ what: `daemon 1M all selected ${f.plugin}: held between cycles`, limit: '<= 200 MB', measured: mb(f.median.heldMaxMB), met: f.median.heldMaxMB <= 200 });
