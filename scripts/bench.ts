@@ -2,7 +2,7 @@
  * The agent's benchmark (issue #7). Not a test: figures depend on the machine.
  *
  *   npm run bench [-- --sizes 10000,100000,1000000] [--runs 3] [--quick]
- *                 [--only sync,incremental,apply,naive] [--naive-sizes 1000,10000]
+ *                 [--only sync,incremental,apply,naive,daemon,idle,peers] [--naive-sizes 1000,10000]
  *                 [--out results] [--cpu-prof]
  *   npm run bench -- --from results/bench.json     (tables and charts again, nothing measured)
  *
@@ -19,7 +19,9 @@
  *   of the same entries;
  * - the naive way: one `iptables -A` process per address (larger sizes
  *   extrapolated linearly, marked);
- * - peak RSS of the agent process (GNU time %M = VmHWM) for each sync.
+ * - peak RSS of the agent process (GNU time %M = VmHWM) for each sync;
+ * - the daemon (`wcf-agent run`): peak and held RSS over a few cycles (bench/daemon.ts);
+ *   opt-in: its idle CPU over 10 minutes, and CrowdSec's bouncer side by side (bench/peers.ts).
  *
  * Prints a table on stdout and writes results/bench.json, results/bench-time.svg
  * and results/bench-rss.svg. `--cpu-prof` runs the agent under
@@ -97,6 +99,7 @@ function parseOptions() {
     process.stdout.write(
       'usage: npm run bench -- [--sizes 10000,100000,1000000] [--runs 3] [--quick] [--only sync,incremental,apply,naive]\n' +
         '                        [--naive-sizes 1000,10000] [--incremental-sizes 100000,1000000] [--out DIR] [--cpu-prof]\n' +
+        '       (idle and peers run only when --only names them)\n' +
         '       npm run bench -- --from results/bench.json [--out DIR]   tables and charts again from saved results\n' +
         '       daemon: [--daemon-sizes 10000,100000,1000000] [--daemon-plugins nftables,ipset] [--all-selected-sizes 1000000]\n' +
         '               [--cycles 3] [--gap-ms 4000] [--agent node|binary] [--entry dist/cli.js (another build, to compare)]\n' +
