@@ -97,7 +97,7 @@ function parseOptions() {
   });
   if (values.help) {
     process.stdout.write(
-      'usage: npm run bench -- [--sizes 10000,100000,1000000] [--runs 3] [--quick] [--only sync,incremental,apply,naive]\n' +
+      'usage: npm run bench -- [--sizes 10000,100000,1000000] [--runs 3] [--quick] [--only sync,incremental,apply,naive,daemon,idle,peers]\n' +
         '                        [--naive-sizes 1000,10000] [--incremental-sizes 100000,1000000] [--out DIR] [--cpu-prof]\n' +
         '       (idle and peers run only when --only names them)\n' +
         '       npm run bench -- --from results/bench.json [--out DIR]   tables and charts again from saved results\n' +
