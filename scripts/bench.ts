@@ -2,7 +2,7 @@
  * The agent's benchmark (issue #7). Not a test: figures depend on the machine.
  *
  *   npm run bench [-- --sizes 10000,100000,1000000] [--runs 3] [--quick]
- *                 [--only sync,incremental,apply,naive] [--naive-sizes 1000,10000]
+ *                 [--only sync,incremental,apply,naive,daemon,idle,peers] [--naive-sizes 1000,10000]
  *                 [--out results] [--cpu-prof]
  *   npm run bench -- --from results/bench.json     (tables and charts again, nothing measured)
  *
@@ -19,7 +19,9 @@
  *   of the same entries;
  * - the naive way: one `iptables -A` process per address (larger sizes
  *   extrapolated linearly, marked);
- * - peak RSS of the agent process (GNU time %M = VmHWM) for each sync.
+ * - peak RSS of the agent process (GNU time %M = VmHWM) for each sync;
+ * - the daemon (`wcf-agent run`): peak and held RSS over a few cycles (bench/daemon.ts);
+ *   opt-in: its idle CPU over 10 minutes, and CrowdSec's bouncer side by side (bench/peers.ts).
  *
  * Prints a table on stdout and writes results/bench.json, results/bench-time.svg
  * and results/bench-rss.svg. `--cpu-prof` runs the agent under
@@ -41,11 +43,16 @@ import { benchNaive, type NaiveFigure } from './bench/naive.js';
 import { cleanupNow, createBenchNetns, onExit, useBenchNetns } from './bench/netns.js';
 import { log, sizeLabel } from './bench/stats.js';
 import { benchSync, SCORE_THRESHOLD, type SyncFigure } from './bench/sync.js';
+import { benchDaemon, idleCpu, useAgentEntry, type AgentForm, type DaemonFigure, type IdleFigure } from './bench/daemon.js';
+import { benchPeers, type PeerFigure } from './bench/peers.js';
+import { daemonChart, memoryRows, memoryTargets, peerCharts } from './bench/memory-report.js';
 
-const FIGURES = ['sync', 'incremental', 'apply', 'naive'] as const;
+const FIGURES = ['sync', 'incremental', 'apply', 'naive', 'daemon', 'idle', 'peers'] as const;
 type FigureName = (typeof FIGURES)[number];
+/** Figures left out unless `--only` names them: the idle figure takes 10 minutes, the peer needs CrowdSec's packages. */
+const OPT_IN: readonly FigureName[] = ['idle', 'peers'];
 /** Worker groups, in the order they run. */
-const GROUPS = ['sync', 'apply', 'naive'] as const;
+const GROUPS = ['sync', 'apply', 'naive', 'daemon', 'idle', 'peers'] as const;
 type Group = (typeof GROUPS)[number];
 type Options = ReturnType<typeof parseOptions>;
 
@@ -53,7 +60,12 @@ interface GroupResult {
   sync: SyncFigure[];
   apply: ApplyResult[];
   naive: NaiveFigure[];
+  daemon: DaemonFigure[];
+  idle: IdleFigure[];
+  peers: PeerFigure[];
 }
+
+const emptyResult = (): GroupResult => ({ sync: [], apply: [], naive: [], daemon: [], idle: [], peers: [] });
 
 function parseOptions() {
   const { values } = parseArgs({
@@ -66,6 +78,15 @@ function parseOptions() {
       'incremental-sizes': { type: 'string' },
       out: { type: 'string', default: join(import.meta.dirname, '../results') },
       'cpu-prof': { type: 'boolean', default: false },
+      'daemon-sizes': { type: 'string' },
+      'daemon-plugins': { type: 'string' },
+      'all-selected-sizes': { type: 'string' },
+      cycles: { type: 'string' },
+      'gap-ms': { type: 'string' },
+      agent: { type: 'string' },
+      entry: { type: 'string' },
+      'idle-minutes': { type: 'string' },
+      'peer-sizes': { type: 'string' },
       from: { type: 'string' },
       help: { type: 'boolean', short: 'h', default: false },
       // Internal: run one group of figures in the given namespace, print its results as JSON.
@@ -76,9 +97,13 @@ function parseOptions() {
   });
   if (values.help) {
     process.stdout.write(
-      'usage: npm run bench -- [--sizes 10000,100000,1000000] [--runs 3] [--quick] [--only sync,incremental,apply,naive]\n' +
+      'usage: npm run bench -- [--sizes 10000,100000,1000000] [--runs 3] [--quick] [--only sync,incremental,apply,naive,daemon,idle,peers]\n' +
         '                        [--naive-sizes 1000,10000] [--incremental-sizes 100000,1000000] [--out DIR] [--cpu-prof]\n' +
+        '       (idle and peers run only when --only names them)\n' +
         '       npm run bench -- --from results/bench.json [--out DIR]   tables and charts again from saved results\n' +
+        '       daemon: [--daemon-sizes 10000,100000,1000000] [--daemon-plugins nftables,ipset] [--all-selected-sizes 1000000]\n' +
+        '               [--cycles 3] [--gap-ms 4000] [--agent node|binary] [--entry dist/cli.js (another build, to compare)]\n' +
+        '       idle (opt-in): [--idle-minutes 10]; peers (opt-in, CrowdSec): [--peer-sizes 10000,100000]\n' +
         '--quick = --sizes 10000,100000 --runs 1 --naive-sizes 1000 (flags given explicitly still win)\n',
     );
     process.exit(0);
@@ -90,7 +115,7 @@ function parseOptions() {
       return n;
     });
   const q = values.quick;
-  const only = (values.only ?? FIGURES.join(',')).split(',').map((s) => s.trim()) as FigureName[];
+  const only = (values.only ?? FIGURES.filter((f) => !OPT_IN.includes(f)).join(',')).split(',').map((s) => s.trim()) as FigureName[];
   for (const f of only) if (!FIGURES.includes(f)) throw new Error(`--only: unknown figure ${f} (${FIGURES.join(', ')})`);
   const sizes = list(values.sizes, q ? '10000,100000' : '10000,100000,1000000');
   const runs = Number(values.runs ?? (q ? '1' : '3'));
@@ -103,25 +128,55 @@ function parseOptions() {
     incrementalSizes: list(values['incremental-sizes'], '100000,1000000').filter((n) => sizes.includes(n)),
     out: values.out,
     cpuProf: values['cpu-prof'],
+    daemonSizes: list(values['daemon-sizes'], q ? '10000,100000' : '10000,100000,1000000'),
+    daemonPlugins: (values['daemon-plugins'] ?? 'nftables,ipset').split(',').map((p) => {
+      if (p !== 'nftables' && p !== 'ipset') throw new Error(`--daemon-plugins: nftables or ipset, not ${p}`);
+      return p;
+    }),
+    allSelectedSizes: list(values['all-selected-sizes'], '1000000'),
+    cycles: positive('--cycles', values.cycles ?? '3'),
+    gapMs: positive('--gap-ms', values['gap-ms'] ?? '4000'),
+    agent: agentForm(values.agent ?? 'node'),
+    entry: values.entry,
+    idleMinutes: positive('--idle-minutes', values['idle-minutes'] ?? '10'),
+    peerSizes: list(values['peer-sizes'], '10000'),
     from: values.from,
     worker: values.worker as Group | undefined,
     netns: values.netns,
   };
 }
 
+function positive(flag: string, v: string): number {
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 1) throw new Error(`${flag}: a positive integer, not ${v}`);
+  return n;
+}
+
+function agentForm(v: string): AgentForm {
+  if (v !== 'node' && v !== 'binary') throw new Error(`--agent: node or binary, not ${v}`);
+  return v;
+}
+
 /** One group of figures, in this process (a worker). */
 async function runGroup(o: Options, group: Group, nsName: string): Promise<GroupResult> {
   const ns = useBenchNetns(nsName);
   const want = (f: FigureName) => o.only.includes(f);
-  const r: GroupResult = { sync: [], apply: [], naive: [] };
+  const r = emptyResult();
+  if (o.entry) useAgentEntry(o.entry);
   if (group === 'sync') {
     const nodeArgs = o.cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${join(o.out, 'prof')}`] : [];
     r.sync = await benchSync({ ns, sizes: o.sizes, incrementalSizes: want('incremental') ? o.incrementalSizes : [], runs: o.runs, nodeArgs });
     if (!want('sync')) r.sync = r.sync.filter((f) => f.kind !== 'full');
   } else if (group === 'apply') {
     r.apply = await benchApply({ runner: ns.runner, sizes: o.sizes, runs: o.runs, backends: ['ipset', 'nftables'] });
-  } else {
+  } else if (group === 'naive') {
     r.naive = await benchNaive(ns, o.naiveSizes, o.sizes, o.runs);
+  } else if (group === 'daemon') {
+    r.daemon = await benchDaemon({ ns, sizes: o.daemonSizes, plugins: o.daemonPlugins, allSelectedSizes: o.allSelectedSizes, runs: o.runs, cycles: o.cycles, gapMs: o.gapMs, agent: o.agent });
+  } else if (group === 'idle') {
+    r.idle = [await idleCpu(ns, 10_000, o.idleMinutes, o.agent)];
+  } else {
+    r.peers = await benchPeers({ sizes: o.peerSizes, runs: o.runs, agent: o.agent });
   }
   return r;
 }
@@ -244,7 +299,7 @@ function charts(sync: SyncFigure[], apply: ApplyResult[], naive: NaiveFigure[], 
 }
 
 /** The results table and the targets table, on stdout; answers the targets. */
-function printResults({ sync, apply, naive }: GroupResult): Target[] {
+function printResults({ sync, apply, naive, daemon = [], idle = [], peers = [] }: GroupResult): Target[] {
   const rows: string[][] = [['figure', 'size', 'median', 'peak RSS', 'details']];
   for (const f of sync) {
     const t = f.median.timings;
@@ -274,9 +329,10 @@ function printResults({ sync, apply, naive }: GroupResult): Target[] {
       `${n.perAddressMs.toFixed(2)} ms per address${n.extrapolated ? ', linear from the largest measured (a lower bound)' : ''}`,
     ]);
   }
+  rows.push(...memoryRows(daemon, idle, peers));
   console.log();
   printTable(rows, [2, 3]);
-  const tgt = targets(sync, apply);
+  const tgt = [...targets(sync, apply), ...memoryTargets(daemon)];
   if (tgt.length) {
     console.log();
     printTable([['target', 'limit', 'measured', 'met'], ...tgt.map((t) => [t.what, t.limit, t.measured, t.met ? 'yes' : 'NO'])], [2]);
@@ -288,7 +344,7 @@ function printResults({ sync, apply, naive }: GroupResult): Target[] {
 async function main(): Promise<void> {
   const o = parseOptions();
   if (o.worker) {
-    if (!GROUPS.includes(o.worker) || !o.netns) throw new Error('--worker needs a group (sync, apply, naive) and --netns');
+    if (!GROUPS.includes(o.worker) || !o.netns) throw new Error(`--worker needs a group (${GROUPS.join(', ')}) and --netns`);
     process.stdout.write(JSON.stringify(await runGroup(o, o.worker, o.netns)));
     return;
   }
@@ -306,16 +362,13 @@ async function main(): Promise<void> {
   log(`bench: namespace ${ns.name}; sizes ${o.sizes.join(',')}; runs ${o.runs}; figures ${o.only.join(',')}`);
   const started = new Date();
 
-  const wanted: Record<Group, boolean> = { sync: want('sync') || want('incremental'), apply: want('apply'), naive: want('naive') };
-  const results: GroupResult = { sync: [], apply: [], naive: [] };
+  const wanted: Record<Group, boolean> = { sync: want('sync') || want('incremental'), apply: want('apply'), naive: want('naive'), daemon: want('daemon'), idle: want('idle'), peers: want('peers') };
+  const results = emptyResult();
   for (const g of GROUPS) {
     if (!wanted[g]) continue;
     const r = await runWorker(g, ns.name);
-    results.sync.push(...r.sync);
-    results.apply.push(...r.apply);
-    results.naive.push(...r.naive);
+    for (const k of GROUPS) (results[k] as unknown[]).push(...r[k]);
   }
-  const { sync, apply, naive } = results;
   const tgt = printResults(results);
 
   const result = {
@@ -331,10 +384,8 @@ async function main(): Promise<void> {
       nft: version('nft', ['-v']),
       iptables: version('iptables', ['-V']),
     },
-    options: { sizes: o.sizes, runs: o.runs, only: o.only, naiveSizes: o.naiveSizes, incrementalSizes: o.incrementalSizes, cpuProf: o.cpuProf, scoreThreshold: SCORE_THRESHOLD },
-    sync,
-    apply,
-    naive,
+    options: { sizes: o.sizes, runs: o.runs, only: o.only, naiveSizes: o.naiveSizes, incrementalSizes: o.incrementalSizes, cpuProf: o.cpuProf, scoreThreshold: SCORE_THRESHOLD, daemonSizes: o.daemonSizes, daemonPlugins: o.daemonPlugins, allSelectedSizes: o.allSelectedSizes, cycles: o.cycles, gapMs: o.gapMs, agent: o.agent, idleMinutes: o.idleMinutes, peerSizes: o.peerSizes },
+    ...results,
     targets: tgt,
   };
   writeFileSync(join(o.out, 'bench.json'), `${JSON.stringify(result, null, 2)}\n`);
@@ -342,10 +393,17 @@ async function main(): Promise<void> {
   log(`bench: wrote ${join(o.out, 'bench.json')}, bench-time.svg, bench-rss.svg`);
 }
 
-function writeCharts(dir: string, { sync, apply, naive }: GroupResult, runs: number): void {
+function writeCharts(dir: string, { sync, apply, naive, daemon = [], peers = [] }: GroupResult, runs: number): void {
   const svg = charts(sync, apply, naive, runs);
-  writeFileSync(join(dir, 'bench-time.svg'), svg.time);
+  if (sync.length || apply.length || naive.length) writeFileSync(join(dir, 'bench-time.svg'), svg.time);
   if (sync.some((f) => f.kind === 'full')) writeFileSync(join(dir, 'bench-rss.svg'), svg.rss);
+  const d = daemonChart(daemon, runs);
+  if (d) writeFileSync(join(dir, 'bench-daemon-rss.svg'), d);
+  const p = peerCharts(peers, runs);
+  if (p) {
+    writeFileSync(join(dir, 'bench-peers-rss.svg'), p.rss);
+    writeFileSync(join(dir, 'bench-peers-time.svg'), p.time);
+  }
 }
 
 main()

@@ -21,11 +21,12 @@ export interface SimProcess {
   close(): Promise<void>;
 }
 
-export async function startSimulatorProcess(indicators: number, seed: number): Promise<SimProcess> {
+/** `now`: the simulator's clock at start (epoch s), default the real clock. */
+export async function startSimulatorProcess(indicators: number, seed: number, now?: number): Promise<SimProcess> {
   // Node with tsx's loader directly (no tsx wrapper process), so one kill ends it.
   const child: ChildProcess = spawn(
     process.execPath,
-    ['--import', 'tsx', 'test/simulator/main.ts', '--port', '0', '--indicators', String(indicators), '--seed', String(seed)],
+    ['--import', 'tsx', 'test/simulator/main.ts', '--port', '0', '--indicators', String(indicators), '--seed', String(seed), ...(now === undefined ? [] : ['--now', String(now)])],
     { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] },
   );
   onExit(() => child.kill('SIGKILL'));

@@ -29,8 +29,8 @@ const CLI = join(ROOT, 'dist/cli.js');
  * which the single binary embeds too. Spawning `node dist/cli.js` skips the shebang, so the
  * benchmark passes them itself and measures the agent as it is shipped.
  */
-export function agentNodeFlags(): string[] {
-  const m = /^#!\/usr\/bin\/env -S node(?: (.*))?$/.exec(readFileSync(CLI, 'utf8').split('\n')[0]!);
+export function agentNodeFlags(entry: string = CLI): string[] {
+  const m = /^#!\/usr\/bin\/env -S node(?: (.*))?$/.exec(readFileSync(entry, 'utf8').split('\n')[0]!);
   return m?.[1] ? m[1].split(' ') : [];
 }
 const TIME = '/usr/bin/time';
