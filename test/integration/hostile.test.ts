@@ -88,7 +88,12 @@ describe('a server that trickles its answer', () => {
       expect(failed.code).toBe('WCF_ERR_API_UNREACHABLE');
       await d.waitForLog(/^cycle done/, 1, 60_000);
       const ips = (text: string) => text.split('\n').filter((l) => l.startsWith('add ')).map((l) => l.split(' ')[2]).sort();
-      expect(ips(readFileSync(cfg.rules, 'utf8'))).toEqual(ips(cfg.good));
+      // The same feed, a little later: scores only decay, so the set is the good one less any entry that
+      // crossed the threshold meanwhile (under load the failed cycle can take tens of seconds).
+      const after = ips(readFileSync(cfg.rules, 'utf8'));
+      const good = ips(cfg.good);
+      expect(after.filter((ip) => !good.includes(ip))).toEqual([]);
+      expect(after.length).toBeGreaterThanOrEqual(Math.floor(good.length * 0.95));
     } finally {
       expect(await d.stop()).toBe(0);
     }

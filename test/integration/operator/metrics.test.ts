@@ -76,6 +76,8 @@ describe('metrics endpoint of `run`', () => {
     // Local overrides: counted at scrape time; a local block's entry is counted with reason local.
     expect((await runCli(['block', '198.51.100.77', '--for', '1h', '--config', path])).exitCode).toBe(0);
     expect((await runCli(['allow', '198.51.100.78', '--config', path])).exitCode).toBe(0);
+    // The next cycle is a minute away: a reload runs one at once, and its record counts the local block.
+    d.signal('SIGHUP');
     const o = await waitFor(async () => {
       const s = parse(await (await fetch(url)).text());
       return s.get('wcf_agent_entries_applied{reason="local"}') === 1 ? s : undefined;
