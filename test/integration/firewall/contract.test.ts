@@ -7,7 +7,7 @@ import { ADDR, Netns, snapshot, wrapRunner } from '../../netns/netns.js';
 import { expect } from 'vitest';
 import { NAMES } from './common.js';
 import { contractSuite, type ContractBackend } from './contract.js';
-import { chainSources, hookCount, ipsetEntries, nftElements } from './kernel.js';
+import { chainSources, hookCount, ipsetEntries, nftElements, hookRule } from './kernel.js';
 
 /** One line no tool accepts: 192.0.2.300 is not an address. */
 const BAD = '192.0.2.300';
@@ -91,11 +91,15 @@ const ipset: ContractBackend = {
     expect(kernel.get(ADDR.blocked)).toBeGreaterThan(290);
     expect(kernel.get(ADDR.blocked)).toBeLessThanOrEqual(300);
     const rules = await ns.exec('iptables', ['-S', NAMES.chainName]);
-    expect(rules).toContain(`-A ${NAMES.chainName} -m set --match-set ${NAMES.setName} src -j DROP`);
-    expect(rules.split('\n').filter((l) => l.startsWith('-A'))).toHaveLength(1);
+    expect(rules.split('\n').filter((l) => l.startsWith('-A'))).toEqual([
+      `-A ${NAMES.chainName} -m comment --comment wcf-agent`,
+      `-A ${NAMES.chainName} -m set --match-set ${NAMES.setName} src -j DROP`,
+    ]);
+    // The set carries the ownership marker, an element that can match nothing.
+    expect(await ns.exec('ipset', ['save', NAMES.setName])).toContain(`add ${NAMES.setName} 255.255.255.255 timeout 0 nomatch comment "wcf-agent"`);
     expect(await hookCount(ns, 'INPUT')).toBe(1);
     expect(await hookCount(ns, 'FORWARD')).toBe(1);
-    expect((await ns.exec('iptables', ['-S', 'INPUT'])).split('\n')[1]).toBe(`-A INPUT -j ${NAMES.chainName}`);
+    expect((await ns.exec('iptables', ['-S', 'INPUT'])).split('\n')[1]).toBe(hookRule('INPUT'));
     expect((await ns.exec('ipset', ['list', '-n'])).split('\n').filter(Boolean)).toEqual([NAMES.setName]); // no temp set left
   },
 };

@@ -70,22 +70,42 @@ describe('doctor checks', () => {
     expect(toolsCheck('dry-run', tools([]))).toMatchObject({ status: 'ok' });
   });
 
-  it('firewall objects: present ok, absent warn, unreadable warn; read-only commands', async () => {
+  it('firewall objects: present ok, absent warn, unreadable warn, not the agent\'s fail; read-only commands', async () => {
     const nftList = 'nft -j -t list table inet wcf_agent';
-    expect(await objectsCheck(plugin('nftables', runner({ [nftList]: '{"nftables": []}' })))).toMatchObject({ status: 'ok' });
+    const nftText = 'nft -t list table inet wcf_agent';
+    const marked = JSON.stringify({
+      nftables: [
+        { table: { family: 'inet', name: 'wcf_agent' } },
+        { set: { family: 'inet', table: 'wcf_agent', name: 'wcf-blocklist', type: 'ipv4_addr', flags: ['interval', 'timeout'], comment: 'wcf-agent' } },
+        { chain: { family: 'inet', table: 'wcf_agent', name: 'input', type: 'filter', hook: 'input', prio: -5, policy: 'accept' } },
+      ],
+    });
+    expect(await objectsCheck(plugin('nftables', runner({ [nftList]: marked })))).toMatchObject({ status: 'ok' });
+    // An admin's table of that name (no marker, other contents): a failure naming it.
+    const foreign = JSON.stringify({ nftables: [{ table: { family: 'inet', name: 'wcf_agent' } }, { set: { family: 'inet', table: 'wcf_agent', name: 'admins', type: 'ipv4_addr' } }] });
+    expect(await objectsCheck(plugin('nftables', runner({ [nftList]: foreign, [nftText]: 'table inet wcf_agent {\n\tset admins {\n' })))).toMatchObject({
+      status: 'fail',
+      message: expect.stringMatching(/^not the agent's: nft table inet wcf_agent \(no "wcf-agent" comment/),
+    });
     expect(await objectsCheck(plugin('nftables', runner({ [nftList]: absent('Error: No such file or directory') })))).toMatchObject({
       status: 'warn',
       message: expect.stringMatching(/not created yet \(the first sync creates it\)/),
     });
     const ipsetN = 'ipset list -n';
     const iptS = 'iptables -w 10 -t filter -S';
-    const filter = '-P INPUT ACCEPT\n-N WCF-AGENT\n-A INPUT -j WCF-AGENT\n';
-    expect(await objectsCheck(plugin('ipset', runner({ [ipsetN]: 'other\nwcf-blocklist\n', [iptS]: filter })))).toMatchObject({ status: 'ok' });
+    const ipsetT = 'ipset list -t wcf-blocklist';
+    const header = 'Name: wcf-blocklist\nType: hash:net\nHeader: family inet hashsize 1024 maxelem 65536 timeout 0 comment bucketsize 12\n';
+    const filter = '-P INPUT ACCEPT\n-N WCF-AGENT\n-A INPUT -m comment --comment wcf-agent -j WCF-AGENT\n-A WCF-AGENT -m comment --comment wcf-agent\n';
+    expect(await objectsCheck(plugin('ipset', runner({ [ipsetN]: 'other\nwcf-blocklist\n', [ipsetT]: header, [iptS]: filter })))).toMatchObject({ status: 'ok' });
+    expect(await objectsCheck(plugin('ipset', runner({ [ipsetN]: 'wcf-blocklist\n', [ipsetT]: header.replace(' timeout 0 comment', ''), [iptS]: filter })))).toMatchObject({
+      status: 'fail',
+      message: expect.stringMatching(/ipset wcf-blocklist/),
+    });
     expect(await objectsCheck(plugin('ipset', runner({ [ipsetN]: 'other\n', [iptS]: '-P INPUT ACCEPT\n-N WCF-AGENT-OTHER\n' })))).toMatchObject({
       status: 'warn',
       message: expect.stringMatching(/absent/),
     });
-    expect(await objectsCheck(plugin('ipset', runner({ [ipsetN]: 'wcf-blocklist\n', [iptS]: '-P INPUT ACCEPT\n' })))).toMatchObject({
+    expect(await objectsCheck(plugin('ipset', runner({ [ipsetN]: 'wcf-blocklist\n', [ipsetT]: header, [iptS]: '-P INPUT ACCEPT\n' })))).toMatchObject({
       status: 'warn',
       message: expect.stringMatching(/incomplete/),
     });
