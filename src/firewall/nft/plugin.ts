@@ -123,6 +123,7 @@ export class NftablesPlugin extends KernelPlugin implements FirewallPlugin {
   }
 
   async list(): Promise<string[]> {
+    if (this.ownership(await this.structure()).kind === 'foreign') return [];
     const parsed = await this.elements();
     return parsed ? sortCidrTexts(parsed.entries.keys()) : [];
   }
