@@ -2,12 +2,12 @@ import { errorMessage, WcfError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { AgentConfig } from '../config/load.js';
 import type { ThreatIntelApi } from '../api/threat-intel.js';
-import { timeoutUntil, type FirewallPlugin } from '../firewall/index.js';
+import type { FirewallPlugin } from '../firewall/index.js';
 import type { Settings } from '../config/server.js';
-import { liveEntries, previousSettings, type CycleOutcome } from './cycle.js';
+import { previousSettings, type CycleOutcome } from './cycle.js';
+import { appliedEntries } from './reassert.js';
 import { runBoundedCycle } from './bounded-cycle.js';
 import { withLock } from './lock.js';
-import { toCidr } from '../net/ipv4.js';
 import type { StateStore } from './state.js';
 import { Scheduler } from './scheduler.js';
 
@@ -113,10 +113,7 @@ export class Daemon {
       this.logger.info({ plugin: plugin.name }, 'no last known good set to restore');
       return;
     }
-    const entries = liveEntries(last, now).flatMap((e) => {
-      const cidr = toCidr(e.cidr);
-      return cidr ? [{ cidr, timeoutSeconds: timeoutUntil(e.expiresAt, now) }] : [];
-    });
+    const entries = appliedEntries(last, now);
     try {
       const r = await plugin.apply(entries, { capacity: this.settings.maximum_rules, appliedBefore: true });
       this.logger.info({ plugin: plugin.name, entries: entries.length, added: r.added, since: last.ts }, `restored the last known good set (${entries.length} entries) before any network call`);

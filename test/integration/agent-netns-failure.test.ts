@@ -75,7 +75,7 @@ describe('ipset backend: a failed apply keeps the kernel as it was', () => {
 
   const config = () => writeConfig({ agid: sim.agid, base_url: sim.url, token: sim.token, plugin: 'ipset', netns: lab.host.name, retries: 0 });
 
-  it('a set of another type under the agent’s set name: exit 4, code 30, nothing changed', async () => {
+  it('a set of another type under the agent’s set name: not the agent’s, exit 4, code 31, nothing changed', async () => {
     // Someone else's hash:ip set named like the agent's set (ipset cannot swap across types).
     await lab.host.exec('ipset', ['create', 'wcf-blocklist', 'hash:ip']);
     await lab.host.exec('ipset', ['add', 'wcf-blocklist', ADDR.allowed]);
@@ -87,13 +87,13 @@ describe('ipset backend: a failed apply keeps the kernel as it was', () => {
       expect(r.exitCode, r.stderr).toBe(4);
       const out = parseSync(r);
       expect(out.ok).toBe(false);
-      expect(out.code).toBe(30);
-      expect(out.error).toBe('WCF_ERR_FIREWALL');
-      expect(out.message).toMatch(/hash:ip/);
+      expect(out.code).toBe(31);
+      expect(out.error).toBe('WCF_ERR_NOT_OWNED');
+      expect(out.message).toMatch(/^ipset set wcf-blocklist exists and was not created by wcf-agent \(type hash:ip/);
       expect(out.applied).toBe(0);
       // The report got through and says so.
       expect(sim.reports.length).toBeGreaterThan(reports);
-      expect(lastReport(sim)).toMatchObject({ code: 30, plugin: 'ipset', blacklist: [] });
+      expect(lastReport(sim)).toMatchObject({ code: 31, plugin: 'ipset', blacklist: [] });
       // Kernel untouched: the foreign set keeps its entry, no chain or hook appeared.
       expect(await snapshot(lab.host)).toEqual(before);
       expect(await ipsetEntries(lab.host)).toEqual([ADDR.allowed]);

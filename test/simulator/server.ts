@@ -149,7 +149,7 @@ export class SimServer {
             res.socket?.destroy();
             return;
           case 'http500':
-            return sendMessage(res, 500, fault.options.message ?? 'simulated internal error');
+            return sendMessage(res, fault.options.status ?? 500, fault.options.message ?? 'simulated internal error');
           case 'unauthorized':
             return sendMessage(res, 401, 'token expired');
           case 'badJson':

@@ -1,4 +1,6 @@
-import { loadContext, openState, type GlobalOptions } from '../context.js';
+import { loadContext, openPlugin, openState, type GlobalOptions } from '../context.js';
+import { errorMessage } from '../../errors.js';
+import type { OwnedObject, PluginName } from '../../firewall/index.js';
 import { duration, isoTime, printJson, table } from '../format.js';
 import { localSettings } from '../../config/local-settings.js';
 import type { SmallState } from '../../agent/state.js';
@@ -8,8 +10,31 @@ import { LOCAL_DEFAULT_SOURCES, type SettingSources, type Settings } from '../..
 /** One line of text: a multi-line error (a firewall tool's stderr) must not break the label column. */
 const oneLine = (text: string) => escapeControls(text.replace(/\s*\n\s*/g, ' ').trim());
 
-/** The label/value rows of `status` (human output), from the state dir's small state. */
-export function statusRows(agid: string, s: SmallState, settings: Settings, sources: SettingSources, now: number): string[][] {
+/** What the firewall holds of the agent's objects now: read, or why it could not be. */
+export type FirewallView = { objects: OwnedObject[] } | { error: string };
+
+/**
+ * Whether the agent is enforcing: never "yes" while a hook, chain, table or set
+ * is missing (a firewall reload removed it) or belongs to someone else, whatever
+ * the last cycle recorded. `enforcing` is null when the firewall cannot be read.
+ */
+export function enforcingState(settings: Settings, view: FirewallView | undefined): { enforcing: boolean | null; text: string } {
+  if (!settings.running) return { enforcing: false, text: 'no (running disabled)' };
+  if (view === undefined) return { enforcing: true, text: 'yes' };
+  if ('error' in view) return { enforcing: null, text: `unknown: cannot read the firewall (${oneLine(view.error)}); run status as root` };
+  const missing = view.objects.filter((o) => o.state === 'absent').map((o) => o.what);
+  const foreign = view.objects.filter((o) => o.state === 'foreign').map((o) => o.what);
+  const unreadable = view.objects.filter((o) => o.state === 'unreadable');
+  if (missing.length || foreign.length) {
+    const parts = [...(missing.length ? [`missing ${missing.join(', ')}`] : []), ...(foreign.length ? [`not the agent's: ${foreign.join(', ')}`] : [])];
+    return { enforcing: false, text: `NO: ${parts.join('; ')} (the next cycle re-creates what is missing)` };
+  }
+  if (unreadable.length) return { enforcing: null, text: `unknown: cannot read ${unreadable.map((o) => o.what).join(', ')}; run status as root` };
+  return { enforcing: true, text: 'yes' };
+}
+
+/** The label/value rows of `status` (human output), from the state dir's small state and the firewall's objects. */
+export function statusRows(agid: string, s: SmallState, settings: Settings, sources: SettingSources, now: number, view?: FirewallView): string[][] {
   const c = s.lastCycle;
   return [
     ['agent', agid],
@@ -18,7 +43,7 @@ export function statusRows(agid: string, s: SmallState, settings: Settings, sour
     ['next sync', s.nextSyncAt ? `${isoTime(s.nextSyncAt)} (in ${duration(s.nextSyncAt - now)})` : '-'],
     ['plugin', c?.plugin ?? '-'],
     ['entries applied', c ? `${c.applied} (${c.byReason.manual} manual, ${c.byReason.score} score)` : '0'],
-    ['enforcing', settings.running ? 'yes' : 'no (running disabled)'],
+    ['enforcing', enforcingState(settings, view).text],
     ['maximum_rules', `${settings.maximum_rules} (${sources.maximum_rules})`],
     ['score_threshold', `${settings.score_threshold} (${sources.score_threshold})`],
     ['sync_time', `${settings.sync_time} min (${sources.sync_time})`],
@@ -31,7 +56,21 @@ export function renderStatus(rows: string[][]): string {
   return table(['', ''], rows).split('\n').slice(2).join('\n') + '\n';
 }
 
-/** What the agent did last and will do next, from the state dir only (no network, no firewall). */
+const PLUGINS: readonly string[] = ['ipset', 'nftables', 'iptables', 'dry-run'];
+
+/** The agent's firewall objects, read-only, with the backend the last cycle used (else the configured one). */
+async function readFirewall(opts: GlobalOptions, last: string | undefined): Promise<FirewallView> {
+  const { config, logger } = loadContext(opts);
+  try {
+    const only = last !== undefined && PLUGINS.includes(last) ? (last as PluginName) : undefined;
+    const plugin = await openPlugin(config, logger, false, only);
+    return { objects: await plugin.objects() };
+  } catch (err) {
+    return { error: errorMessage(err) };
+  }
+}
+
+/** What the agent did last and will do next, from the state dir, and whether its firewall objects are all there (read-only; no network). */
 export async function statusCommand(opts: GlobalOptions & { json?: boolean }): Promise<number> {
   const { config, logger } = loadContext(opts);
   const state = openState(config, logger);
@@ -40,6 +79,8 @@ export async function statusCommand(opts: GlobalOptions & { json?: boolean }): P
   const sources = s.sources ?? LOCAL_DEFAULT_SOURCES;
   const c = s.lastCycle;
   const now = Math.floor(Date.now() / 1000);
+  const view = settings.running ? await readFirewall(opts, c?.plugin) : undefined;
+  const enforcing = enforcingState(settings, view);
   const out = {
     agid: config.agid,
     config_path: config.configPath,
@@ -59,11 +100,13 @@ export async function statusCommand(opts: GlobalOptions & { json?: boolean }): P
     last_full_pull: s.lastFullPullAt ?? null,
     settings,
     sources,
+    enforcing: enforcing.enforcing,
+    firewall_objects: view && 'objects' in view ? view.objects : null,
   };
   if (opts.json) {
     await printJson(out);
     return 0;
   }
-  process.stdout.write(renderStatus(statusRows(config.agid, s, settings, sources, now)));
+  process.stdout.write(renderStatus(statusRows(config.agid, s, settings, sources, now, view)));
   return 0;
 }
