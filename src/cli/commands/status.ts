@@ -27,7 +27,8 @@ export function enforcingState(settings: Settings, view: FirewallView | undefine
   const unreadable = view.objects.filter((o) => o.state === 'unreadable');
   if (missing.length || foreign.length) {
     const parts = [...(missing.length ? [`missing ${missing.join(', ')}`] : []), ...(foreign.length ? [`not the agent's: ${foreign.join(', ')}`] : [])];
-    return { enforcing: false, text: `NO: ${parts.join('; ')} (the next cycle re-creates what is missing)` };
+    const hint = missing.length ? ' (the next cycle re-creates what is missing)' : ' (choose another name in config.json)';
+    return { enforcing: false, text: `NO: ${parts.join('; ')}${hint}` };
   }
   if (unreadable.length) return { enforcing: null, text: `unknown: cannot read ${unreadable.map((o) => o.what).join(', ')}; run status as root` };
   return { enforcing: true, text: 'yes' };

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { renderStatus, statusRows } from '../../../src/cli/commands/status.js';
+import { enforcingState, renderStatus, statusRows } from '../../../src/cli/commands/status.js';
 import type { CycleRecord } from '../../../src/agent/state.js';
 import type { SettingSources, Settings } from '../../../src/config/server.js';
 
@@ -68,5 +68,19 @@ describe('status (human output)', () => {
     const { lines, values } = parse(text);
     expect(lines).toHaveLength(LABELS.length);
     expect(values['last sync']).toBe('2027-01-15T07:57:55Z (2m 05s ago), FAILED code 40: command failed: nft -f -: exit code 1: Error: Could not process rule add element inet wcf_agent x ^^^^');
+  });
+
+  it('never says enforcing while a hook, chain or set is missing or not the agent’s, whatever the last cycle said', () => {
+    const present = (what: string) => ({ what, state: 'present' as const });
+    const all = { objects: [present('ipset wcf-blocklist'), present('iptables chain WCF-AGENT'), present('iptables hook INPUT -> WCF-AGENT')] };
+    expect(enforcingState(settings, all)).toEqual({ enforcing: true, text: 'yes' });
+    const hookGone = { objects: [...all.objects.slice(0, 2), { what: 'iptables hook INPUT -> WCF-AGENT', state: 'absent' as const }] };
+    const row = (view: Parameters<typeof statusRows>[5]) => parse(renderStatus(statusRows('a', { lastCycle: cycle() }, settings, sources, NOW, view))).values.enforcing;
+    expect(row(hookGone)).toBe('NO: missing iptables hook INPUT -> WCF-AGENT (the next cycle re-creates what is missing)');
+    expect(enforcingState(settings, hookGone).enforcing).toBe(false);
+    const foreign = { objects: [{ what: 'nft table inet myfw', state: 'foreign' as const, error: 'no marker' }] };
+    expect(row(foreign)).toBe("NO: not the agent's: nft table inet myfw (choose another name in config.json)");
+    expect(enforcingState(settings, { error: 'ipset: Operation not permitted' })).toEqual({ enforcing: null, text: expect.stringMatching(/^unknown: cannot read the firewall \(ipset: Operation not permitted\)/) });
+    expect(enforcingState({ ...settings, running: false }, hookGone)).toEqual({ enforcing: false, text: 'no (running disabled)' });
   });
 });
