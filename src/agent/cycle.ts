@@ -211,6 +211,14 @@ async function enforce(deps: CycleDeps, plugin: FirewallPlugin, plan: PlanResult
   return { apply, entries: selected.entries.map((e) => ({ cidr: e.cidr.text, reason: e.reason, expiresAt: e.expiresAt })) };
 }
 
+/** Record what the apply left marked as the agent's (cleared when running is off and the objects were flushed). */
+function recordOwned(state: StateStore, plugin: string, apply: ApplyResult | undefined, now: number): void {
+  const objects = apply?.owned ? [...apply.owned] : [];
+  const prev = state.small.owned;
+  if (prev === undefined ? objects.length === 0 : prev.plugin === plugin && prev.objects.join('\n') === objects.join('\n')) return;
+  state.update({ owned: objects.length ? { plugin, objects, since: now } : undefined });
+}
+
 /** The cycle's apply result, with what the re-assertion before the pull repaired in front. */
 function mergeRepairs(reassert: ApplyResult | undefined, apply: ApplyResult | undefined): ApplyResult | undefined {
   if (!reassert) return apply;
@@ -250,6 +258,7 @@ export async function runCycle(deps: CycleDeps, plugin: FirewallPlugin): Promise
     clock.lap('cache');
     await reasserted;
     enforced = await enforce(deps, plugin, plan, now);
+    recordOwned(state, plugin.name, enforced.apply, now);
     clock.lap('apply');
     state.saveApplied({ ts: now, plugin: plugin.name, entries: enforced.entries });
     clock.lap('save');

@@ -77,6 +77,8 @@ export interface ApplyResult {
   readonly mode: 'full' | 'delta' | 'none';
   /** Things the plugin found missing and re-created this cycle (self-healing); the plugin has logged them. */
   readonly repaired: readonly string[];
+  /** The objects this apply left in the kernel marked as the agent's (recorded in the state). */
+  readonly owned?: readonly string[];
 }
 
 /** Packets and bytes dropped (or rejected) by the agent's own rules since they were created. */

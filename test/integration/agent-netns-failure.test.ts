@@ -39,7 +39,7 @@ async function ipsetEntries(ns: Netns, set = 'wcf-blocklist'): Promise<string[]>
   const out = await ns.exec('ipset', ['save', set]);
   return out
     .split('\n')
-    .filter((l) => l.startsWith('add '))
+    .filter((l) => l.startsWith('add ') && !l.includes(' nomatch ')) // not the ownership marker
     .map((l) => l.split(' ')[2]!)
     .sort();
 }
@@ -173,7 +173,7 @@ describe('nftables backend: a failed apply keeps the kernel as it was', () => {
     await sim?.close();
   });
 
-  it('a table of the agent’s name owned by another process: exit 4, code 30, nothing changed', async () => {
+  it('a table of the agent’s name owned by another process: not the agent’s, exit 4, code 31, nothing changed', async () => {
     // `flags owner`: only the process that created the table (its netlink socket) may change it.
     holder = execa('ip', ['netns', 'exec', ns.name, 'nft', '-i'], { reject: false, stdin: 'pipe', stdout: 'ignore', stderr: 'ignore' });
     holder.stdin!.write(
@@ -189,10 +189,11 @@ describe('nftables backend: a failed apply keeps the kernel as it was', () => {
       const r = await runCli(['sync', '--once', '--json', '--config', cfg.path]);
       expect(r.exitCode, r.stderr).toBe(4);
       const out = parseSync(r);
-      expect(out.code).toBe(30);
-      expect(out.error).toBe('WCF_ERR_FIREWALL');
-      expect(out.message).toMatch(/Operation not permitted/);
-      expect(lastReport(sim)).toMatchObject({ code: 30, plugin: 'nftables', blacklist: [] });
+      // Unmarked and not the agent's shape: refused as someone else's before any write.
+      expect(out.code).toBe(31);
+      expect(out.error).toBe('WCF_ERR_NOT_OWNED');
+      expect(out.message).toMatch(/^nft table inet wcf_agent exists and was not created by wcf-agent/);
+      expect(lastReport(sim)).toMatchObject({ code: 31, plugin: 'nftables', blacklist: [] });
       expect(await snapshot(ns)).toEqual(before);
     } finally {
       rmSync(cfg.dir, { recursive: true, force: true });

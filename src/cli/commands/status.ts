@@ -101,6 +101,7 @@ export async function statusCommand(opts: GlobalOptions & { json?: boolean }): P
     last_full_pull: s.lastFullPullAt ?? null,
     settings,
     sources,
+    owned: s.owned ?? null,
     enforcing: enforcing.enforcing,
     firewall_objects: view && 'objects' in view ? view.objects : null,
   };

@@ -171,7 +171,7 @@ export class IpsetPlugin extends KernelPlugin implements FirewallPlugin {
 
     // --- chain, rule, hooks (after the set: the rule needs the set to exist)
     await this.ensureChain(filter, repairs, chainOwner.kind === 'legacy');
-    return this.done(repairs, { what: 'ipset set and iptables chain', fields: { set: this.setName, chain: this.chain } }, diff, mode, wanted.length);
+    return this.done(repairs, { what: 'ipset set and iptables chain', fields: { set: this.setName, chain: this.chain }, owned: [`ipset set ${this.setName}`, `iptables chain ${this.chain}`] }, diff, mode, wanted.length);
   }
 
   private checkSetType(current: IpsetSaveParsed): void {

@@ -119,7 +119,7 @@ export class NftablesPlugin extends KernelPlugin implements FirewallPlugin {
     else if (mode === 'full') await this.transaction(renderNftRefill(this.layout, wanted));
     else if (mode === 'delta') await this.transaction(renderNftDelta(this.layout, diff.add, diff.del));
 
-    return this.done(repairs, { what: 'nft table', fields: { table: this.layout.table, set: this.layout.set } }, diff, mode, wanted.length);
+    return this.done(repairs, { what: 'nft table', fields: { table: this.layout.table, set: this.layout.set }, owned: [this.tableWhat] }, diff, mode, wanted.length);
   }
 
   async list(): Promise<string[]> {

@@ -74,7 +74,7 @@ export class IptablesPlugin extends KernelPlugin implements FirewallPlugin {
     for (const f of hooks.fixes) repairs.note(f);
     lines.push(...hooks.lines);
     await iptablesRestore(this.runner, lines);
-    return this.done(repairs, { what: 'iptables chain', fields: { chain: this.chain } }, { ...diff, updated: 0 }, rebuild ? 'full' : 'none', wanted.length);
+    return this.done(repairs, { what: 'iptables chain', fields: { chain: this.chain }, owned: [`iptables chain ${this.chain}`] }, { ...diff, updated: 0 }, rebuild ? 'full' : 'none', wanted.length);
   }
 
   /** An earlier version's chain: only its per-entry rules, no marker. */

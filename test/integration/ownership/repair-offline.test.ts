@@ -12,6 +12,7 @@ import { ADDR, createLab, isRoot, type Lab } from '../../netns/netns.js';
  */
 
 interface StatusJson {
+  owned: { plugin: string; objects: string[] } | null;
   enforcing: boolean | null;
   firewall_objects: Array<{ what: string; state: string }> | null;
 }
@@ -22,6 +23,7 @@ const BACKENDS = [
     // What `iptables -F` in a firewall reload does: every rule goes, the agent's hooks and its chain's rules too.
     removeHooks: (lab: Lab) => lab.host.exec('iptables', ['-F']),
     gone: /iptables hook INPUT -> WCF-AGENT/,
+    owned: ['ipset set wcf-blocklist', 'iptables chain WCF-AGENT'],
   },
   {
     plugin: 'nftables',
@@ -29,10 +31,11 @@ const BACKENDS = [
       for (const hook of ['input', 'forward']) await lab.host.exec('nft', ['delete', 'chain', 'inet', 'wcf_agent', hook]);
     },
     gone: /nft chain inet wcf_agent input/,
+    owned: ['nft table inet wcf_agent'],
   },
 ] as const;
 
-describe.each(BACKENDS)('$plugin: hooks removed while the API is down', ({ plugin, removeHooks, gone }) => {
+describe.each(BACKENDS)('$plugin: hooks removed while the API is down', ({ plugin, removeHooks, gone, owned }) => {
   let sim: Simulator;
   let lab: Lab;
   let cfg: { path: string; dir: string };
@@ -62,7 +65,10 @@ describe.each(BACKENDS)('$plugin: hooks removed while the API is down', ({ plugi
     const first = await runCli(['sync', '--once', '--json', '--config', cfg.path]);
     expect(first.exitCode, first.stderr).toBe(0);
     expect(await lab.connect(ADDR.blocked)).toBe('timeout');
-    expect((await status()).json.enforcing).toBe(true);
+    const healthy = (await status()).json;
+    expect(healthy.enforcing).toBe(true);
+    // The state records what the agent created and marked as its own.
+    expect(healthy.owned).toMatchObject({ plugin, objects: owned });
 
     await removeHooks(lab);
     expect(await lab.connect(ADDR.blocked)).toBe('connected');
