@@ -5,7 +5,8 @@ import { normalizeEntries, sortCidrTexts, type KernelEntry } from '../entries.js
 import { createRunner, stderrMatches, withFailingLine } from '../exec.js';
 import { KernelPlugin, type Repairs } from '../kernel-plugin.js';
 import { tempSetName } from '../names.js';
-import { markerRule, type Ownership } from '../ownership.js';
+import { markerRule } from '../ownership.js';
+import { setObject, setOwnership } from './ownership.js';
 import type { ApplyOptions, ApplyResult, CommandRunner, DropCounters, FirewallEntry, FirewallPlugin, OwnedObject, PluginOptions } from '../plugin.js';
 import { anyHook, effectiveHooks, iptablesRestore, planHooks, readFilter, type FilterState } from '../xtables/filter.js';
 import { chainCounters, chainObjects, chainOwnership, failIfReferenced, removeOwnedChain } from '../xtables/owned-chain.js';
@@ -25,21 +26,6 @@ interface KernelRead {
   readonly filter: FilterState;
   /** When the set was read (ms since the epoch): its remaining timeouts are as of then. */
   readonly at: number;
-}
-
-/**
- * Whose set this is (see ownership.ts): marked, or exactly what an earlier
- * version made (hash:net, family inet, per-entry timeouts, plain entries only).
- */
-function setOwnership(current: IpsetSaveParsed | undefined): Ownership {
-  if (current === undefined) return { kind: 'absent' };
-  if (current.marked) return { kind: 'own' };
-  const family = current.createOptions.get('family') ?? 'inet';
-  if (current.type === 'hash:net' && family === 'inet' && current.createOptions.get('timeout') === '0' && current.odd === 0) return { kind: 'legacy' };
-  return {
-    kind: 'foreign',
-    why: `type ${current.type ?? '?'} family ${family}${current.createOptions.has('timeout') ? '' : ' without timeouts'}${current.odd ? `, ${current.odd} entries with options the agent never sets` : ''}, and no wcf-agent marker element`,
-  };
 }
 
 /**
@@ -287,26 +273,10 @@ export class IpsetPlugin extends KernelPlugin implements FirewallPlugin {
     return chainCounters(this.runner, this.chain);
   }
 
-  /**
-   * The set, the chain and each hook. The set is judged from its header only
-   * (`ipset list -t`: no members, cheap at a million entries): a set of another
-   * type or without timeouts is foreign; the marker itself is checked by apply.
-   */
+  /** The set, the chain and each hook (read-only). */
   async objects(): Promise<OwnedObject[]> {
-    const what = `ipset ${this.setName}`;
-    let set: OwnedObject;
-    try {
-      if (!(await this.setNames()).has(this.setName)) set = { what, state: 'absent' };
-      else {
-        const header = (await this.runner.run('ipset', ['list', '-t', this.setName])).stdout;
-        const agentShaped = /^Type: hash:net$/m.test(header) && /^Header: family inet .* timeout 0( |$)/m.test(header);
-        set = agentShaped ? { what, state: 'present' } : { what, state: 'foreign', error: 'not a hash:net set with timeouts, as the agent makes' };
-      }
-    } catch (err) {
-      set = { what, state: 'unreadable', error: errorMessage(err) };
-    }
     const hooks = (filter: FilterState) => effectiveHooks(this.options.hookChains, filter);
-    return [set, ...(await chainObjects(this.runner, this.chain, hooks, this.legacyChain))];
+    return [await setObject(this.runner, this.setName), ...(await chainObjects(this.runner, this.chain, hooks, this.legacyChain))];
   }
 
   /** Destroy a set; retry briefly while the kernel still holds a reference from a just-deleted rule. */
