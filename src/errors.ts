@@ -12,6 +12,7 @@ export type ErrorCode =
   | 'WCF_ERR_API_RESPONSE'
   | 'WCF_ERR_AGENT_UNKNOWN'
   | 'WCF_ERR_FIREWALL'
+  | 'WCF_ERR_NOT_OWNED'
   | 'WCF_ERR_STATE'
   | 'WCF_ERR_GUARD'
   | 'WCF_ERR_DNS';
@@ -104,8 +105,8 @@ export class AgentUnknownError extends WcfError {
 export class FirewallError extends WcfError {
   readonly command: string | undefined;
   readonly stderr: string | undefined;
-  constructor(message: string, details: { command?: string; stderr?: string; cause?: unknown } = {}) {
-    super('WCF_ERR_FIREWALL', message, { cause: details.cause });
+  constructor(message: string, details: { command?: string; stderr?: string; cause?: unknown } = {}, code: ErrorCode = 'WCF_ERR_FIREWALL') {
+    super(code, message, { cause: details.cause });
     this.command = details.command;
     this.stderr = details.stderr;
   }
@@ -117,6 +118,24 @@ export class FirewallError extends WcfError {
       stderr: err instanceof FirewallError ? err.stderr : undefined,
       cause: err,
     });
+  }
+}
+
+/**
+ * A firewall object with one of the agent's configured names exists and was not
+ * created by the agent (no ownership marker, and not the exact shape an earlier
+ * version made): the agent refuses to touch it. `object` names it for people.
+ */
+export class NotOwnedError extends FirewallError {
+  readonly object: string;
+  constructor(object: string, why: string) {
+    super(
+      `${object} exists and was not created by wcf-agent (${why}); refusing to take it over. ` +
+        'Choose another name in config.json (set_name, chain_name, table_name), or remove that object if it is a leftover',
+      {},
+      'WCF_ERR_NOT_OWNED',
+    );
+    this.object = object;
   }
 }
 
@@ -171,6 +190,7 @@ export const ERROR_CODES: Record<ErrorCode, CodeMapping> = {
   WCF_ERR_API_RESPONSE: { exit: 3, report: 23, describe: 'API answer unusable (bad JSON, wrong shape, too large)' },
   WCF_ERR_AGENT_UNKNOWN: { exit: 3, report: 24, describe: 'the API has no record for this agid, and this agent never had one (check agid)' },
   WCF_ERR_FIREWALL: { exit: 4, report: 30, describe: 'firewall command failed; previous set kept' },
+  WCF_ERR_NOT_OWNED: { exit: 4, report: 32, describe: 'a firewall object with the configured name belongs to someone else; nothing was changed' },
   WCF_ERR_STATE: { exit: 4, report: 40, describe: 'state directory unreadable or unwritable' },
   WCF_ERR_GUARD: { exit: 0, report: 50, describe: 'shrink guard held back a pull that would remove too much at once' },
   WCF_ERR_DNS: { exit: 4, report: 31, describe: 'resolver command or file failed; previous DNS state kept' },

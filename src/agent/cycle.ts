@@ -21,6 +21,7 @@ import { saveDecisionsCache } from './decisions-cache.js';
 import { saveFeedCacheAfterApply } from './feed-cache-write.js';
 import { PhaseClock, type PhaseTimings } from './timings.js';
 import { applyDnsStep, finishDnsPlan, startUrlPull, type DnsPlan, type DnsStepRecord } from './dns-step.js';
+import { reassertMissing } from './reassert.js';
 
 export interface CycleDeps {
   config: AgentConfig;
@@ -232,8 +233,23 @@ async function enforce(deps: CycleDeps, plugin: FirewallPlugin, plan: PlanResult
   return { apply, entries: selected.entries.map((e) => ({ cidr: e.cidr.text, reason: e.reason, expiresAt: e.expiresAt })) };
 }
 
+/** Record what the apply left marked as the agent's (cleared when running is off and the objects were flushed). */
+function recordOwned(state: StateStore, plugin: string, apply: ApplyResult | undefined, now: number): void {
+  const objects = apply?.owned ? [...apply.owned] : [];
+  const prev = state.small.owned;
+  if (prev === undefined ? objects.length === 0 : prev.plugin === plugin && prev.objects.join('\n') === objects.join('\n')) return;
+  state.update({ owned: objects.length ? { plugin, objects, since: now } : undefined });
+}
+
+/** The cycle's apply result, with what the re-assertion before the pull repaired in front. */
+function mergeRepairs(reassert: ApplyResult | undefined, apply: ApplyResult | undefined): ApplyResult | undefined {
+  if (!reassert) return apply;
+  if (!apply) return reassert;
+  return { ...apply, repaired: [...reassert.repaired, ...apply.repaired] };
+}
+
 /**
- * One sync cycle: pull and select, persist what the pull learnt, enforce,
+ * One sync cycle: re-assert missing firewall objects, pull and select, persist what the pull learnt, enforce,
  * save the applied set, record, report. A failed pull or apply leaves the
  * previously applied set in place; the error is reported with a non-zero
  * `code` when the report call can get through. The outcome carries the
@@ -255,13 +271,20 @@ export async function runCycle(deps: CycleDeps, plugin: FirewallPlugin): Promise
   // Computed without the API, so a cycle whose pull fails still has it (see dropNewlyProtected below).
   const protectedSet = localProtectedSet(config, state, logger, { rememberApi: rememberApiIn(state) });
   protectedSet.catch(() => undefined); // awaited by computePlan or below; not unhandled meanwhile
-  // The firewall's current state is read while the API calls run (read-only; see FirewallPlugin.prefetch).
-  plugin.prefetch?.();
+  // Missing hooks, chain/table or set are put back from the last applied set (through the protected
+  // set) while the API calls run, whatever the pull brings; the kernel read for the apply (read-only;
+  // see FirewallPlugin.prefetch) follows it, and the apply below waits for both.
+  const reasserted = reassertMissing(plugin, state, previousSettings(deps).settings, protectedSet, logger, now).then((r) => {
+    plugin.prefetch?.();
+    return r;
+  });
   try {
     const pulled = persistPull(await computePlan({ ...deps, now: () => now, clock, protectedSet, onAgentRecord: (s) => (agentRecord = s) }, true), state, now);
     ({ plan, fullPull, saveCache } = pulled);
     clock.lap('cache');
+    await reasserted;
     enforced = await enforce(deps, plugin, plan, now);
+    recordOwned(state, plugin.name, enforced.apply, now);
     clock.lap('apply');
     state.saveApplied({ ts: now, plugin: plugin.name, entries: enforced.entries });
     clock.lap('save');
@@ -273,6 +296,7 @@ export async function runCycle(deps: CycleDeps, plugin: FirewallPlugin): Promise
     error = err instanceof Error ? err : new Error(String(err));
     logger.error({ code: (error as WcfError).code ?? 'internal' }, `sync failed, previous firewall state kept: ${errorMessage(error)}`);
   }
+  const reassert = await reasserted; // done even when the pull failed: that is its point
   const cacheError = saveFeedCacheAfterApply(saveCache, logger);
   saveCache = undefined; // the feed can be collected now
   clock.lap('cache');
@@ -289,5 +313,5 @@ export async function runCycle(deps: CycleDeps, plugin: FirewallPlugin): Promise
   const reported = await reportCycle(deps, { plugin: plugin.name, record, settings, current, now, error, agentRecord });
   clock.lap('report');
   logger.debug({ timings: clock.ms }, 'cycle phase timings (ms)');
-  return { record, plan, settings, apply: enforced?.apply, error, reported, timings: clock.ms, dns };
+  return { record, plan, settings, apply: mergeRepairs(reassert, enforced?.apply), error, reported, timings: clock.ms, dns };
 }

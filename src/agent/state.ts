@@ -40,6 +40,11 @@ export interface SmallState {
   pendingShrink?: { at: number; size: number };
   /** Most score-feed indicators seen in one cycle (bounds how much a later pull may receive). */
   largestFeed?: number;
+  /**
+   * The firewall objects the agent created and marked as its own (the markers in the kernel
+   * are what ownership is decided on; this is the record for people and `status --json`).
+   */
+  owned?: { plugin: string; objects: string[]; since: number };
   /** Wall and monotonic clocks at the start of the last cycle, to detect clock steps. */
   clock?: { wall: number; mono: number; boot: string | undefined };
   /** The API server's addresses when they last resolved: protected while resolution fails. */

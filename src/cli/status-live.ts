@@ -42,6 +42,9 @@ export function enforcingOf(live: LiveStatus, running: boolean): Enforcing {
   const missing = fw.objects.filter((o) => o.state === 'absent');
   if (missing.length === fw.objects.length) return { enforcing: false, why: 'none of the agent\'s objects is in the kernel (flushed, or never synced)' };
   if (missing.length) return { enforcing: false, why: `missing from the kernel: ${missing.map((o) => o.what).join(', ')}` };
+  // An object under the agent's name that the agent did not create: it refuses to touch it, so nothing it owns enforces.
+  const foreign = fw.objects.filter((o) => o.state === 'foreign');
+  if (foreign.length) return { enforcing: false, why: `not the agent's (choose another name in config.json): ${foreign.map((o) => o.what).join(', ')}` };
   return { enforcing: true, why: `${fw.entries ?? '?'} entries in the kernel` };
 }
 

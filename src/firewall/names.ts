@@ -49,6 +49,41 @@ const NFT_KEYWORDS = new Set([
   'define', 'include', 'describe', 'monitor', 'export', 'import', 'tcp', 'udp', 'icmp', 'ether', 'vlan',
 ]);
 
+/**
+ * Names other firewall managers give their own tables, sets and chains. The
+ * agent must never be configured onto one of them: it would take over (and
+ * `flush` would delete) what ufw, firewalld, Docker, fail2ban, CrowdSec,
+ * libvirt, Kubernetes, Calico, Cilium or NixOS manage. Matched without regard
+ * to case, since the managers differ in case between their iptables and nft
+ * objects (`ufw-user-input`, `DOCKER-USER`, `f2b-sshd`).
+ */
+const MANAGER_NAMES: readonly { re: RegExp; owner: string }[] = [
+  { re: /^firewalld/i, owner: 'firewalld' },
+  { re: /^ufw/i, owner: 'ufw' },
+  { re: /^docker/i, owner: 'Docker' },
+  { re: /^f2b-/i, owner: 'fail2ban' },
+  { re: /^fail2ban/i, owner: 'fail2ban' },
+  { re: /^crowdsec/i, owner: 'CrowdSec' },
+  { re: /^libvirt/i, owner: 'libvirt' },
+  { re: /^kube-/i, owner: 'Kubernetes' },
+  { re: /^cali-/i, owner: 'Calico' },
+  { re: /^cilium/i, owner: 'Cilium' },
+  { re: /^nixos[-_]fw/i, owner: 'the NixOS firewall' },
+  { re: /^(?:input|output|forward|prerouting|postrouting)$/i, owner: 'the kernel (a built-in chain)' },
+  { re: /^(?:filter|nat|mangle|raw|security)$/i, owner: 'iptables (a standard table)' },
+];
+
+/** The manager whose name this is, or undefined. */
+export function managerOf(name: string): string | undefined {
+  return MANAGER_NAMES.find((m) => m.re.test(name))?.owner;
+}
+
+function managerProblem(key: string, name: unknown): string | undefined {
+  if (typeof name !== 'string') return undefined;
+  const owner = managerOf(name);
+  return owner ? `${key}: ${JSON.stringify(name)} is a name ${owner} uses for its own objects; the agent would take them over. Pick a name of the agent's own` : undefined;
+}
+
 /** Name of the temporary set built and swapped in for full replacements (ipset). */
 export function tempSetName(setName: string): string {
   return `${setName}${TEMP_SET_SUFFIX}`;
@@ -100,6 +135,12 @@ export function validateOwnedNames(names: OwnedNames, hookChains: readonly strin
     }
     if (table.length > NFT_NAME_MAX) problems.push(`table_name: ${JSON.stringify(table)} is longer than ${NFT_NAME_MAX} characters`);
     if (NFT_KEYWORDS.has(table.toLowerCase())) problems.push(`table_name: ${JSON.stringify(table)} is an nft keyword; pick another name`);
+  }
+
+  for (const [key, name] of [['set_name', set], ['chain_name', chain], ['table_name', table]] as const) {
+    const p = managerProblem(key, name);
+    // One problem per key is enough: a built-in chain or keyword was already named above.
+    if (p && !problems.some((q) => q.startsWith(`${key}: `))) problems.push(p);
   }
 
   if (!Array.isArray(hookChains) || hookChains.length === 0) {

@@ -77,6 +77,8 @@ export interface ApplyResult {
   readonly mode: 'full' | 'delta' | 'none';
   /** Things the plugin found missing and re-created this cycle (self-healing); the plugin has logged them. */
   readonly repaired: readonly string[];
+  /** The objects this apply left in the kernel marked as the agent's (recorded in the state). */
+  readonly owned?: readonly string[];
 }
 
 /** Packets and bytes dropped (or rejected) by the agent's own rules since they were created. */
@@ -89,8 +91,9 @@ export interface DropCounters {
 export interface OwnedObject {
   /** What it is, for people: `nft table inet wcf_agent`, `ipset wcf-blocklist`. */
   readonly what: string;
-  readonly state: 'present' | 'absent' | 'unreadable';
-  /** Why it could not be read (state `unreadable`). */
+  /** `foreign`: an object under the agent's name that the agent did not create (it is never touched). */
+  readonly state: 'present' | 'absent' | 'unreadable' | 'foreign';
+  /** Why it could not be read (state `unreadable`), or why it is not the agent's (`foreign`). */
   readonly error?: string;
 }
 
@@ -120,10 +123,10 @@ export interface FirewallPlugin {
    * Read-only (what `explain` shows).
    */
   listTimeouts?(): Promise<ReadonlyMap<string, number | undefined>>;
-  /** Remove every object the agent owns, and nothing else. */
+  /** Remove every object the agent owns (marked as its own), and nothing else: a foreign object under its name is left, with a warning. */
   flush(): Promise<void>;
   /** Drop counters of the agent's own rules. Read-only; absent objects count as zero. */
   readCounters(): Promise<DropCounters>;
-  /** The agent's objects and whether each exists. Read-only. */
+  /** The agent's objects (hooks included) and whether each exists and is the agent's. Read-only. */
   objects(): Promise<OwnedObject[]>;
 }

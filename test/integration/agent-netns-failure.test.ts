@@ -39,7 +39,7 @@ async function ipsetEntries(ns: Netns, set = 'wcf-blocklist'): Promise<string[]>
   const out = await ns.exec('ipset', ['save', set]);
   return out
     .split('\n')
-    .filter((l) => l.startsWith('add '))
+    .filter((l) => l.startsWith('add ') && !l.includes(' nomatch ')) // not the ownership marker
     .map((l) => l.split(' ')[2]!)
     .sort();
 }
@@ -75,7 +75,7 @@ describe('ipset backend: a failed apply keeps the kernel as it was', () => {
 
   const config = () => writeConfig({ agid: sim.agid, base_url: sim.url, token: sim.token, plugin: 'ipset', netns: lab.host.name, retries: 0 });
 
-  it('a set of another type under the agent’s set name: exit 4, code 30, nothing changed', async () => {
+  it('a set of another type under the agent’s set name: not the agent’s, exit 4, code 32, nothing changed', async () => {
     // Someone else's hash:ip set named like the agent's set (ipset cannot swap across types).
     await lab.host.exec('ipset', ['create', 'wcf-blocklist', 'hash:ip']);
     await lab.host.exec('ipset', ['add', 'wcf-blocklist', ADDR.allowed]);
@@ -87,13 +87,13 @@ describe('ipset backend: a failed apply keeps the kernel as it was', () => {
       expect(r.exitCode, r.stderr).toBe(4);
       const out = parseSync(r);
       expect(out.ok).toBe(false);
-      expect(out.code).toBe(30);
-      expect(out.error).toBe('WCF_ERR_FIREWALL');
-      expect(out.message).toMatch(/hash:ip/);
+      expect(out.code).toBe(32);
+      expect(out.error).toBe('WCF_ERR_NOT_OWNED');
+      expect(out.message).toMatch(/^ipset set wcf-blocklist exists and was not created by wcf-agent \(type hash:ip/);
       expect(out.applied).toBe(0);
       // The report got through and says so.
       expect(sim.reports.length).toBeGreaterThan(reports);
-      expect(lastReport(sim)).toMatchObject({ code: 30, plugin: 'ipset', blacklist: [] });
+      expect(lastReport(sim)).toMatchObject({ code: 32, plugin: 'ipset', blacklist: [] });
       // Kernel untouched: the foreign set keeps its entry, no chain or hook appeared.
       expect(await snapshot(lab.host)).toEqual(before);
       expect(await ipsetEntries(lab.host)).toEqual([ADDR.allowed]);
@@ -173,7 +173,7 @@ describe('nftables backend: a failed apply keeps the kernel as it was', () => {
     await sim?.close();
   });
 
-  it('a table of the agent’s name owned by another process: exit 4, code 30, nothing changed', async () => {
+  it('a table of the agent’s name owned by another process: not the agent’s, exit 4, code 32, nothing changed', async () => {
     // `flags owner`: only the process that created the table (its netlink socket) may change it.
     holder = execa('ip', ['netns', 'exec', ns.name, 'nft', '-i'], { reject: false, stdin: 'pipe', stdout: 'ignore', stderr: 'ignore' });
     holder.stdin!.write(
@@ -189,10 +189,11 @@ describe('nftables backend: a failed apply keeps the kernel as it was', () => {
       const r = await runCli(['sync', '--once', '--json', '--config', cfg.path]);
       expect(r.exitCode, r.stderr).toBe(4);
       const out = parseSync(r);
-      expect(out.code).toBe(30);
-      expect(out.error).toBe('WCF_ERR_FIREWALL');
-      expect(out.message).toMatch(/Operation not permitted/);
-      expect(lastReport(sim)).toMatchObject({ code: 30, plugin: 'nftables', blacklist: [] });
+      // Unmarked and not the agent's shape: refused as someone else's before any write.
+      expect(out.code).toBe(32);
+      expect(out.error).toBe('WCF_ERR_NOT_OWNED');
+      expect(out.message).toMatch(/^nft table inet wcf_agent exists and was not created by wcf-agent/);
+      expect(lastReport(sim)).toMatchObject({ code: 32, plugin: 'nftables', blacklist: [] });
       expect(await snapshot(ns)).toEqual(before);
     } finally {
       rmSync(cfg.dir, { recursive: true, force: true });

@@ -22,7 +22,8 @@
  * | futureTs     | GET /ips               | the last page (not full) gets one more item, 203.0.113.77, stamped `aheadSeconds` (default 10 years) after the clock |
  * | endless      | GET /ips               | every page is full of new items stamped one second after the requested ts: paging never ends |
  *
- * `http500` with `message` sends that message instead (e.g. terminal escape sequences).
+ * `http500` with `message` sends that message instead (e.g. terminal escape sequences); with `status`
+ * it answers that status instead of 500 (e.g. 503).
  */
 
 export const FAULT_MODES = [
@@ -71,6 +72,8 @@ export interface FaultOptions {
   truncate?: 'end' | 'destroy';
   /** http500: the message to send. */
   message?: string;
+  /** http500: another 5xx status to answer with (503 for a service that is down). Default 500. */
+  status?: number;
   /** trickle: bytes per write (default 1). */
   trickleBytes?: number;
   /** futureTs: seconds ahead of the clock (default 10 years). */

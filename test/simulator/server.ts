@@ -163,7 +163,7 @@ export class SimServer {
             res.socket?.destroy();
             return;
           case 'http500':
-            return sendMessage(res, 500, fault.options.message ?? 'simulated internal error');
+            return sendMessage(res, fault.options.status ?? 500, fault.options.message ?? 'simulated internal error');
           case 'http429':
             return sendMessage(res, 429, 'simulated rate limit');
           case 'unauthorized':

@@ -7,11 +7,14 @@ import { loadContext, openPlugin, openState, type GlobalOptions } from '../conte
  * Whether any object the agent owns is there before the flush (read-only), so a second
  * `flush` can say nothing was there. `unknown` when it cannot be read: the flush runs anyway.
  */
-async function anythingOwned(plugin: FirewallPlugin): Promise<'yes' | 'no' | 'unknown'> {
+async function anythingOwned(plugin: FirewallPlugin): Promise<{ owned: 'yes' | 'no' | 'unknown'; foreign: string[] }> {
   const objects = await plugin.objects();
-  if (objects.length === 0) return 'unknown'; // renders to stdout: nothing to look at
-  if (objects.some((o) => o.state === 'present')) return 'yes';
-  return objects.every((o) => o.state === 'absent') ? 'no' : 'unknown';
+  // Objects under the agent's names that it did not create: the flush leaves them (and says so).
+  const foreign = objects.filter((o) => o.state === 'foreign').map((o) => o.what);
+  const mine = objects.filter((o) => o.state !== 'foreign');
+  if (objects.length === 0) return { owned: 'unknown', foreign }; // renders to stdout: nothing to look at
+  if (mine.some((o) => o.state === 'present')) return { owned: 'yes', foreign };
+  return { owned: mine.every((o) => o.state === 'absent') ? 'no' : 'unknown', foreign };
 }
 
 /** Remove every firewall object the agent owns, and nothing else. */
@@ -24,8 +27,10 @@ export async function flushCommand(opts: GlobalOptions & { dryRun?: boolean }): 
     // Even when nothing seems there: a flush is idempotent, and removes a stray hook too.
     await plugin.flush();
     state.saveApplied({ ts: Math.floor(Date.now() / 1000), plugin: plugin.name, entries: [] });
+    state.update({ owned: undefined });
+    for (const what of before.foreign) process.stderr.write(`left ${what}: it was not created by wcf-agent\n`);
     process.stderr.write(
-      before === 'no'
+      before.owned === 'no'
         ? `nothing to flush: no ${plugin.name} objects owned by wcf-agent were there\n`
         : `flushed: removed the ${plugin.name} objects owned by wcf-agent\n`,
     );

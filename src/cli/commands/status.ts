@@ -1,4 +1,6 @@
-import { loadContext, openState, type GlobalOptions } from '../context.js';
+import { loadContext, openPlugin, openState, type GlobalOptions } from '../context.js';
+import { errorMessage } from '../../errors.js';
+import type { OwnedObject, PluginName } from '../../firewall/index.js';
 import { duration, isoTime, printJson, table } from '../format.js';
 import { localSettings } from '../../config/local-settings.js';
 import type { SmallState } from '../../agent/state.js';
@@ -94,6 +96,7 @@ export async function statusCommand(opts: GlobalOptions & { json?: boolean }): P
     settings,
     sources,
     dns: dnsStatus(config, logger),
+    owned: s.owned ?? null,
   };
   if (opts.json) {
     await printJson(out);

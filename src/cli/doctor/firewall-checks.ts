@@ -44,6 +44,10 @@ export async function objectsCheck(plugin: FirewallPlugin): Promise<CheckResult>
   if (objects.length === 0) return check('firewall', 'firewall objects', 'ok', `${plugin.name}: nothing to check (renders to stdout)`);
   const text = objects.map((o) => `${o.what} ${o.state}`).join(', ');
   const errors = objects.filter((o) => o.state === 'unreadable').map((o) => `${o.what}: ${o.error ?? 'unreadable'}`);
+  const foreign = objects.filter((o) => o.state === 'foreign');
+  if (foreign.length) {
+    return check('firewall', 'firewall objects', 'fail', `not the agent's: ${foreign.map((o) => `${o.what} (${o.error ?? 'no wcf-agent marker'})`).join('; ')}`, 'another program owns an object with the configured name: choose another set_name/chain_name/table_name');
+  }
   if (errors.length) return check('firewall', 'firewall objects', 'warn', `cannot read: ${errors.join('; ')}`, 'run doctor as the service user (root or CAP_NET_ADMIN)');
   if (objects.every((o) => o.state === 'present')) return check('firewall', 'firewall objects', 'ok', text);
   if (objects.every((o) => o.state === 'absent')) return check('firewall', 'firewall objects', 'warn', `${text}: ${NOT_YET}`, 'absent is also normal while running is off in the stored configuration');

@@ -1,13 +1,15 @@
-import { FirewallError, errorMessage } from '../../errors.js';
+import { FirewallError, NotOwnedError, errorMessage } from '../../errors.js';
 import { toCidr } from '../../net/ipv4.js';
 import { chooseMode, diffEntries, type EntryDiff } from '../diff.js';
 import { normalizeEntries, sortCidrTexts, type KernelEntry } from '../entries.js';
 import { createRunner, stderrMatches, withFailingLine } from '../exec.js';
 import { KernelPlugin, type Repairs } from '../kernel-plugin.js';
 import { tempSetName } from '../names.js';
+import { markerRule } from '../ownership.js';
+import { setObject, setOwnership } from './ownership.js';
 import type { ApplyOptions, ApplyResult, CommandRunner, DropCounters, FirewallEntry, FirewallPlugin, OwnedObject, PluginOptions } from '../plugin.js';
 import { anyHook, effectiveHooks, iptablesRestore, planHooks, readFilter, type FilterState } from '../xtables/filter.js';
-import { chainCounters, chainObjects, failIfReferenced, removeOwnedChain } from '../xtables/owned-chain.js';
+import { chainCounters, chainObjects, chainOwnership, failIfReferenced, removeOwnedChain } from '../xtables/owned-chain.js';
 import { iptablesSetRules } from '../xtables/rules.js';
 import { ipsetSizing, parseIpsetSave, renderIpsetDelta, renderIpsetFull, type IpsetSaveParsed, type IpsetSizing } from './text.js';
 
@@ -111,6 +113,14 @@ export class IpsetPlugin extends KernelPlugin implements FirewallPlugin {
     read.catch(() => undefined); // awaited below, after the validation (which may throw first)
     const wanted = normalizeEntries(entries);
     const { current, filter, at: readAt } = await read;
+    // Both owners are checked before anything is written: what is not the agent's stays byte-identical.
+    const setOwner = setOwnership(current);
+    if (setOwner.kind === 'foreign') throw new NotOwnedError(`ipset set ${this.setName}`, setOwner.why);
+    const chainOwner = chainOwnership(filter, this.chain, this.legacyChain, options.appliedBefore === true);
+    if (chainOwner.kind === 'foreign') throw new NotOwnedError(`iptables chain ${this.chain}`, chainOwner.why);
+    for (const [kind, what] of [[setOwner.kind, `ipset set ${this.setName}`], [chainOwner.kind, `iptables chain ${this.chain}`]] as const) {
+      if (kind === 'legacy') this.log.warn(`adopting the unmarked ${what} an earlier wcf-agent version made (exactly its shape) and marking it as the agent's`);
+    }
     const setExists = current !== undefined;
     const repairs = this.repairs(!setExists && !filter.chains.has(this.chain) && !anyHook(filter, this.chain), options);
 
@@ -123,7 +133,9 @@ export class IpsetPlugin extends KernelPlugin implements FirewallPlugin {
       forceFull = true;
     } else {
       this.checkSetType(current);
-      if (!current.createOptions.has('timeout')) {
+      if (!current.marked) {
+        forceFull = true; // an adopted set is rebuilt with the marker (the swap keeps it live throughout)
+      } else if (!current.createOptions.has('timeout')) {
         repairs.note(`ipset set ${this.setName} timeout support`);
         forceFull = true;
       } else if (Number(current.createOptions.get('maxelem') ?? '65536') !== sizing.maxelem) {
@@ -144,8 +156,8 @@ export class IpsetPlugin extends KernelPlugin implements FirewallPlugin {
     }
 
     // --- chain, rule, hooks (after the set: the rule needs the set to exist)
-    await this.ensureChain(filter, repairs);
-    return this.done(repairs, { what: 'ipset set and iptables chain', fields: { set: this.setName, chain: this.chain } }, diff, mode, wanted.length);
+    await this.ensureChain(filter, repairs, chainOwner.kind === 'legacy');
+    return this.done(repairs, { what: 'ipset set and iptables chain', fields: { set: this.setName, chain: this.chain }, owned: [`ipset set ${this.setName}`, `iptables chain ${this.chain}`] }, diff, mode, wanted.length);
   }
 
   private checkSetType(current: IpsetSaveParsed): void {
@@ -204,15 +216,21 @@ export class IpsetPlugin extends KernelPlugin implements FirewallPlugin {
     }
   }
 
-  private async ensureChain(filter: FilterState, repairs: Repairs): Promise<void> {
-    const expected = iptablesSetRules(this.chain, this.setName, this.options.action, this.options.logBlocked);
+  /** An earlier version's chain: exactly its set rule(s), without the marker. */
+  private readonly legacyChain = (rules: readonly string[]): boolean => {
+    const old = iptablesSetRules(this.chain, this.setName, this.options.action, this.options.logBlocked);
+    return rules.length === old.length && rules.every((r, i) => r === old[i]);
+  };
+
+  private async ensureChain(filter: FilterState, repairs: Repairs, adopting: boolean): Promise<void> {
+    const expected = [markerRule(this.chain), ...iptablesSetRules(this.chain, this.setName, this.options.action, this.options.logBlocked)];
     const actual = filter.rules.get(this.chain) ?? [];
     const lines: string[] = [];
     if (!filter.chains.has(this.chain)) {
       repairs.note(`iptables chain ${this.chain}`);
       lines.push(`:${this.chain} - [0:0]`, ...expected);
     } else if (actual.length !== expected.length || actual.some((r, i) => r !== expected[i])) {
-      repairs.note(actual.length === 0 ? `rule in iptables chain ${this.chain}` : `rules of iptables chain ${this.chain} (differed from expected)`);
+      if (!adopting) repairs.note(actual.length === 0 ? `rule in iptables chain ${this.chain}` : `rules of iptables chain ${this.chain} (differed from expected)`);
       // Declaring an existing chain under --noflush empties it; -F says so explicitly.
       lines.push(`:${this.chain} - [0:0]`, `-F ${this.chain}`, ...expected);
     }
@@ -227,31 +245,42 @@ export class IpsetPlugin extends KernelPlugin implements FirewallPlugin {
   }
 
   async listTimeouts(): Promise<ReadonlyMap<string, number | undefined>> {
-    return (await this.saveIfExists())?.entries ?? new Map<string, number | undefined>();
+    try {
+      const parsed = await this.save();
+      return setOwnership(parsed).kind === 'foreign' ? new Map<string, number | undefined>() : parsed.entries;
+    } catch (err) {
+      if (stderrMatches(err, NO_SUCH_SET)) return new Map<string, number | undefined>();
+      throw err;
+    }
   }
 
   protected async flushNow(): Promise<void> {
     this.prefetched = undefined;
-    const foreign = await removeOwnedChain(this.runner, this.chain, this.log);
+    const foreign = await removeOwnedChain(this.runner, this.chain, this.log, this.legacyChain);
     const names = await this.setNames();
-    for (const set of [this.setName, this.tempName]) if (names.has(set)) await this.destroy(set);
-    this.log.info({ set: this.setName, chain: this.chain }, 'removed the agent’s ipset set, chain and hooks');
-    failIfReferenced(this.chain, foreign);
+    const removed: string[] = foreign === undefined ? [] : [`iptables chain ${this.chain}`];
+    for (const set of [this.setName, this.tempName]) {
+      if (!names.has(set)) continue;
+      const owner = setOwnership(parseIpsetSave((await this.runner.run('ipset', ['save', set])).stdout, set));
+      if (owner.kind === 'foreign') {
+        this.log.warn({ set }, `ipset set ${set} is not the agent's (${owner.why}); left as it is`);
+        continue;
+      }
+      await this.destroy(set);
+      removed.push(`ipset set ${set}`);
+    }
+    if (removed.length > 0) this.log.info({ removed }, 'removed the agent’s objects');
+    if (foreign !== undefined) failIfReferenced(this.chain, foreign);
   }
 
   readCounters(): Promise<DropCounters> {
     return chainCounters(this.runner, this.chain);
   }
 
+  /** The set, the chain and each hook (read-only). */
   async objects(): Promise<OwnedObject[]> {
-    const what = `ipset ${this.setName}`;
-    let set: OwnedObject;
-    try {
-      set = { what, state: (await this.setNames()).has(this.setName) ? 'present' : 'absent' };
-    } catch (err) {
-      set = { what, state: 'unreadable', error: errorMessage(err) };
-    }
-    return [set, ...(await chainObjects(this.runner, this.chain, this.options.hookChains))];
+    const hooks = (filter: FilterState) => effectiveHooks(this.options.hookChains, filter);
+    return [await setObject(this.runner, this.setName), ...(await chainObjects(this.runner, this.chain, hooks, this.legacyChain))];
   }
 
   /** Destroy a set; retry briefly while the kernel still holds a reference from a just-deleted rule. */

@@ -1,5 +1,6 @@
 import { toCidr } from '../../net/ipv4.js';
 import type { KernelEntry } from '../entries.js';
+import { IPSET_MARK_ADDRESS, OWNER_MARK } from '../ownership.js';
 import { TextBuilder } from '../text-builder.js';
 
 /** ipset restore text (pure): the set's creation and sizing, full and delta scripts, and `ipset save` read back. */
@@ -16,7 +17,8 @@ export interface IpsetSizing {
  * restore); maxelem never below ipset's default 65536.
  */
 export function ipsetSizing(capacity: number, count: number): IpsetSizing {
-  const target = Math.max(1, Math.ceil(capacity) || 1, count);
+  // +1: the ownership marker element takes a slot too.
+  const target = Math.max(1, Math.ceil(capacity) || 1, count) + 1;
   let hashsize = 1024;
   while (hashsize * 4 < target && hashsize < 1 << 22) hashsize *= 2;
   return { hashsize, maxelem: Math.max(65536, target) };
@@ -24,7 +26,13 @@ export function ipsetSizing(capacity: number, count: number): IpsetSizing {
 
 export function renderIpsetCreate(setName: string, sizing: IpsetSizing): string {
   // `timeout 0` on the set enables per-entry timeouts; entries added without one are permanent.
-  return `create ${setName} hash:net family inet hashsize ${sizing.hashsize} maxelem ${sizing.maxelem} timeout 0`;
+  // `comment` lets the set hold the ownership marker element.
+  return `create ${setName} hash:net family inet hashsize ${sizing.hashsize} maxelem ${sizing.maxelem} timeout 0 comment`;
+}
+
+/** The ownership marker element (see ownership.ts): matches nothing (`nomatch`), names the owner. */
+export function renderIpsetMarker(setName: string): string {
+  return `add ${setName} ${IPSET_MARK_ADDRESS} nomatch comment "${OWNER_MARK}"`;
 }
 
 /** `add SET cidr [timeout N]` lines, appended to `out`. */
@@ -59,7 +67,7 @@ export interface IpsetFullOptions {
  */
 export function renderIpsetFull(o: IpsetFullOptions, entries: Iterable<KernelEntry>): string {
   const t = new TextBuilder();
-  t.str(`${renderIpsetCreate(o.tempName, o.sizing)}\n`);
+  t.str(`${renderIpsetCreate(o.tempName, o.sizing)}\n${renderIpsetMarker(o.tempName)}\n`);
   writeIpsetAdds(t, o.tempName, entries);
   if (o.setExists) t.str(`swap ${o.tempName} ${o.setName}\ndestroy ${o.tempName}\n`);
   else t.str(`rename ${o.tempName} ${o.setName}\n`);
@@ -79,6 +87,9 @@ export function renderIpsetDelta(setName: string, add: Iterable<KernelEntry>, de
   return t.toString();
 }
 
+/** `create` options that take no value. */
+const IPSET_FLAGS = new Set(['comment', 'counters', 'skbinfo', 'forceadd']);
+
 export interface IpsetSaveParsed {
   /** `create` line seen. */
   readonly exists: boolean;
@@ -89,6 +100,8 @@ export interface IpsetSaveParsed {
   readonly entries: Map<string, number | undefined>;
   /** Entries with options the agent never sets (nomatch, comment, ...) or that did not parse. */
   readonly odd: number;
+  /** The set holds the agent's ownership marker element (not counted in `entries` or `odd`). */
+  readonly marked: boolean;
 }
 
 /** Characters String.prototype.trimEnd removes (WhiteSpace and LineTerminator). */
@@ -125,7 +138,10 @@ export function parseIpsetSave(text: string, setName: string): IpsetSaveParsed {
   let exists = false;
   let type: string | undefined;
   let odd = 0;
+  let marked = false;
   const addHead = `add ${setName} `;
+  const markHead = `${addHead}${IPSET_MARK_ADDRESS} `;
+  const markTail = ` nomatch comment "${OWNER_MARK}"`;
   const createHead = `create ${setName} `;
   const n = text.length;
   for (let pos = 0; pos <= n; ) {
@@ -135,7 +151,9 @@ export function parseIpsetSave(text: string, setName: string): IpsetSaveParsed {
     while (e > pos && isTrimmed(text.charCodeAt(e - 1))) e--;
     const from = pos;
     pos = end + 1;
-    if (e - from >= addHead.length && text.startsWith(addHead, from)) {
+    if (text.startsWith(markHead, from) && text.slice(from, e).endsWith(markTail)) {
+      marked = true; // `ipset save` prints it as `add S 255.255.255.255 timeout 0 nomatch comment "wcf-agent"`
+    } else if (e - from >= addHead.length && text.startsWith(addHead, from)) {
       const at = from + addHead.length;
       let space = text.indexOf(' ', at);
       if (space >= e) space = -1;
@@ -162,8 +180,13 @@ export function parseIpsetSave(text: string, setName: string): IpsetSaveParsed {
       exists = true;
       const parts = text.slice(from + createHead.length, e).split(' ');
       type = parts[0];
-      for (let i = 1; i < parts.length; i += 2) createOptions.set(parts[i]!, parts[i + 1] ?? '');
+      for (let i = 1; i < parts.length; i++) {
+        const key = parts[i]!;
+        // Extensions are bare words; every other option has a value.
+        if (IPSET_FLAGS.has(key)) createOptions.set(key, '');
+        else createOptions.set(key, parts[++i] ?? '');
+      }
     }
   }
-  return { exists, type, createOptions, entries, odd };
+  return { exists, type, createOptions, entries, odd, marked };
 }

@@ -1,7 +1,9 @@
+import { NotOwnedError } from '../../errors.js';
 import { chooseMode, diffEntries } from '../diff.js';
 import { normalizeEntries, sortCidrTexts } from '../entries.js';
 import { createRunner, stderrMatches } from '../exec.js';
 import { KernelPlugin } from '../kernel-plugin.js';
+import { OWNER_MARK, type Ownership } from '../ownership.js';
 import type { ApplyOptions, ApplyResult, CommandRunner, DropCounters, FirewallEntry, FirewallPlugin, OwnedObject, PluginOptions } from '../plugin.js';
 import { parseNftCounters } from './json.js';
 import { deltaReshapesIntervals, resolveOverlaps } from './overlaps.js';
@@ -62,13 +64,33 @@ export class NftablesPlugin extends KernelPlugin implements FirewallPlugin {
   /** `undefined` when the table does not exist, else what differs from the agent's table. */
   private async structure(): Promise<NftStructure | undefined> {
     const json = await this.tableJson();
-    return json === undefined ? undefined : checkNftStructure(json, this.layout);
+    if (json === undefined) return undefined;
+    const structure = checkNftStructure(json, this.layout);
+    if (structure.marked) return structure;
+    // The set (which carries the marker in JSON) may be what someone deleted; nft 1.0.6
+    // prints the table's own comment only in the text listing, so look there before
+    // calling the table unmarked.
+    const text = await this.runner.run('nft', ['-t', 'list', 'table', 'inet', this.layout.table]).catch(() => undefined);
+    const marked = text !== undefined && text.stdout.split('\n').slice(0, 3).some((l) => l.trim() === `comment "${OWNER_MARK}"`);
+    return { ...structure, marked };
   }
 
   /** Elements of the set, or undefined when the set (or table) does not exist. */
   private async elements(): Promise<NftSetParsed | undefined> {
     const json = await this.listJson(['list', 'set', 'inet', this.layout.table, this.layout.set]);
     return json === undefined ? undefined : parseNftSetJson(json);
+  }
+
+  /** Whose table is `inet <table_name>` (see ownership.ts), from its terse listing. */
+  private ownership(structure: NftStructure | undefined): Ownership {
+    if (structure === undefined) return { kind: 'absent' };
+    if (structure.marked) return { kind: 'own' };
+    if (structure.problems.length === 0) return { kind: 'legacy' };
+    return { kind: 'foreign', why: `no "wcf-agent" comment, and it differs from the table the agent makes: ${structure.problems.join('; ')}` };
+  }
+
+  private get tableWhat(): string {
+    return `nft table inet ${this.layout.table}`;
   }
 
   private async transaction(script: string): Promise<void> {
@@ -78,10 +100,15 @@ export class NftablesPlugin extends KernelPlugin implements FirewallPlugin {
   protected async applyNow(entries: readonly FirewallEntry[], options: ApplyOptions): Promise<ApplyResult> {
     const wanted = resolveOverlaps(normalizeEntries(entries));
     const structure = await this.structure();
+    const owner = this.ownership(structure);
+    // Checked before anything is written: a table that is not the agent's stays byte-identical.
+    if (owner.kind === 'foreign') throw new NotOwnedError(this.tableWhat, owner.why);
     const repairs = this.repairs(structure === undefined, options);
     if (structure === undefined) repairs.note(`nft table inet ${this.layout.table}`);
     else for (const p of structure.problems) repairs.note(p);
-    const intact = structure !== undefined && structure.problems.length === 0;
+    // An earlier version's table is re-created with the marker (its entries are the wanted ones).
+    const intact = owner.kind === 'own' && structure !== undefined && structure.problems.length === 0;
+    if (owner.kind === 'legacy') this.log.warn({ table: this.layout.table }, `adopting the unmarked ${this.tableWhat} an earlier wcf-agent version made (exactly its shape) and marking it as the agent's`);
     // A broken table may still hold a readable set: read it for the counts.
     const current = structure?.setReadable ? await this.elements() : undefined;
     const currentEntries = current?.entries ?? new Map<string, number | undefined>();
@@ -93,10 +120,11 @@ export class NftablesPlugin extends KernelPlugin implements FirewallPlugin {
     else if (mode === 'full') await this.transaction(renderNftRefill(this.layout, wanted));
     else if (mode === 'delta') await this.transaction(renderNftDelta(this.layout, diff.add, diff.del));
 
-    return this.done(repairs, { what: 'nft table', fields: { table: this.layout.table, set: this.layout.set } }, diff, mode, wanted.length);
+    return this.done(repairs, { what: 'nft table', fields: { table: this.layout.table, set: this.layout.set }, owned: [this.tableWhat] }, diff, mode, wanted.length);
   }
 
   async list(): Promise<string[]> {
+    if (this.ownership(await this.structure()).kind === 'foreign') return [];
     const parsed = await this.elements();
     return parsed ? sortCidrTexts(parsed.entries.keys()) : [];
   }
@@ -106,6 +134,12 @@ export class NftablesPlugin extends KernelPlugin implements FirewallPlugin {
   }
 
   protected async flushNow(): Promise<void> {
+    const owner = this.ownership(await this.structure());
+    if (owner.kind === 'absent') return;
+    if (owner.kind === 'foreign') {
+      this.log.warn({ table: this.layout.table }, `${this.tableWhat} is not the agent's (${owner.why}); left as it is`);
+      return;
+    }
     // `add` first so the `delete` cannot fail on a missing table; one transaction.
     await this.transaction(`add table inet ${this.layout.table}\ndelete table inet ${this.layout.table}\n`);
     this.log.info({ table: this.layout.table }, 'removed the agent’s nft table');
@@ -116,15 +150,27 @@ export class NftablesPlugin extends KernelPlugin implements FirewallPlugin {
     return json === undefined ? { packets: 0, bytes: 0 } : parseNftCounters(json);
   }
 
+  /** The table, then each hook's base chain (a table without its chains enforces nothing). */
   async objects(): Promise<OwnedObject[]> {
-    const what = `nft table inet ${this.layout.table}`;
+    const what = this.tableWhat;
+    const chains = (state: OwnedObject['state'], error?: string): OwnedObject[] =>
+      this.layout.hooks.map((h) => ({ what: `nft chain inet ${this.layout.table} ${h}`, state, ...(error ? { error } : {}) }));
+    let structure: NftStructure | undefined;
     try {
-      const structure = await this.structure();
-      if (structure === undefined) return [{ what, state: 'absent' }];
-      // A table without its chains, rules or set blocks nothing: each missing or changed part is listed as absent.
-      return [{ what, state: 'present' }, ...structure.problems.map((p): OwnedObject => ({ what: p, state: 'absent' }))];
+      structure = await this.structure();
     } catch (err) {
-      return [{ what, state: 'unreadable', error: (err as Error).message }];
+      return [{ what, state: 'unreadable', error: (err as Error).message }, ...chains('unreadable', (err as Error).message)];
     }
+    const owner = this.ownership(structure);
+    if (owner.kind === 'absent') return [{ what, state: 'absent' }, ...chains('absent')];
+    if (owner.kind === 'foreign') return [{ what, state: 'foreign', error: owner.why }, ...chains('foreign', 'in a table that is not the agent\'s')];
+    const missing = new Set(structure!.problems);
+    const chainProblem = (p: string) => this.layout.hooks.some((h) => p === `nft chain ${h}`);
+    return [
+      { what, state: 'present' },
+      ...this.layout.hooks.map((h) => ({ what: `nft chain inet ${this.layout.table} ${h}`, state: missing.has(`nft chain ${h}`) ? ('absent' as const) : ('present' as const) })),
+      // A chain without its rule, or the set missing, blocks nothing either: each such part is listed as absent.
+      ...structure!.problems.filter((p) => !chainProblem(p)).map((p): OwnedObject => ({ what: p, state: 'absent' })),
+    ];
   }
 }

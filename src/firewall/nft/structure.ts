@@ -1,4 +1,5 @@
 import { LOG_LIMIT_PER_MINUTE, LOG_PREFIX } from '../log-prefix.js';
+import { OWNER_MARK } from '../ownership.js';
 import { parseNftJson, type NftItem } from './json.js';
 import { NFT_PRIORITY, type NftLayout } from './text.js';
 
@@ -16,6 +17,8 @@ export interface NftStructure {
   readonly problems: string[];
   /** The set exists (its elements can be read for the counts, even when the rest is broken). */
   readonly setReadable: boolean;
+  /** The table or its set carries the agent's ownership comment. */
+  readonly marked: boolean;
 }
 
 /**
@@ -27,6 +30,7 @@ export function checkNftStructure(json: string, l: NftLayout): NftStructure {
   const items = parseNftJson(json);
   const problems: string[] = [];
   let setSeen = false;
+  let marked = false;
   const chainsSeen = new Set<string>();
   const rules = new Map<string, Json[]>();
   for (const item of items) {
@@ -37,6 +41,7 @@ export function checkNftStructure(json: string, l: NftLayout): NftStructure {
         continue;
       }
       setSeen = true;
+      if (s.comment === OWNER_MARK) marked = true;
       const flags = Array.isArray(s.flags) ? [...(s.flags as string[])].sort().join(',') : '';
       if (s.type !== 'ipv4_addr' || flags !== 'interval,timeout') problems.push(`nft set ${l.set} has type ${String(s.type)} flags ${flags || '-'}`);
     } else if ('chain' in item) {
@@ -56,7 +61,10 @@ export function checkNftStructure(json: string, l: NftLayout): NftStructure {
       let list = rules.get(chain);
       if (!list) rules.set(chain, (list = []));
       list.push(r);
-    } else if (!('table' in item) && !('metainfo' in item)) {
+    } else if ('table' in item) {
+      // Newer nft versions list the table's comment in JSON too.
+      if ((item.table as Json).comment === OWNER_MARK) marked = true;
+    } else if (!('metainfo' in item)) {
       problems.push(`unexpected ${Object.keys(item).join(',')} in nft table ${l.table}`);
     }
   }
@@ -83,6 +91,6 @@ export function checkNftStructure(json: string, l: NftLayout): NftStructure {
     }
     if (!ok) problems.push(list.length === 0 ? `rule in nft chain ${hook}` : `rules of nft chain ${hook} (differed from expected)`);
   }
-  return { problems, setReadable };
+  return { problems, setReadable, marked };
 }
 

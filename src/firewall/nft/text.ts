@@ -2,6 +2,7 @@ import { rangeToCidrs } from '../../net/cidr-index.js';
 import { toCidr, type Cidr } from '../../net/ipv4.js';
 import type { KernelEntry } from '../entries.js';
 import { LOG_LIMIT_PER_MINUTE, LOG_PREFIX } from '../log-prefix.js';
+import { OWNER_MARK } from '../ownership.js';
 import { parseNftJson } from './json.js';
 
 /** nft script text (pure): the agent's table, refill and delta transactions, and the set read back from `nft -j`. */
@@ -61,8 +62,9 @@ function pushNftElements(out: string[], indent: string, entries: readonly Kernel
 
 /** The whole table as an nft block (`table inet T { ... }`), entries must not overlap. */
 export function pushNftTable(out: string[], l: NftLayout, entries: readonly KernelEntry[]): void {
-  out.push(`table inet ${l.table} {`);
-  out.push(`\tset ${l.set} {`, '\t\ttype ipv4_addr', '\t\tflags interval,timeout');
+  // The ownership marker (see ownership.ts): on the table for people, on the set for the agent.
+  out.push(`table inet ${l.table} {`, `\tcomment "${OWNER_MARK}"`);
+  out.push(`\tset ${l.set} {`, '\t\ttype ipv4_addr', '\t\tflags interval,timeout', `\t\tcomment "${OWNER_MARK}"`);
   if (entries.length > 0) {
     out.push('\t\telements = {');
     pushNftElements(out, '\t\t\t', entries);

@@ -1,5 +1,6 @@
 import { withFailingLine } from '../exec.js';
 import { parseNftJson } from '../nft/json.js';
+import { OWNER_MARK } from '../ownership.js';
 import type { CommandRunner } from '../plugin.js';
 
 /**
@@ -54,9 +55,27 @@ export async function iptablesRestore(runner: CommandRunner, lines: readonly str
   }
 }
 
-/** The exact rule the agent uses as a hook: `-A HOOK -j CHAIN`. */
+/** The hook rule the agent writes, marked as its own: `-A HOOK -m comment --comment wcf-agent -j CHAIN`. */
 export function hookLine(hook: string, chain: string): string {
+  return `-A ${hook} -m comment --comment ${OWNER_MARK} -j ${chain}`;
+}
+
+/** The unmarked hook earlier versions wrote: `-A HOOK -j CHAIN`. Taken as the agent's only while its chain is. */
+export function legacyHookLine(hook: string, chain: string): string {
   return `-A ${hook} -j ${chain}`;
+}
+
+/** 1-based positions in chain `name` of the agent's hooks, marked and legacy. */
+function hookPositions(rules: readonly string[], name: string, chain: string): { marked: number[]; legacy: number[] } {
+  const marked: number[] = [];
+  const legacy: number[] = [];
+  const m = hookLine(name, chain);
+  const l = legacyHookLine(name, chain);
+  rules.forEach((r, i) => {
+    if (r === m) marked.push(i + 1);
+    else if (r === l) legacy.push(i + 1);
+  });
+  return { marked, legacy };
 }
 
 /**
@@ -84,31 +103,50 @@ export interface HookPlan {
  * Lines that make the agent's chain hooked exactly once into each wanted
  * chain (inserted at position 1 when missing) and nowhere else. An existing
  * hook is left where it is: an administrator may have put rules above it on
- * purpose (e.g. an accept for a management network).
+ * purpose (e.g. an accept for a management network). An earlier version's
+ * unmarked hook is replaced by the marked one at the same position. Only for
+ * a chain that is the agent's: the caller has checked that.
  */
 export function planHooks(state: FilterState, chain: string, hooks: readonly string[]): HookPlan {
+  const replace: string[] = [];
   const lines: string[] = [];
   const fixes: string[] = [];
   for (const [name, rules] of state.rules) {
     if (name === chain) continue;
-    const count = rules.filter((r) => r === hookLine(name, chain)).length;
+    const { marked, legacy } = hookPositions(rules, name, chain);
     const wanted = hooks.includes(name);
-    const extra = wanted ? count - 1 : count;
-    for (let i = 0; i < extra; i++) lines.push(`-D ${name} -j ${chain}`);
-    if (extra > 0) fixes.push(wanted ? `duplicate hook ${name} -> ${chain} removed` : `stale hook ${name} -> ${chain} removed`);
+    let keep: number | undefined;
+    if (wanted) {
+      keep = marked[0] ?? legacy[0];
+      if (keep !== undefined && marked.length === 0) replace.push(`-R ${name} ${keep} ${hookLine(name, chain).slice(`-A ${name} `.length)}`);
+    }
+    // Deleted by position, highest first, so the positions still to delete stay valid.
+    const extra = [...marked, ...legacy].filter((p) => p !== keep).sort((a, b) => b - a);
+    for (const p of extra) lines.push(`-D ${name} ${p}`);
+    if (extra.length > 0) fixes.push(wanted ? `duplicate hook ${name} -> ${chain} removed` : `stale hook ${name} -> ${chain} removed`);
   }
   for (const h of hooks) {
-    const count = (state.rules.get(h) ?? []).filter((r) => r === hookLine(h, chain)).length;
-    if (count === 0) {
-      lines.push(`-I ${h} 1 -j ${chain}`);
+    const { marked, legacy } = hookPositions(state.rules.get(h) ?? [], h, chain);
+    if (marked.length + legacy.length === 0) {
+      lines.push(`-I ${h} 1 ${hookLine(h, chain).slice(`-A ${h} `.length)}`);
       fixes.push(`hook ${h} -> ${chain}`);
     }
   }
-  return { lines, fixes };
+  // Replacements first: they keep positions, which the deletions that follow rely on.
+  return { lines: [...replace, ...lines], fixes };
 }
 
-/** True when any hook of the agent's chain exists in any chain. */
+/** True when any hook of the agent's chain (marked, or an earlier version's) exists in any chain. */
 export function anyHook(state: FilterState, chain: string): boolean {
+  for (const [name, rules] of state.rules) {
+    const { marked, legacy } = hookPositions(rules, name, chain);
+    if (marked.length + legacy.length > 0) return true;
+  }
+  return false;
+}
+
+/** True when a hook marked as the agent's jumps to `chain`. */
+export function anyMarkedHook(state: FilterState, chain: string): boolean {
   for (const [name, rules] of state.rules) if (rules.includes(hookLine(name, chain))) return true;
   return false;
 }
@@ -122,9 +160,10 @@ export interface RemovalPlan {
 }
 
 /**
- * Lines removing the agent's hooks (exactly `-A X -j CHAIN`, in any chain)
- * and its chain. Rules someone else wrote that jump to the chain are not
- * touched; the chain is then emptied but kept.
+ * Lines removing the agent's hooks (marked, or an earlier version's exact
+ * `-A X -j CHAIN`, in any chain) and its chain. Only for a chain that is the
+ * agent's. Rules someone else wrote that jump to the chain are not touched;
+ * the chain is then emptied but kept.
  */
 export function planRemoval(state: FilterState, chain: string): RemovalPlan {
   const lines: string[] = [];
@@ -133,13 +172,15 @@ export function planRemoval(state: FilterState, chain: string): RemovalPlan {
   const ref = new RegExp(` -[jg] ${chain.replace(/[.*+?^${}()|[\]\\-]/g, '\\$&')}(?: |$)`);
   for (const [name, rules] of state.rules) {
     if (name === chain) continue;
-    for (const r of rules) {
-      if (r === hookLine(name, chain)) {
-        lines.push(`-D ${name} -j ${chain}`);
-        unhooked.push(name);
-      }
-      else if (ref.test(r)) foreign.push(r);
-    }
+    const { marked, legacy } = hookPositions(rules, name, chain);
+    const ours = new Set([...marked, ...legacy]);
+    // By rule text, not position: each delete removes one copy, whatever moved since the read.
+    for (const _ of marked) lines.push(`-D ${hookLine(name, chain).slice(3)}`);
+    for (const _ of legacy) lines.push(`-D ${legacyHookLine(name, chain).slice(3)}`);
+    if (ours.size > 0) unhooked.push(name);
+    rules.forEach((r, i) => {
+      if (!ours.has(i + 1) && ref.test(r)) foreign.push(r);
+    });
   }
   if (state.chains.has(chain)) {
     lines.push(`-F ${chain}`);

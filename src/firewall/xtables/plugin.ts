@@ -1,10 +1,12 @@
+import { NotOwnedError } from '../../errors.js';
 import { diffEntries } from '../diff.js';
 import { normalizeEntries, sortCidrTexts } from '../entries.js';
 import { createRunner } from '../exec.js';
 import { KernelPlugin } from '../kernel-plugin.js';
 import type { ApplyOptions, ApplyResult, CommandRunner, DropCounters, FirewallEntry, FirewallPlugin, OwnedObject, PluginOptions } from '../plugin.js';
+import { markerRule } from '../ownership.js';
 import { anyHook, effectiveHooks, iptablesRestore, planHooks, readFilter } from './filter.js';
-import { chainCounters, chainObjects, failIfReferenced, removeOwnedChain } from './owned-chain.js';
+import { chainCounters, chainObjects, chainOwnership, failIfReferenced, removeOwnedChain } from './owned-chain.js';
 import { parseEntryChain, pushIptablesEntryRules } from './rules.js';
 
 /** Above this many entries, warn: iptables matches rules one after the other for every packet. */
@@ -49,34 +51,48 @@ export class IptablesPlugin extends KernelPlugin implements FirewallPlugin {
     }
 
     const filter = await readFilter(this.runner);
-    const chainExists = filter.chains.has(this.chain);
+    const owner = chainOwnership(filter, this.chain, this.legacyShape, options.appliedBefore === true);
+    // Checked before anything is written: a chain that is not the agent's stays byte-identical.
+    if (owner.kind === 'foreign') throw new NotOwnedError(`iptables chain ${this.chain}`, owner.why);
+    if (owner.kind === 'legacy') this.log.warn({ chain: this.chain }, `adopting the unmarked iptables chain ${this.chain} an earlier wcf-agent version made (exactly its rules) and marking it as the agent's`);
+    const chainExists = owner.kind !== 'absent';
     const repairs = this.repairs(!chainExists && !anyHook(filter, this.chain), options);
-    const contents = parseEntryChain(filter.rules.get(this.chain) ?? [], this.chain, this.options.action, this.options.logBlocked);
+    const rules = filter.rules.get(this.chain) ?? [];
+    const marked = rules[0] === markerRule(this.chain);
+    const contents = parseEntryChain(marked ? rules.slice(1) : rules, this.chain, this.options.action, this.options.logBlocked);
     if (!chainExists) repairs.note(`iptables chain ${this.chain}`);
-    else if (!contents.wellFormed) repairs.note(`rules of iptables chain ${this.chain} (differed from expected)`);
+    else if (owner.kind === 'own' && (!marked || !contents.wellFormed)) repairs.note(`rules of iptables chain ${this.chain} (differed from expected)`);
     const diff = diffEntries(contents.entries, wantedNoTimeout);
-    const rebuild = !chainExists || !contents.wellFormed || diff.added + diff.removed > 0;
+    const rebuild = !chainExists || !marked || !contents.wellFormed || diff.added + diff.removed > 0;
 
     const lines: string[] = [];
     if (rebuild) {
-      lines.push(`:${this.chain} - [0:0]`, `-F ${this.chain}`);
+      lines.push(`:${this.chain} - [0:0]`, `-F ${this.chain}`, markerRule(this.chain));
       pushIptablesEntryRules(lines, this.chain, wantedNoTimeout, this.options.action, this.options.logBlocked);
     }
     const hooks = planHooks(filter, this.chain, effectiveHooks(this.options.hookChains, filter));
     for (const f of hooks.fixes) repairs.note(f);
     lines.push(...hooks.lines);
     await iptablesRestore(this.runner, lines);
-    return this.done(repairs, { what: 'iptables chain', fields: { chain: this.chain } }, { ...diff, updated: 0 }, rebuild ? 'full' : 'none', wanted.length);
+    return this.done(repairs, { what: 'iptables chain', fields: { chain: this.chain }, owned: [`iptables chain ${this.chain}`] }, { ...diff, updated: 0 }, rebuild ? 'full' : 'none', wanted.length);
   }
+
+  /** An earlier version's chain: only its per-entry rules, no marker. */
+  private readonly legacyShape = (rules: readonly string[]): boolean =>
+    parseEntryChain(rules, this.chain, this.options.action, this.options.logBlocked).wellFormed;
 
   async list(): Promise<string[]> {
     const filter = await readFilter(this.runner);
-    const contents = parseEntryChain(filter.rules.get(this.chain) ?? [], this.chain, this.options.action, this.options.logBlocked);
+    const owner = chainOwnership(filter, this.chain, this.legacyShape, true);
+    if (owner.kind === 'foreign') return [];
+    const rules = filter.rules.get(this.chain) ?? [];
+    const contents = parseEntryChain(rules[0] === markerRule(this.chain) ? rules.slice(1) : rules, this.chain, this.options.action, this.options.logBlocked);
     return sortCidrTexts(contents.entries.keys());
   }
 
   protected async flushNow(): Promise<void> {
-    const foreign = await removeOwnedChain(this.runner, this.chain, this.log);
+    const foreign = await removeOwnedChain(this.runner, this.chain, this.log, this.legacyShape);
+    if (foreign === undefined) return;
     this.log.info({ chain: this.chain }, 'removed the agent’s iptables chain and hooks');
     failIfReferenced(this.chain, foreign);
   }
@@ -86,6 +102,6 @@ export class IptablesPlugin extends KernelPlugin implements FirewallPlugin {
   }
 
   async objects(): Promise<OwnedObject[]> {
-    return chainObjects(this.runner, this.chain, this.options.hookChains);
+    return chainObjects(this.runner, this.chain, (filter) => effectiveHooks(this.options.hookChains, filter), this.legacyShape);
   }
 }

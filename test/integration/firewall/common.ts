@@ -5,6 +5,9 @@ import { captureLogger } from '../../netns/netns.js';
 
 export const NAMES = { setName: 'wcf-blocklist', chainName: 'WCF-AGENT', tableName: 'wcf_agent' } as const;
 
+/** Names an administrator's own objects carry in the ownership tests (`myfw`, as a site firewall might be called). */
+export const FOREIGN_NAMES = { setName: 'admin-allow', chainName: 'myfw-input', tableName: 'myfw' } as const;
+
 /** What each apply is sized for: the local default maximum_rules. */
 export const CAP: ApplyOptions = { capacity: 10_000 };
 

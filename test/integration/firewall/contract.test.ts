@@ -5,9 +5,9 @@ import type { CommandRunner } from '../../../src/firewall/plugin.js';
 import { IptablesPlugin } from '../../../src/firewall/xtables/plugin.js';
 import { ADDR, Netns, snapshot, wrapRunner } from '../../netns/netns.js';
 import { expect } from 'vitest';
-import { NAMES } from './common.js';
+import { FOREIGN_NAMES, NAMES } from './common.js';
 import { contractSuite, type ContractBackend } from './contract.js';
-import { chainSources, hookCount, ipsetEntries, nftElements } from './kernel.js';
+import { chainSources, hookCount, ipsetEntries, nftElements, hookRule } from './kernel.js';
 
 /** One line no tool accepts: 192.0.2.300 is not an address. */
 const BAD = '192.0.2.300';
@@ -27,6 +27,16 @@ const nftables: ContractBackend = {
     await ns.exec('iptables', ['-A', 'INPUT', '-p', 'tcp', '--dport', '22', '-j', 'ACCEPT']);
     await ns.exec('ipset', ['create', 'unrelated', 'hash:ip']);
   },
+  async foreignUnderOurNames(ns) {
+    // An admin's table: drop policy on input (ssh allowed), and an allow-set of their own.
+    await ns.exec('nft', ['-f', '-'], `table inet ${FOREIGN_NAMES.tableName} {\n\tset ${FOREIGN_NAMES.setName} { type ipv4_addr; flags interval; elements = { 192.0.2.0/24 } }\n\tchain input { type filter hook input priority 0; policy drop; ip saddr @${FOREIGN_NAMES.setName} accept; tcp dport 22 accept; }\n}\n`);
+    return `nft table inet ${FOREIGN_NAMES.tableName}`;
+  },
+  async legacyObjects(ns) {
+    // The table as the previous version wrote it: no comments.
+    await ns.exec('nft', ['-f', '-'], `table inet ${NAMES.tableName} {\n\tset ${NAMES.setName} { type ipv4_addr; flags interval,timeout; elements = { 198.51.100.77 } }\n\tchain input { type filter hook input priority -5; policy accept; ip saddr @${NAMES.setName} counter drop; }\n\tchain forward { type filter hook forward priority -5; policy accept; ip saddr @${NAMES.setName} counter drop; }\n}\n`);
+  },
+  marked: async (ns) => (await ns.exec('nft', ['-t', 'list', 'table', 'inet', NAMES.tableName])).includes('comment "wcf-agent"'),
   wipe: async (ns) => void (await ns.exec('nft', ['delete', 'table', 'inet', NAMES.tableName])),
   wipedRepair: `nft table inet ${NAMES.tableName}`,
   corrupt: (inner) =>
@@ -80,6 +90,22 @@ const ipset: ContractBackend = {
     await ns.exec('ipset', ['destroy', NAMES.setName]);
   },
   wipedRepair: `ipset set ${NAMES.setName}`,
+  async foreignUnderOurNames(ns) {
+    // An admin's allow-set (no timeouts), and their rule using it.
+    await ns.exec('ipset', ['create', FOREIGN_NAMES.setName, 'hash:net']);
+    await ns.exec('ipset', ['add', FOREIGN_NAMES.setName, '192.0.2.0/24']);
+    await ns.exec('iptables', ['-A', 'INPUT', '-m', 'set', '--match-set', FOREIGN_NAMES.setName, 'src', '-j', 'ACCEPT']);
+    return `ipset set ${FOREIGN_NAMES.setName}`;
+  },
+  async legacyObjects(ns) {
+    await ns.exec('ipset', ['create', NAMES.setName, 'hash:net', 'family', 'inet', 'hashsize', '1024', 'maxelem', '65536', 'timeout', '0']);
+    await ns.exec('ipset', ['add', NAMES.setName, '198.51.100.77']);
+    await ns.exec('iptables', ['-N', NAMES.chainName]);
+    await ns.exec('iptables', ['-A', NAMES.chainName, '-m', 'set', '--match-set', NAMES.setName, 'src', '-j', 'DROP']);
+    for (const h of ['FORWARD', 'INPUT']) await ns.exec('iptables', ['-I', h, '1', '-j', NAMES.chainName]);
+  },
+  marked: async (ns) =>
+    (await ns.exec('ipset', ['save', NAMES.setName])).includes('nomatch comment "wcf-agent"') && (await hookCount(ns, 'INPUT')) === 1,
   // ipset restore stops at the first bad line: one right after the temp set's creation.
   corrupt: (inner) =>
     wrapRunner(inner, ({ file, args, input }) =>
@@ -91,11 +117,15 @@ const ipset: ContractBackend = {
     expect(kernel.get(ADDR.blocked)).toBeGreaterThan(290);
     expect(kernel.get(ADDR.blocked)).toBeLessThanOrEqual(300);
     const rules = await ns.exec('iptables', ['-S', NAMES.chainName]);
-    expect(rules).toContain(`-A ${NAMES.chainName} -m set --match-set ${NAMES.setName} src -j DROP`);
-    expect(rules.split('\n').filter((l) => l.startsWith('-A'))).toHaveLength(1);
+    expect(rules.split('\n').filter((l) => l.startsWith('-A'))).toEqual([
+      `-A ${NAMES.chainName} -m comment --comment wcf-agent`,
+      `-A ${NAMES.chainName} -m set --match-set ${NAMES.setName} src -j DROP`,
+    ]);
+    // The set carries the ownership marker, an element that can match nothing.
+    expect(await ns.exec('ipset', ['save', NAMES.setName])).toContain(`add ${NAMES.setName} 255.255.255.255 timeout 0 nomatch comment "wcf-agent"`);
     expect(await hookCount(ns, 'INPUT')).toBe(1);
     expect(await hookCount(ns, 'FORWARD')).toBe(1);
-    expect((await ns.exec('iptables', ['-S', 'INPUT'])).split('\n')[1]).toBe(`-A INPUT -j ${NAMES.chainName}`);
+    expect((await ns.exec('iptables', ['-S', 'INPUT'])).split('\n')[1]).toBe(hookRule('INPUT'));
     expect((await ns.exec('ipset', ['list', '-n'])).split('\n').filter(Boolean)).toEqual([NAMES.setName]); // no temp set left
   },
 };
@@ -130,6 +160,20 @@ function iptablesBackend(title: string, tools: { iptables: string; restore: stri
       await ns.exec(tools.iptables, ['-X', NAMES.chainName]);
     },
     wipedRepair: `iptables chain ${NAMES.chainName}`,
+    async foreignUnderOurNames(ns) {
+      // An admin's chain, with a jump to it that looks exactly like the hook the agent used to write.
+      await ns.exec(tools.iptables, ['-N', FOREIGN_NAMES.chainName]);
+      await ns.exec(tools.iptables, ['-A', FOREIGN_NAMES.chainName, '-s', '192.0.2.0/24', '-j', 'ACCEPT']);
+      await ns.exec(tools.iptables, ['-A', 'INPUT', '-j', FOREIGN_NAMES.chainName]);
+      return `iptables chain ${FOREIGN_NAMES.chainName}`;
+    },
+    async legacyObjects(ns) {
+      await ns.exec(tools.iptables, ['-N', NAMES.chainName]);
+      await ns.exec(tools.iptables, ['-A', NAMES.chainName, '-s', '198.51.100.77/32', '-j', 'DROP']);
+      for (const h of ['FORWARD', 'INPUT']) await ns.exec(tools.iptables, ['-I', h, '1', '-j', NAMES.chainName]);
+    },
+    marked: async (ns) =>
+      (await ns.exec(tools.iptables, ['-S', NAMES.chainName])).includes(`-A ${NAMES.chainName} -m comment --comment wcf-agent`) && (await hookCount(ns, 'INPUT', tools.iptables)) === 1,
     corrupt: corruptRestore('iptables-restore'),
     async checkApplied(ns, logs) {
       expect(await hookCount(ns, 'INPUT', tools.iptables)).toBe(1);

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FirewallError } from '../../../src/errors.js';
+import { FirewallError, NotOwnedError, exitCodeOf } from '../../../src/errors.js';
 import type { CommandRunner, FirewallEntry, FirewallPlugin, PluginOptions } from '../../../src/firewall/plugin.js';
 import { ADDR, Netns, createLab, destroyAll, type Lab } from '../../netns/netns.js';
-import { CAP, fillers, net, options, sortedCidrs } from './common.js';
+import { CAP, FOREIGN_NAMES, fillers, net, options, sortedCidrs } from './common.js';
 
 /**
  * What every backend promises through the plugin interface, run over each
@@ -27,6 +27,17 @@ export interface ContractBackend {
   corrupt(inner: CommandRunner): CommandRunner;
   /** The description `apply` reports for that wipe, first item. */
   readonly wipedRepair: string;
+  /**
+   * Make an administrator's own object under the names FOREIGN_NAMES (an nft
+   * table with a drop policy and a set, a hash:net set, a chain with a jump to
+   * it): what the agent must refuse to take over. Answers the object the
+   * refusal names.
+   */
+  foreignUnderOurNames(ns: Netns): Promise<string>;
+  /** Make exactly what the previous, unmarking version made under the default names, holding `legacyEntry`. */
+  legacyObjects(ns: Netns): Promise<void>;
+  /** The backend's ownership marker is in the kernel (read without the plugin). */
+  marked(ns: Netns): Promise<boolean>;
   /** Backend-specific checks after the first apply of `base`. */
   checkApplied?(ns: Netns, logs: ReadonlyArray<Record<string, unknown>>): Promise<void>;
 }
@@ -108,6 +119,46 @@ export function contractSuite(b: ContractBackend): void {
       expect((err as FirewallError).stderr).toBeTruthy();
       expect(await plugin.list()).toEqual(before);
       expect(await lab.connect(ADDR.blocked)).toBe('timeout');
+    });
+
+    it('refuses an object under its configured name that it did not create: exit 4, nothing changed, flush leaves it too', async () => {
+      const ns = await Netns.create();
+      const what = await b.foreignUnderOurNames(ns);
+      const before = await b.snapshot(ns);
+      const o = options(b.runner(ns), { names: FOREIGN_NAMES });
+      const p = b.create(o);
+      const err = await p.apply(base, CAP).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(NotOwnedError);
+      expect((err as NotOwnedError).code).toBe('WCF_ERR_NOT_OWNED');
+      expect(exitCodeOf(err)).toBe(4);
+      expect((err as Error).message).toContain(`${what} exists and was not created by wcf-agent`);
+      expect(await b.snapshot(ns)).toEqual(before);
+      // Also when the agent's state says it applied before (an operator renamed table_name etc.).
+      await expect(p.apply(base, { ...CAP, appliedBefore: true })).rejects.toBeInstanceOf(NotOwnedError);
+      expect((await p.objects()).find((x) => x.what.endsWith(what.split(' ').pop()!))?.state).toBe('foreign');
+      expect(await p.list()).toEqual([]);
+      await p.flush();
+      expect(await b.snapshot(ns)).toEqual(before);
+      expect(o.lines.some((l) => l.level === 40 && String(l.msg).includes('left as it is'))).toBe(true);
+    });
+
+    it('adopts an earlier version’s unmarked objects of exactly its shape once, marks them, and flush removes them', async () => {
+      const ns = await Netns.create();
+      // A read first: legacy iptables brings its filter table into being on the first look, for good.
+      expect(await b.create(options(b.runner(ns))).list()).toEqual([]);
+      const empty = await b.snapshot(ns);
+      await b.legacyObjects(ns);
+      expect(await b.marked(ns)).toBe(false);
+      const o = options(b.runner(ns));
+      const p = b.create(o);
+      await p.apply(base, { ...CAP, appliedBefore: true });
+      expect(await p.list()).toEqual(sortedCidrs(base));
+      expect(await b.marked(ns)).toBe(true);
+      expect(o.lines.some((l) => String(l.msg).startsWith('adopting the unmarked'))).toBe(true);
+      expect(await states(p)).toEqual(['present']);
+      expect(await p.apply(base, CAP)).toMatchObject({ mode: 'none', repaired: [] });
+      await p.flush();
+      expect(await b.snapshot(ns)).toEqual(empty);
     });
 
     it('flush restores the exact original ruleset, and a second flush changes nothing', async () => {

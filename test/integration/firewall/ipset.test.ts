@@ -5,7 +5,7 @@ import { tempSetName } from '../../../src/firewall/names.js';
 import type { FirewallEntry } from '../../../src/firewall/plugin.js';
 import { ADDR, Netns, createLab, destroyAll, snapshot, waitFor, wrapRunner, type Lab } from '../../netns/netns.js';
 import { CAP, NAMES, fillers, net, options, sortedCidrs } from './common.js';
-import { hookCount, ipsetEntries } from './kernel.js';
+import { hookCount, ipsetEntries, hookRule } from './kernel.js';
 
 async function setNames(ns: Netns): Promise<string[]> {
   return (await ns.exec('ipset', ['list', '-n'])).split('\n').filter(Boolean);
@@ -177,7 +177,7 @@ describe('ipset plugin on real netfilter', () => {
     expect(err).toBeInstanceOf(FirewallError);
     expect((err as FirewallError).message).toMatch(/ipset restore/);
     expect((err as FirewallError).message).toMatch(/CIDR/);
-    expect((err as FirewallError).message).toContain(`(input line 2002: "add ${tempSetName(NAMES.setName)} 0.0.0.0/0")`);
+    expect((err as FirewallError).message).toContain(`(input line 2003: "add ${tempSetName(NAMES.setName)} 0.0.0.0/0")`);
     expect((err as FirewallError).stderr).toMatch(/Error in line/);
     expect(await plugin.list()).toEqual(before);
     expect(await setNames(lab.host)).toEqual([NAMES.setName]);
@@ -214,9 +214,10 @@ describe('ipset plugin on real netfilter', () => {
     const r = await p.apply(base, CAP);
     expect(r.repaired).toEqual([`rules of iptables chain ${NAMES.chainName} (differed from expected)`]);
     const rules = (await lab.host.exec('iptables', ['-S', NAMES.chainName])).split('\n').filter((l) => l.startsWith('-A'));
-    expect(rules).toHaveLength(2);
-    expect(rules[0]).toMatch(/--match-set wcf-blocklist src -m limit --limit 10\/min -j LOG --log-prefix "wcf-agent: "/);
-    expect(rules[1]).toMatch(/--match-set wcf-blocklist src -j REJECT/);
+    expect(rules).toHaveLength(3);
+    expect(rules[0]).toBe(`-A ${NAMES.chainName} -m comment --comment wcf-agent`);
+    expect(rules[1]).toMatch(/--match-set wcf-blocklist src -m limit --limit 10\/min -j LOG --log-prefix "wcf-agent: "/);
+    expect(rules[2]).toMatch(/--match-set wcf-blocklist src -j REJECT/);
     expect(await lab.connect(ADDR.inNet)).toBe('error:ECONNREFUSED');
     expect(await p.apply(base, CAP)).toMatchObject({ mode: 'none', repaired: [] });
     await plugin.apply(base, CAP); // back to DROP for the next tests
@@ -260,7 +261,7 @@ describe('ipset plugin: the set is sized for the maximum_rules in force', () => 
       sizes.push(await sizing(ns));
       expect((await p.list()).length).toBe(n);
     }
-    expect(sizes[0]!.maxelem).toBe(200_000);
+    expect(sizes[0]!.maxelem).toBe(200_001);
     expect(sizes).toEqual([sizes[0], sizes[0], sizes[0]]);
     // The first fills an empty set; the next two add 10,000 each in place.
     expect(modes).toEqual(['full', 'delta', 'delta']);
@@ -276,7 +277,7 @@ describe('ipset plugin: the set is sized for the maximum_rules in force', () => 
     for (const n of [65_000, 65_800, 66_600]) modes.push((await p.apply(fillers(n, 3600), SERVER)).mode);
     expect(modes).toEqual(['full', 'delta', 'delta']);
     expect((await p.list()).length).toBe(66_600);
-    expect((await sizing(ns)).maxelem).toBe(200_000);
+    expect((await sizing(ns)).maxelem).toBe(200_001);
     // The cap really changes (the server lowers it back to the local value): one rebuild, to that size.
     expect((await p.apply(fillers(9_000, 3600), CAP)).mode).toBe('full');
     expect((await sizing(ns)).maxelem).toBe(65_536);
@@ -325,7 +326,7 @@ describe('ipset plugin: ownership', () => {
     await ns.exec('iptables', ['-A', 'FORWARD', '-j', 'DOCKER-USER']);
     const p = new IpsetPlugin(options(ns.runner()));
     await p.apply(fillers(3), CAP);
-    expect((await ns.exec('iptables', ['-S', 'DOCKER-USER'])).split('\n')[1]).toBe(`-A DOCKER-USER -j ${NAMES.chainName}`);
+    expect((await ns.exec('iptables', ['-S', 'DOCKER-USER'])).split('\n')[1]).toBe(hookRule('DOCKER-USER'));
     expect(await hookCount(ns, 'DOCKER-USER')).toBe(1);
     await p.apply(fillers(3), CAP);
     expect(await hookCount(ns, 'DOCKER-USER')).toBe(1);

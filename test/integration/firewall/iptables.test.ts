@@ -4,7 +4,7 @@ import { IPTABLES_WARN_ENTRIES, IptablesPlugin } from '../../../src/firewall/xta
 import type { FirewallEntry } from '../../../src/firewall/plugin.js';
 import { ADDR, Netns, createLab, destroyAll, snapshot, wrapRunner, type Lab } from '../../netns/netns.js';
 import { CAP, NAMES, fillers, net, options, sortedCidrs } from './common.js';
-import { chainSources, hookCount } from './kernel.js';
+import { chainSources, hookCount, hookRule } from './kernel.js';
 
 describe('iptables plugin on real netfilter', () => {
   let lab: Lab;
@@ -53,9 +53,10 @@ describe('iptables plugin on real netfilter', () => {
     const p = new IptablesPlugin(options(lab.host.runner(), { logBlocked: true, action: 'REJECT' }));
     await p.apply(base, CAP);
     const rules = (await lab.host.exec('iptables', ['-S', NAMES.chainName])).split('\n').filter((l) => l.startsWith('-A'));
-    expect(rules).toHaveLength(base.length * 2);
-    expect(rules[0]).toMatch(/-m limit --limit 10\/min -j LOG --log-prefix "wcf-agent: "/);
-    expect(rules[1]).toMatch(/-j REJECT/);
+    expect(rules).toHaveLength(1 + base.length * 2);
+    expect(rules[0]).toBe(`-A ${NAMES.chainName} -m comment --comment wcf-agent`);
+    expect(rules[1]).toMatch(/-m limit --limit 10\/min -j LOG --log-prefix "wcf-agent: "/);
+    expect(rules[2]).toMatch(/-j REJECT/);
     expect(await p.apply(base, CAP)).toMatchObject({ mode: 'none' });
     expect(await lab.connect(ADDR.inNet)).toBe('error:ECONNREFUSED');
     await plugin.apply(base, CAP);
@@ -111,7 +112,7 @@ describe('iptables plugin: ownership', () => {
     await ns.exec('iptables', ['-A', 'DOCKER-USER', '-j', 'RETURN']);
     const p = new IptablesPlugin(options(ns.runner()));
     await p.apply(fillers(3), CAP);
-    expect((await ns.exec('iptables', ['-S', 'DOCKER-USER'])).split('\n')[1]).toBe(`-A DOCKER-USER -j ${NAMES.chainName}`);
+    expect((await ns.exec('iptables', ['-S', 'DOCKER-USER'])).split('\n')[1]).toBe(hookRule('DOCKER-USER'));
     await p.flush();
     expect(await ns.exec('iptables', ['-S', 'DOCKER-USER'])).toBe('-N DOCKER-USER\n-A DOCKER-USER -j RETURN');
   });

@@ -31,15 +31,20 @@ export async function ipsetEntries(ns: Netns): Promise<Map<string, number>> {
   return out;
 }
 
-/** Source CIDRs of the agent chain's DROP rules (`iptables -S CHAIN`). */
+/** The agent's hook rule as `iptables -S` prints it (marked as the agent's). */
+export function hookRule(chain: string): string {
+  return `-A ${chain} -m comment --comment wcf-agent -j ${NAMES.chainName}`;
+}
+
+/** Source CIDRs of the agent chain's DROP rules (`iptables -S CHAIN`; the ownership marker rule is not one). */
 export async function chainSources(ns: Netns, iptables = 'iptables'): Promise<string[]> {
   return (await ns.exec(iptables, ['-S', NAMES.chainName]))
     .split('\n')
-    .filter((l) => l.startsWith('-A'))
+    .filter((l) => l.startsWith('-A') && l !== `-A ${NAMES.chainName} -m comment --comment wcf-agent`)
     .map((l) => /^-A \S+ -s (\S+) -j DROP$/.exec(l)?.[1]?.replace(/\/32$/, '') ?? `?? ${l}`);
 }
 
 /** How many times `chain` jumps to the agent's chain. */
 export async function hookCount(ns: Netns, chain: string, iptables = 'iptables'): Promise<number> {
-  return (await ns.exec(iptables, ['-S', chain])).split('\n').filter((l) => l === `-A ${chain} -j ${NAMES.chainName}`).length;
+  return (await ns.exec(iptables, ['-S', chain])).split('\n').filter((l) => l === hookRule(chain)).length;
 }

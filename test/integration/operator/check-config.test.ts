@@ -34,6 +34,18 @@ describe('check-config', () => {
     expect(r.stderr).toMatch(/plugin: /);
   });
 
+  it('names other firewall managers own: exit 2 naming each key and the manager', async () => {
+    const { path } = writeConfig({ ...BASE, token: 't', chain_name: 'ufw-user-input', table_name: 'firewalld', set_name: 'f2b-sshd' });
+    const r = await runCli(['check-config', '--config', path]);
+    expect(r.exitCode).toBe(2);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toMatch(/chain_name: "ufw-user-input" is a name ufw uses for its own objects/);
+    expect(r.stderr).toMatch(/table_name: "firewalld" is a name firewalld uses/);
+    expect(r.stderr).toMatch(/set_name: "f2b-sshd" is a name fail2ban uses/);
+    // Every other command refuses it the same way, before touching anything.
+    expect((await runCli(['flush', '--config', path])).exitCode).toBe(2);
+  });
+
   it('bad owned names and a bad metrics_listen: exit 2 naming the key', async () => {
     const names = writeConfig({ ...BASE, token: 't', chain_name: 'INPUT', set_name: 'a b' });
     let r = await runCli(['check-config', '--config', names.path]);

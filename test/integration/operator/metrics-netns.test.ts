@@ -21,7 +21,8 @@ const byName = (d: DoctorJson) => Object.fromEntries(d.checks.map((c) => [c.name
 const parse = parseExposition;
 
 const OBJECTS = {
-  nftables: /^nft table inet wcf_agent present$/,
+  // The hooks are objects too (status says not enforcing without them).
+  nftables: /^nft table inet wcf_agent present, nft chain inet wcf_agent input present, nft chain inet wcf_agent forward present$/,
   ipset: /^ipset wcf-blocklist present, iptables chain WCF-AGENT present, iptables hook INPUT -> WCF-AGENT present, iptables hook FORWARD -> WCF-AGENT present$/,
 } as const;
 

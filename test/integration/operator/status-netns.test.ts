@@ -20,8 +20,8 @@ interface StatusJson {
 
 /** How each backend loses its hook, as firewalld or an admin's script would do it. */
 const DELETE_HOOK = {
-  nftables: { commands: [['nft', 'flush', 'chain', 'inet', 'wcf_agent', 'input'], ['nft', 'delete', 'chain', 'inet', 'wcf_agent', 'input']], missing: 'nft chain input' },
-  ipset: { commands: [['iptables', '-D', 'INPUT', '-j', 'WCF-AGENT']], missing: 'iptables hook INPUT -> WCF-AGENT' },
+  nftables: { commands: [['nft', 'flush', 'chain', 'inet', 'wcf_agent', 'input'], ['nft', 'delete', 'chain', 'inet', 'wcf_agent', 'input']], missing: 'nft chain inet wcf_agent input' },
+  ipset: { commands: [['iptables', '-D', 'INPUT', '-m', 'comment', '--comment', 'wcf-agent', '-j', 'WCF-AGENT']], missing: 'iptables hook INPUT -> WCF-AGENT' },
 } as const;
 
 describe.each(['nftables', 'ipset'] as const)('status on real netfilter, %s backend', (plugin) => {

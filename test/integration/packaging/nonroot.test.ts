@@ -79,7 +79,7 @@ async function nftSet(ns: Netns): Promise<number> {
 }
 
 async function ipsetSize(ns: Netns): Promise<number> {
-  return (await ns.exec('ipset', ['save', 'wcf-blocklist'])).split('\n').filter((l) => l.startsWith('add ')).length;
+  return (await ns.exec('ipset', ['save', 'wcf-blocklist'])).split('\n').filter((l) => l.startsWith('add ') && !l.includes(' nomatch ')).length; // not the ownership marker
 }
 
 const dirs: string[] = [];

@@ -71,12 +71,27 @@ describe('doctor checks', () => {
     expect(toolsCheck('dry-run', tools([]))).toMatchObject({ status: 'ok' });
   });
 
-  it('firewall objects: present ok, absent warn, unreadable warn; read-only commands', async () => {
+  it('firewall objects: present ok, absent warn, unreadable warn, not the agent\'s fail; read-only commands', async () => {
     const nftList = 'nft -j -t list table inet wcf_agent';
-    // A table without its set and chains blocks nothing: each missing part is named (an intact one is ok: metrics-netns test).
-    expect(await objectsCheck(plugin('nftables', runner({ [nftList]: '{"nftables": []}' })))).toMatchObject({
+    const nftText = 'nft -t list table inet wcf_agent';
+    const marked = JSON.stringify({
+      nftables: [
+        { table: { family: 'inet', name: 'wcf_agent' } },
+        { set: { family: 'inet', table: 'wcf_agent', name: 'wcf-blocklist', type: 'ipv4_addr', flags: ['interval', 'timeout'], comment: 'wcf-agent' } },
+        { chain: { family: 'inet', table: 'wcf_agent', name: 'input', type: 'filter', hook: 'input', prio: -5, policy: 'accept' } },
+      ],
+    });
+    // Marked as the agent's: its own table (not a failure), though a table without its rules and
+    // forward chain blocks nothing yet, so each missing part is named.
+    expect(await objectsCheck(plugin('nftables', runner({ [nftList]: marked })))).toMatchObject({
       status: 'warn',
-      message: expect.stringMatching(/^nft table inet wcf_agent present, nft set wcf-blocklist absent, nft chain input absent(, .*)?: incomplete$/),
+      message: expect.stringMatching(/^nft table inet wcf_agent present, .*absent.*: incomplete$/),
+    });
+    // An admin's table of that name (no marker, other contents): a failure naming it.
+    const foreign = JSON.stringify({ nftables: [{ table: { family: 'inet', name: 'wcf_agent' } }, { set: { family: 'inet', table: 'wcf_agent', name: 'admins', type: 'ipv4_addr' } }] });
+    expect(await objectsCheck(plugin('nftables', runner({ [nftList]: foreign, [nftText]: 'table inet wcf_agent {\n\tset admins {\n' })))).toMatchObject({
+      status: 'fail',
+      message: expect.stringMatching(/^not the agent's: nft table inet wcf_agent \(no "wcf-agent" comment/),
     });
     expect(await objectsCheck(plugin('nftables', runner({ [nftList]: absent('Error: No such file or directory') })))).toMatchObject({
       status: 'warn',
@@ -84,13 +99,19 @@ describe('doctor checks', () => {
     });
     const ipsetN = 'ipset list -n';
     const iptS = 'iptables -w 10 -t filter -S';
-    const filter = '-P INPUT ACCEPT\n-N WCF-AGENT\n-A INPUT -j WCF-AGENT\n';
-    expect(await objectsCheck(plugin('ipset', runner({ [ipsetN]: 'other\nwcf-blocklist\n', [iptS]: filter })))).toMatchObject({ status: 'ok' });
+    const ipsetT = 'ipset list -t wcf-blocklist';
+    const header = 'Name: wcf-blocklist\nType: hash:net\nHeader: family inet hashsize 1024 maxelem 65536 timeout 0 comment bucketsize 12\n';
+    const filter = '-P INPUT ACCEPT\n-N WCF-AGENT\n-A INPUT -m comment --comment wcf-agent -j WCF-AGENT\n-A WCF-AGENT -m comment --comment wcf-agent\n';
+    expect(await objectsCheck(plugin('ipset', runner({ [ipsetN]: 'other\nwcf-blocklist\n', [ipsetT]: header, [iptS]: filter })))).toMatchObject({ status: 'ok' });
+    expect(await objectsCheck(plugin('ipset', runner({ [ipsetN]: 'wcf-blocklist\n', [ipsetT]: header.replace(' timeout 0 comment', ''), [iptS]: filter })))).toMatchObject({
+      status: 'fail',
+      message: expect.stringMatching(/ipset wcf-blocklist/),
+    });
     expect(await objectsCheck(plugin('ipset', runner({ [ipsetN]: 'other\n', [iptS]: '-P INPUT ACCEPT\n-N WCF-AGENT-OTHER\n' })))).toMatchObject({
       status: 'warn',
       message: expect.stringMatching(/absent/),
     });
-    expect(await objectsCheck(plugin('ipset', runner({ [ipsetN]: 'wcf-blocklist\n', [iptS]: '-P INPUT ACCEPT\n' })))).toMatchObject({
+    expect(await objectsCheck(plugin('ipset', runner({ [ipsetN]: 'wcf-blocklist\n', [ipsetT]: header, [iptS]: '-P INPUT ACCEPT\n' })))).toMatchObject({
       status: 'warn',
       message: expect.stringMatching(/incomplete/),
     });

@@ -118,6 +118,12 @@ describe('enforcing, from what the kernel holds', () => {
       { enforcing: false, why: 'missing from the kernel: iptables hook INPUT -> WCF-AGENT' },
     ],
     ['unreadable', { firewall: { plugin: 'nftables', objects: [{ what: 'nft table inet wcf_agent', state: 'unreadable', error: 'Operation not permitted' }], entries: null } }, true, { enforcing: null, why: 'cannot read nft table inet wcf_agent (Operation not permitted)' }],
+    [
+      'an object under the agent\'s name that it did not create',
+      { firewall: { plugin: 'nftables', objects: [{ what: 'nft table inet myfw', state: 'foreign', error: 'no marker' }], entries: null } },
+      true,
+      { enforcing: false, why: "not the agent's (choose another name in config.json): nft table inet myfw" },
+    ],
     ['no tool', { firewall: { plugin: null, objects: [], entries: null, error: 'no firewall tool found' } }, true, { enforcing: null, why: 'cannot read the firewall: no firewall tool found' }],
   ])('%s', (_name, over, running, expected) => {
     expect(enforcingOf(live(over), running)).toEqual(expected);

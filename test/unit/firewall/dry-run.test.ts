@@ -48,7 +48,7 @@ describe('dry-run plugin', () => {
     const text = await readFile(file, 'utf8');
     expect(text).toMatch(/^# wcf-agent dry-run /);
     expect(text).toContain('#   -A WCF-AGENT -m set --match-set wcf-blocklist src -j DROP');
-    expect(text).toContain('create wcf-blocklist hash:net family inet hashsize 1024 maxelem 65536 timeout 0 -exist\nflush wcf-blocklist\n');
+    expect(text).toContain('create wcf-blocklist hash:net family inet hashsize 1024 maxelem 65536 timeout 0 comment -exist\nflush wcf-blocklist\n');
     expect(text).toContain('add wcf-blocklist 192.0.2.0/24\nadd wcf-blocklist 198.51.100.7 timeout 300\n');
     expect(await p.list()).toEqual(['192.0.2.0/24', '198.51.100.7']);
     expect(await p.apply([{ cidr: net('192.0.2.0/24') }, { cidr: net('198.51.100.7'), timeoutSeconds: 300 }], { capacity: 1000 })).toMatchObject({ mode: 'none' });

@@ -43,6 +43,24 @@ describe('validateOwnedNames', () => {
     expect(validateOwnedNames({ ...ok, setName: 'counter' }, ['INPUT'])[0]).toMatch(/^set_name: .*keyword/);
   });
 
+  it('refuses the names other firewall managers use, whatever the case', () => {
+    const cases: Array<[keyof typeof ok, string]> = [
+      ['tableName', 'firewalld'], ['tableName', 'FirewallD'], ['chainName', 'ufw-user-input'], ['chainName', 'UFW-before-input'],
+      ['chainName', 'DOCKER-ISOLATION-STAGE-3'], ['setName', 'docker_nets'], ['chainName', 'f2b-sshd'], ['setName', 'fail2ban-ssh'],
+      ['setName', 'crowdsec-blacklists'], ['tableName', 'crowdsec'], ['chainName', 'LIBVIRT_INP'], ['chainName', 'KUBE-SERVICES'],
+      ['chainName', 'cali-INPUT'], ['chainName', 'CILIUM_INPUT'], ['chainName', 'nixos-fw'], ['tableName', 'nixos_fw_x'],
+      ['chainName', 'prerouting'], ['tableName', 'nat'],
+    ];
+    for (const [key, name] of cases) {
+      const path = { setName: 'set_name', chainName: 'chain_name', tableName: 'table_name' }[key];
+      const problems = validateOwnedNames({ ...ok, [key]: name }, ['INPUT']);
+      expect(problems, name).toHaveLength(1);
+      expect(problems[0], name).toMatch(new RegExp(`^${path}: ${JSON.stringify(name)} `));
+    }
+    // Names that merely contain a manager's name are the operator's own.
+    expect(validateOwnedNames({ ...ok, chainName: 'MY-DOCKER-BLOCK', setName: 'not-ufw', tableName: 'my_kube' }, ['INPUT'])).toEqual([]);
+  });
+
   it('checks hook chains: known names only, no duplicates, at least one', () => {
     expect(validateOwnedNames(ok, [])).toEqual(['hook_chains: give at least one chain (INPUT, FORWARD, OUTPUT, DOCKER-USER)']);
     expect(validateOwnedNames(ok, ['INPUT', 'input', 'PREROUTING', 'INPUT'])).toEqual([

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import type { KernelEntry } from '../../../src/firewall/entries.js';
-import { pushIpsetAdds, renderIpsetCreate, renderIpsetDelta, renderIpsetFull } from '../../../src/firewall/ipset/text.js';
+import { pushIpsetAdds, renderIpsetCreate, renderIpsetMarker, renderIpsetDelta, renderIpsetFull } from '../../../src/firewall/ipset/text.js';
 import { TextBuilder } from '../../../src/firewall/text-builder.js';
 import { fromNumber } from '../../../src/net/ipv4.js';
 
@@ -24,7 +24,7 @@ describe('TextBuilder rendering', () => {
     fc.assert(
       fc.property(fc.array(arbEntry, { maxLength: 40 }), arbName, arbName, fc.boolean(), fc.array(fc.string({ maxLength: 10 }), { maxLength: 3 }), (entries, set, temp, setExists, del) => {
         const sizing = { hashsize: 1024, maxelem: 65536 };
-        const head = [renderIpsetCreate(temp, sizing)];
+        const head = [renderIpsetCreate(temp, sizing), renderIpsetMarker(temp)];
         const tail = setExists ? [`swap ${temp} ${set}`, `destroy ${temp}`] : [`rename ${temp} ${set}`];
         expect(renderIpsetFull({ setName: set, tempName: temp, sizing, setExists }, entries)).toBe(joined(head, temp, entries, tail));
         expect(renderIpsetDelta(set, entries, del)).toBe(entries.length + del.length === 0 ? '' : joined(del.map((c) => `del ${set} ${c}`), set, entries, []));

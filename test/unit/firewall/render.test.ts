@@ -171,10 +171,10 @@ describe('resolveOverlaps', () => {
 });
 
 describe('ipset rendering', () => {
-  it('sizes the set from the capacity', () => {
+  it('sizes the set from the capacity, with a slot for the ownership marker', () => {
     expect(ipsetSizing(10_000, 5)).toEqual({ hashsize: 4096, maxelem: 65536 });
-    expect(ipsetSizing(1_000_000, 10)).toEqual({ hashsize: 262144, maxelem: 1_000_000 });
-    expect(ipsetSizing(10, 200_000)).toEqual({ hashsize: 65536, maxelem: 200_000 });
+    expect(ipsetSizing(1_000_000, 10)).toEqual({ hashsize: 262144, maxelem: 1_000_001 });
+    expect(ipsetSizing(10, 200_000)).toEqual({ hashsize: 65536, maxelem: 200_001 });
     expect(ipsetSizing(1, 0)).toEqual({ hashsize: 1024, maxelem: 65536 });
   });
 
@@ -182,14 +182,15 @@ describe('ipset rendering', () => {
     const entries = [entry('192.0.2.0/24'), entry('198.51.100.7', 300)];
     const sizing = { hashsize: 1024, maxelem: 65536 };
     expect(renderIpsetFull({ setName: 's', tempName: 's-tmp', sizing, setExists: true }, entries)).toBe(
-      'create s-tmp hash:net family inet hashsize 1024 maxelem 65536 timeout 0\n' +
+      'create s-tmp hash:net family inet hashsize 1024 maxelem 65536 timeout 0 comment\n' +
+        'add s-tmp 255.255.255.255 nomatch comment "wcf-agent"\n' +
         'add s-tmp 192.0.2.0/24\n' +
         'add s-tmp 198.51.100.7 timeout 300\n' +
         'swap s-tmp s\n' +
         'destroy s-tmp\n',
     );
     expect(renderIpsetFull({ setName: 's', tempName: 's-tmp', sizing, setExists: false }, [])).toBe(
-      'create s-tmp hash:net family inet hashsize 1024 maxelem 65536 timeout 0\nrename s-tmp s\n',
+      'create s-tmp hash:net family inet hashsize 1024 maxelem 65536 timeout 0 comment\nadd s-tmp 255.255.255.255 nomatch comment "wcf-agent"\nrename s-tmp s\n',
     );
   });
 
@@ -233,9 +234,11 @@ describe('nft rendering', () => {
         'add table inet wcf_agent',
         'delete table inet wcf_agent',
         'table inet wcf_agent {',
+        '\tcomment "wcf-agent"',
         '\tset wcf-blocklist {',
         '\t\ttype ipv4_addr',
         '\t\tflags interval,timeout',
+        '\t\tcomment "wcf-agent"',
         '\t\telements = {',
         '\t\t\t192.0.2.0/24,',
         '\t\t\t198.51.100.7 timeout 300s',
@@ -338,7 +341,7 @@ describe('rendering speed', () => {
     renderMs(20_000); // warm-up: the first call pays for compiling the code
     const small = renderMs(100_000);
     const large = renderMs(1_000_000);
-    expect(large.ipsetLines).toBe(1_000_004);
+    expect(large.ipsetLines).toBe(1_000_005); // create, the ownership marker, the entries, swap, destroy
     expect(large.nftChars).toBeGreaterThan(15_000_000);
     // Ten times the entries: linear costs about ten times as long, quadratic a hundred. A ratio,
     // not a time, so a slow or busy machine does not fail it; the margin absorbs GC noise.

@@ -33,9 +33,15 @@ describe('iptables planning', () => {
     expect(effectiveHooks(['INPUT', 'FORWARD'], parseIptablesS('-P INPUT ACCEPT\n-P FORWARD ACCEPT\n'))).toEqual(['INPUT', 'FORWARD']);
   });
 
-  it('adds missing hooks at position 1, removes duplicates and stale hooks, leaves existing ones where they are', () => {
+  it('adds missing hooks at position 1, removes duplicates and stale hooks, marks an earlier version’s hooks where they are', () => {
     const plan = planHooks(state, 'WCF-AGENT', ['INPUT', 'FORWARD', 'DOCKER-USER']);
-    expect(plan.lines).toEqual(['-D FORWARD -j WCF-AGENT', '-D OUTPUT -j WCF-AGENT', '-I DOCKER-USER 1 -j WCF-AGENT']);
+    expect(plan.lines).toEqual([
+      '-R INPUT 2 -m comment --comment wcf-agent -j WCF-AGENT',
+      '-R FORWARD 1 -m comment --comment wcf-agent -j WCF-AGENT',
+      '-D FORWARD 2',
+      '-D OUTPUT 1',
+      '-I DOCKER-USER 1 -m comment --comment wcf-agent -j WCF-AGENT',
+    ]);
     expect(plan.fixes).toEqual(['duplicate hook FORWARD -> WCF-AGENT removed', 'stale hook OUTPUT -> WCF-AGENT removed', 'hook DOCKER-USER -> WCF-AGENT']);
   });
 
@@ -43,10 +49,24 @@ describe('iptables planning', () => {
     const plan = planRemoval(state, 'WCF-AGENT');
     expect(plan.lines).toEqual(['-D INPUT -j WCF-AGENT', '-D FORWARD -j WCF-AGENT', '-D FORWARD -j WCF-AGENT', '-D OUTPUT -j WCF-AGENT', '-F WCF-AGENT']);
     expect(plan.foreign).toEqual(['-A USER -s 203.0.113.9/32 -j WCF-AGENT']);
-    expect(plan.unhooked).toEqual(['INPUT', 'FORWARD', 'FORWARD', 'OUTPUT']);
+    expect(plan.unhooked).toEqual(['INPUT', 'FORWARD', 'OUTPUT']);
     const clean = planRemoval(parseIptablesS(S.replace('-A USER -s 203.0.113.9/32 -j WCF-AGENT\n', '')), 'WCF-AGENT');
     expect(clean.lines.slice(-2)).toEqual(['-F WCF-AGENT', '-X WCF-AGENT']);
     expect(planRemoval(parseIptablesS('-P INPUT ACCEPT\n'), 'WCF-AGENT').lines).toEqual([]);
+  });
+
+  it('keeps a marked hook where it is and removes marked and unmarked copies', () => {
+    const marked = parseIptablesS(
+      '-P INPUT ACCEPT\n-N WCF-AGENT\n-A INPUT -s 10.0.0.1/32 -j ACCEPT\n-A INPUT -m comment --comment wcf-agent -j WCF-AGENT\n-A INPUT -j WCF-AGENT\n-A INPUT -m comment --comment wcf-agent -j WCF-AGENT\n',
+    );
+    expect(planHooks(marked, 'WCF-AGENT', ['INPUT']).lines).toEqual(['-D INPUT 4', '-D INPUT 3']);
+    expect(planRemoval(marked, 'WCF-AGENT').lines).toEqual([
+      '-D INPUT -m comment --comment wcf-agent -j WCF-AGENT',
+      '-D INPUT -m comment --comment wcf-agent -j WCF-AGENT',
+      '-D INPUT -j WCF-AGENT',
+      '-F WCF-AGENT',
+      '-X WCF-AGENT',
+    ]);
   });
 
   it('does not mistake a chain whose name starts with ours for a reference', () => {

@@ -1,0 +1,56 @@
+import { errorMessage, type WcfError } from '../errors.js';
+import type { Logger } from '../log.js';
+import { timeoutUntil, type ApplyResult, type FirewallEntry, type FirewallPlugin } from '../firewall/index.js';
+import { toCidr } from '../net/ipv4.js';
+import type { Settings } from '../config/server.js';
+import type { ProtectedSet } from '../policy/protect.js';
+import { appliedToFirewall, filterApplied, logRemoved } from './protect-applied.js';
+import type { AppliedSet, StateStore } from './state.js';
+
+/** Entries of an applied set that have not expired by `now`, as firewall entries with their remaining timeouts. */
+export function appliedEntries(set: AppliedSet | undefined, now: number): FirewallEntry[] {
+  return (set?.entries ?? []).flatMap((e) => {
+    if (e.expiresAt !== null && e.expiresAt <= now) return [];
+    const cidr = toCidr(e.cidr);
+    return cidr ? [{ cidr, timeoutSeconds: timeoutUntil(e.expiresAt, now) }] : [];
+  });
+}
+
+/**
+ * Put back hooks, chain/table and set that someone removed (a firewall reload,
+ * `iptables -F`, `nft flush ruleset`), from the last applied set, before and
+ * independent of the pull: while the API is down the pull fails, and the host
+ * would stay unprotected until it answers again. Only when `objects()` says
+ * something is missing, so a healthy cycle writes nothing here. Never throws:
+ * a failure is logged and the cycle goes on to its pull.
+ */
+export async function reassertMissing(
+  plugin: FirewallPlugin,
+  state: StateStore,
+  settings: Settings,
+  protectedSet: Promise<ProtectedSet>,
+  logger: Logger,
+  now: number,
+): Promise<ApplyResult | undefined> {
+  if (!settings.running) return undefined;
+  const last = state.loadApplied(plugin.name);
+  if (!last) return undefined;
+  try {
+    const missing = (await plugin.objects()).filter((o) => o.state === 'absent').map((o) => o.what);
+    if (missing.length === 0) return undefined;
+    // Through the protected set as it is now, like every other write: an address that became
+    // protected since the last apply (the API moved to it, an allowlist edit) does not come back.
+    const { kept, removed } = filterApplied(last, await protectedSet, now);
+    const entries = appliedToFirewall(kept, now);
+    const result = await plugin.apply(entries, { capacity: settings.maximum_rules, appliedBefore: true });
+    if (removed.length) {
+      logRemoved(logger, removed, 're-assert');
+      state.saveApplied({ ts: last.ts, plugin: plugin.name, entries: kept });
+    }
+    logger.warn({ missing, entries: entries.length }, `firewall objects were missing; re-asserted the last applied set (${entries.length} entries) before the pull`);
+    return result;
+  } catch (err) {
+    logger.error({ code: (err as WcfError).code }, `could not re-assert the last applied set: ${errorMessage(err)}`);
+    return undefined;
+  }
+}

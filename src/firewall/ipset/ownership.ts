@@ -1,0 +1,39 @@
+import { errorMessage } from '../../errors.js';
+import type { Ownership } from '../ownership.js';
+import type { CommandRunner, OwnedObject } from '../plugin.js';
+import type { IpsetSaveParsed } from './text.js';
+
+/** Who owns the set under the agent's set name (see ../ownership.ts for the marker). */
+
+/**
+ * Whose set this is (see ownership.ts): marked, or exactly what an earlier
+ * version made (hash:net, family inet, per-entry timeouts, plain entries only).
+ */
+export function setOwnership(current: IpsetSaveParsed | undefined): Ownership {
+  if (current === undefined) return { kind: 'absent' };
+  if (current.marked) return { kind: 'own' };
+  const family = current.createOptions.get('family') ?? 'inet';
+  if (current.type === 'hash:net' && family === 'inet' && current.createOptions.get('timeout') === '0' && current.odd === 0) return { kind: 'legacy' };
+  return {
+    kind: 'foreign',
+    why: `type ${current.type ?? '?'} family ${family}${current.createOptions.has('timeout') ? '' : ' without timeouts'}${current.odd ? `, ${current.odd} entries with options the agent never sets` : ''}, and no wcf-agent marker element`,
+  };
+}
+
+/**
+ * The set as an owned object. Judged from its header only (`ipset list -t`: no
+ * members, cheap at a million entries): a set of another type or without
+ * timeouts is foreign; the marker element itself is checked by apply.
+ */
+export async function setObject(runner: CommandRunner, setName: string): Promise<OwnedObject> {
+  const what = `ipset ${setName}`;
+  try {
+    const names = (await runner.run('ipset', ['list', '-n'])).stdout.split('\n').map((l) => l.trim());
+    if (!names.includes(setName)) return { what, state: 'absent' };
+    const header = (await runner.run('ipset', ['list', '-t', setName])).stdout;
+    const agentShaped = /^Type: hash:net$/m.test(header) && /^Header: family inet .* timeout 0( |$)/m.test(header);
+    return agentShaped ? { what, state: 'present' } : { what, state: 'foreign', error: 'not a hash:net set with timeouts, as the agent makes' };
+  } catch (err) {
+    return { what, state: 'unreadable', error: errorMessage(err) };
+  }
+}
