@@ -30,6 +30,7 @@ export function instrumentPlugin(plugin: FirewallPlugin, metrics: AgentMetrics):
     list: () => plugin.list(),
     flush: () => plugin.flush(),
     readCounters: () => plugin.readCounters(),
+    readHits: () => plugin.readHits(),
     objects: () => plugin.objects(),
   };
 }

@@ -5,11 +5,12 @@ import { normalizeEntries, sortCidrTexts, type KernelEntry } from '../entries.js
 import { createRunner, stderrMatches, withFailingLine } from '../exec.js';
 import { KernelPlugin, type Repairs } from '../kernel-plugin.js';
 import { tempSetName } from '../names.js';
-import type { ApplyOptions, ApplyResult, CommandRunner, DropCounters, FirewallEntry, FirewallPlugin, OwnedObject, PluginOptions } from '../plugin.js';
+import type { ApplyOptions, ApplyResult, CommandRunner, DropCounters, FirewallEntry, HitCounter, FirewallPlugin, OwnedObject, PluginOptions } from '../plugin.js';
+import { directionHooks, hitsSetName, sides, type Direction, type Side } from '../direction.js';
 import { anyHook, effectiveHooks, iptablesRestore, planHooks, readFilter, type FilterState } from '../xtables/filter.js';
 import { chainCounters, chainObject, failIfReferenced, removeOwnedChain } from '../xtables/owned-chain.js';
 import { iptablesSetRules } from '../xtables/rules.js';
-import { ipsetSizing, parseIpsetSave, renderIpsetDelta, renderIpsetFull, type IpsetSaveParsed, type IpsetSizing } from './text.js';
+import { hitsSetCreateArgs, ipsetSizing, parseIpsetHits, parseIpsetSave, renderIpsetDelta, renderIpsetFull, type IpsetSaveParsed, type IpsetSizing } from './text.js';
 
 const NO_SUCH_SET = /does not exist/i;
 const SET_IN_USE = /in use/i;
@@ -43,6 +44,7 @@ export class IpsetPlugin extends KernelPlugin implements FirewallPlugin {
   private readonly setName: string;
   private readonly tempName: string;
   private readonly chain: string;
+  private readonly direction: Direction;
   private prefetched: { at: number; read: Promise<KernelRead> } | undefined;
 
   constructor(private readonly options: PluginOptions) {
@@ -51,6 +53,7 @@ export class IpsetPlugin extends KernelPlugin implements FirewallPlugin {
     this.setName = options.names.setName;
     this.tempName = tempSetName(options.names.setName);
     this.chain = options.names.chainName;
+    this.direction = options.direction ?? 'both';
   }
 
   private async setNames(): Promise<Set<string>> {
@@ -204,8 +207,26 @@ export class IpsetPlugin extends KernelPlugin implements FirewallPlugin {
     }
   }
 
+  /**
+   * The hits sets of the sides in use exist (created empty when missing: the
+   * rules name them), before the rules are written. Returns the names of the
+   * agent's hits sets for sides no longer used, to destroy once no rule names them.
+   */
+  private async ensureHitsSets(repairs: Repairs): Promise<string[]> {
+    const names = await this.setNames();
+    const used = sides(this.direction);
+    for (const side of used) {
+      const name = hitsSetName(this.setName, side);
+      if (names.has(name)) continue;
+      repairs.note(`ipset set ${name}`);
+      await this.runner.run('ipset', hitsSetCreateArgs(name));
+    }
+    return (['in', 'out'] as const).filter((s) => !used.includes(s)).map((s) => hitsSetName(this.setName, s)).filter((n) => names.has(n));
+  }
+
   private async ensureChain(filter: FilterState, repairs: Repairs): Promise<void> {
-    const expected = iptablesSetRules(this.chain, this.setName, this.options.action, this.options.logBlocked);
+    const stale = await this.ensureHitsSets(repairs);
+    const expected = iptablesSetRules(this.chain, this.setName, this.options.action, this.options.logBlocked, this.direction);
     const actual = filter.rules.get(this.chain) ?? [];
     const lines: string[] = [];
     if (!filter.chains.has(this.chain)) {
@@ -216,10 +237,12 @@ export class IpsetPlugin extends KernelPlugin implements FirewallPlugin {
       // Declaring an existing chain under --noflush empties it; -F says so explicitly.
       lines.push(`:${this.chain} - [0:0]`, `-F ${this.chain}`, ...expected);
     }
-    const hooks = planHooks(filter, this.chain, effectiveHooks(this.options.hookChains, filter));
+    const hooks = planHooks(filter, this.chain, effectiveHooks(directionHooks(this.options.hookChains, this.direction), filter));
     for (const f of hooks.fixes) repairs.note(f);
     lines.push(...hooks.lines);
+    // One commit: the chain's new rules and hooks replace the old ones together (no unenforced moment).
     await iptablesRestore(this.runner, lines);
+    for (const name of stale) await this.destroy(name);
   }
 
   async list(): Promise<string[]> {
@@ -235,13 +258,26 @@ export class IpsetPlugin extends KernelPlugin implements FirewallPlugin {
     this.prefetched = undefined;
     const foreign = await removeOwnedChain(this.runner, this.chain, this.log);
     const names = await this.setNames();
-    for (const set of [this.setName, this.tempName]) if (names.has(set)) await this.destroy(set);
+    const hits = (['in', 'out'] as const).map((side: Side) => hitsSetName(this.setName, side));
+    for (const set of [this.setName, this.tempName, ...hits]) if (names.has(set)) await this.destroy(set);
     this.log.info({ set: this.setName, chain: this.chain }, 'removed the agent’s ipset set, chain and hooks');
     failIfReferenced(this.chain, foreign);
   }
 
   readCounters(): Promise<DropCounters> {
     return chainCounters(this.runner, this.chain);
+  }
+
+  async readHits(): Promise<HitCounter[]> {
+    const out: HitCounter[] = [];
+    for (const side of sides(this.direction)) {
+      try {
+        out.push(...parseIpsetHits((await this.runner.run('ipset', ['save', hitsSetName(this.setName, side)])).stdout, side));
+      } catch (err) {
+        if (!stderrMatches(err, NO_SUCH_SET)) throw err;
+      }
+    }
+    return out;
   }
 
   async objects(): Promise<OwnedObject[]> {

@@ -2,11 +2,12 @@ import { chooseMode, diffEntries } from '../diff.js';
 import { normalizeEntries, sortCidrTexts } from '../entries.js';
 import { createRunner, stderrMatches } from '../exec.js';
 import { KernelPlugin } from '../kernel-plugin.js';
-import type { ApplyOptions, ApplyResult, CommandRunner, DropCounters, FirewallEntry, FirewallPlugin, OwnedObject, PluginOptions } from '../plugin.js';
+import { hitsSetName, sides } from '../direction.js';
+import type { ApplyOptions, ApplyResult, CommandRunner, DropCounters, FirewallEntry, HitCounter, FirewallPlugin, OwnedObject, PluginOptions } from '../plugin.js';
 import { parseNftCounters } from './json.js';
 import { resolveOverlaps } from './overlaps.js';
 import { checkNftStructure, type NftStructure } from './structure.js';
-import { nftHooks, parseNftSetJson, renderNftDelta, renderNftRecreate, renderNftRefill, type NftLayout, type NftSetParsed } from './text.js';
+import { nftLayout, parseNftHits, parseNftSetJson, renderNftDelta, renderNftRecreate, renderNftRefill, type NftLayout, type NftSetParsed } from './text.js';
 
 /** How nft says a table or set does not exist. */
 const NO_SUCH_OBJECT = /No such file or directory/i;
@@ -35,13 +36,7 @@ export class NftablesPlugin extends KernelPlugin implements FirewallPlugin {
   constructor(options: PluginOptions) {
     super(options.logger);
     this.runner = options.runner ?? createRunner();
-    this.layout = {
-      table: options.names.tableName,
-      set: options.names.setName,
-      hooks: nftHooks(options.hookChains),
-      action: options.action,
-      logBlocked: options.logBlocked,
-    };
+    this.layout = nftLayout(options);
   }
 
   /** `nft -j ARGS` output, or undefined when the object listed does not exist. */
@@ -109,6 +104,15 @@ export class NftablesPlugin extends KernelPlugin implements FirewallPlugin {
   async readCounters(): Promise<DropCounters> {
     const json = await this.tableJson();
     return json === undefined ? { packets: 0, bytes: 0 } : parseNftCounters(json);
+  }
+
+  async readHits(): Promise<HitCounter[]> {
+    const out: HitCounter[] = [];
+    for (const side of sides(this.layout.direction)) {
+      const json = await this.listJson(['list', 'set', 'inet', this.layout.table, hitsSetName(this.layout.set, side)]);
+      if (json !== undefined) out.push(...parseNftHits(json, side));
+    }
+    return out;
   }
 
   async objects(): Promise<OwnedObject[]> {

@@ -2,10 +2,11 @@ import { diffEntries } from '../diff.js';
 import { normalizeEntries, sortCidrTexts } from '../entries.js';
 import { createRunner } from '../exec.js';
 import { KernelPlugin } from '../kernel-plugin.js';
-import type { ApplyOptions, ApplyResult, CommandRunner, DropCounters, FirewallEntry, FirewallPlugin, OwnedObject, PluginOptions } from '../plugin.js';
-import { anyHook, effectiveHooks, iptablesRestore, planHooks, readFilter } from './filter.js';
+import type { ApplyOptions, ApplyResult, CommandRunner, DropCounters, FirewallEntry, FirewallPlugin, HitCounter, OwnedObject, PluginOptions } from '../plugin.js';
+import { directionHooks, type Direction } from '../direction.js';
+import { XTABLES_WAIT_S, anyHook, effectiveHooks, iptablesRestore, planHooks, readFilter } from './filter.js';
 import { chainCounters, chainObject, failIfReferenced, removeOwnedChain } from './owned-chain.js';
-import { parseEntryChain, pushIptablesEntryRules } from './rules.js';
+import { parseEntryChain, parseEntryHits, pushIptablesEntryRules } from './rules.js';
 
 /** Above this many entries, warn: iptables matches rules one after the other for every packet. */
 export const IPTABLES_WARN_ENTRIES = 5000;
@@ -22,6 +23,7 @@ export class IptablesPlugin extends KernelPlugin implements FirewallPlugin {
   readonly name = 'iptables' as const;
   private readonly runner: CommandRunner;
   private readonly chain: string;
+  private readonly direction: Direction;
   private toldNoTimeouts = false;
   private warnedSize = 0;
 
@@ -29,6 +31,7 @@ export class IptablesPlugin extends KernelPlugin implements FirewallPlugin {
     super(options.logger);
     this.runner = options.runner ?? createRunner();
     this.chain = options.names.chainName;
+    this.direction = options.direction ?? 'both';
   }
 
   protected async applyNow(entries: readonly FirewallEntry[], options: ApplyOptions): Promise<ApplyResult> {
@@ -51,7 +54,7 @@ export class IptablesPlugin extends KernelPlugin implements FirewallPlugin {
     const filter = await readFilter(this.runner);
     const chainExists = filter.chains.has(this.chain);
     const repairs = this.repairs(!chainExists && !anyHook(filter, this.chain), options);
-    const contents = parseEntryChain(filter.rules.get(this.chain) ?? [], this.chain, this.options.action, this.options.logBlocked);
+    const contents = parseEntryChain(filter.rules.get(this.chain) ?? [], this.chain, this.options.action, this.options.logBlocked, this.direction);
     if (!chainExists) repairs.note(`iptables chain ${this.chain}`);
     else if (!contents.wellFormed) repairs.note(`rules of iptables chain ${this.chain} (differed from expected)`);
     const diff = diffEntries(contents.entries, wantedNoTimeout);
@@ -60,9 +63,9 @@ export class IptablesPlugin extends KernelPlugin implements FirewallPlugin {
     const lines: string[] = [];
     if (rebuild) {
       lines.push(`:${this.chain} - [0:0]`, `-F ${this.chain}`);
-      pushIptablesEntryRules(lines, this.chain, wantedNoTimeout, this.options.action, this.options.logBlocked);
+      pushIptablesEntryRules(lines, this.chain, wantedNoTimeout, this.options.action, this.options.logBlocked, this.direction);
     }
-    const hooks = planHooks(filter, this.chain, effectiveHooks(this.options.hookChains, filter));
+    const hooks = planHooks(filter, this.chain, effectiveHooks(directionHooks(this.options.hookChains, this.direction), filter));
     for (const f of hooks.fixes) repairs.note(f);
     lines.push(...hooks.lines);
     await iptablesRestore(this.runner, lines);
@@ -71,7 +74,7 @@ export class IptablesPlugin extends KernelPlugin implements FirewallPlugin {
 
   async list(): Promise<string[]> {
     const filter = await readFilter(this.runner);
-    const contents = parseEntryChain(filter.rules.get(this.chain) ?? [], this.chain, this.options.action, this.options.logBlocked);
+    const contents = parseEntryChain(filter.rules.get(this.chain) ?? [], this.chain, this.options.action, this.options.logBlocked, this.direction);
     return sortCidrTexts(contents.entries.keys());
   }
 
@@ -83,6 +86,14 @@ export class IptablesPlugin extends KernelPlugin implements FirewallPlugin {
 
   readCounters(): Promise<DropCounters> {
     return chainCounters(this.runner, this.chain);
+  }
+
+  /** Each entry's own rules count its hits, per side. */
+  async readHits(): Promise<HitCounter[]> {
+    const filter = await readFilter(this.runner);
+    if (!filter.chains.has(this.chain)) return [];
+    const { stdout } = await this.runner.run('iptables', ['-w', XTABLES_WAIT_S, '-t', 'filter', '-S', this.chain, '-v']);
+    return parseEntryHits(stdout);
   }
 
   async objects(): Promise<OwnedObject[]> {
