@@ -38,7 +38,7 @@ const nftables: ContractBackend = {
     expect(kernel.get(ADDR.net24)).toEqual({});
     expect(kernel.get(ADDR.blocked)?.timeout).toBe(300);
     const chains = await ns.exec('nft', ['-t', 'list', 'table', 'inet', NAMES.tableName]);
-    expect(chains).toMatch(/chain input \{\n\s+type filter hook input priority filter - 5; policy accept;\n\s+ip saddr @wcf-blocklist counter packets \d+ bytes \d+ drop/);
+    expect(chains).toMatch(/chain input \{\n\s+type filter hook input priority filter - 5; policy accept;\n\s+ip saddr @wcf-blocklist update @wcf-blocklist-in \{ ip saddr \} counter packets \d+ bytes \d+ drop/);
     expect(chains).toMatch(/chain forward \{\n\s+type filter hook forward priority filter - 5; policy accept;/);
     expect(chains.match(/chain input/g)).toHaveLength(1);
     expect(chains.match(/drop/g)).toHaveLength(2);
@@ -61,7 +61,7 @@ const ipset: ContractBackend = {
   // Remaining timeouts tick down from one listing to the next: compared without their value.
   snapshot: async (ns) => {
     const s = await snapshot(ns);
-    return { ...s, ipset: s.ipset.replace(/ timeout [1-9]\d*$/gm, ' timeout N') };
+    return { ...s, ipset: s.ipset.replace(/ timeout [1-9]\d*(?= |$)/gm, ' timeout N') };
   },
   async foreignObjects(ns) {
     await ns.exec('iptables', ['-N', 'USER-CHAIN']);
@@ -92,11 +92,11 @@ const ipset: ContractBackend = {
     expect(kernel.get(ADDR.blocked)).toBeLessThanOrEqual(300);
     const rules = await ns.exec('iptables', ['-S', NAMES.chainName]);
     expect(rules).toContain(`-A ${NAMES.chainName} -m set --match-set ${NAMES.setName} src -j DROP`);
-    expect(rules.split('\n').filter((l) => l.startsWith('-A'))).toHaveLength(1);
+    expect(rules.split('\n').filter((l) => l.startsWith('-A'))).toHaveLength(3); // record the hit, counted block, block
     expect(await hookCount(ns, 'INPUT')).toBe(1);
     expect(await hookCount(ns, 'FORWARD')).toBe(1);
     expect((await ns.exec('iptables', ['-S', 'INPUT'])).split('\n')[1]).toBe(`-A INPUT -j ${NAMES.chainName}`);
-    expect((await ns.exec('ipset', ['list', '-n'])).split('\n').filter(Boolean)).toEqual([NAMES.setName]); // no temp set left
+    expect((await ns.exec('ipset', ['list', '-n'])).split('\n').filter(Boolean)).toEqual([NAMES.setName, `${NAMES.setName}-in`]); // no temp set left
   },
 };
 

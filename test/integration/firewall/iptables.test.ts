@@ -53,9 +53,10 @@ describe('iptables plugin on real netfilter', () => {
     const p = new IptablesPlugin(options(lab.host.runner(), { logBlocked: true, action: 'REJECT' }));
     await p.apply(base, CAP);
     const rules = (await lab.host.exec('iptables', ['-S', NAMES.chainName])).split('\n').filter((l) => l.startsWith('-A'));
-    expect(rules).toHaveLength(base.length * 2);
+    expect(rules).toHaveLength(base.length * 3);
     expect(rules[0]).toMatch(/-m limit --limit 10\/min -j LOG --log-prefix "wcf-agent: "/);
-    expect(rules[1]).toMatch(/-j REJECT/);
+    expect(rules[1]).toMatch(/ -p tcp -j REJECT --reject-with tcp-reset$/);
+    expect(rules[2]).toMatch(/ -j REJECT --reject-with icmp-admin-prohibited$/);
     expect(await p.apply(base, CAP)).toMatchObject({ mode: 'none' });
     expect(await lab.connect(ADDR.inNet)).toBe('error:ECONNREFUSED');
     await plugin.apply(base, CAP);
