@@ -35,7 +35,7 @@ function ruleKey(rule: Json): string {
 /** The keys of one side's rules as nftSideRules writes them. */
 function expectedSideKeys(l: NftLayout, side: Side): string[] {
   const f = sideField(side);
-  const match = `match == ${f} "@${l.set}"`;
+  const match = side === 'in' ? `match == ${f} "@${l.set}"; match != iif "lo"` : `match == ${f} "@${l.set}"`;
   const keys: string[] = [];
   if (l.logBlocked) keys.push(`${match}; limit ${LOG_LIMIT_PER_MINUTE}/minute; log ${LOG_PREFIX}`);
   keys.push(`${match}; set update ${f} @${hitsSetName(l.set, side)}; counter; ${l.action === 'REJECT' ? `jump ${NFT_REFUSE_CHAIN}` : 'drop'}`);

@@ -77,11 +77,15 @@ export function hookSides(l: NftLayout, hook: NftHook): Side[] {
 /** One side's rules in nft syntax: the optional rate-limited log, then the counted block that records the address hit. */
 export function nftSideRules(l: NftLayout, side: Side): string[] {
   const f = sideField(side);
+  // Inbound leaves loopback alone: the TCP reset answering a blocked outbound
+  // connect carries the listed address as its source and reaches the local
+  // socket over loopback; dropped there, the client would wait for its timeout.
+  const match = side === 'in' ? `ip ${f} @${l.set} iif != "lo"` : `ip ${f} @${l.set}`;
   const rules: string[] = [];
   // Separate rules: a `limit` inside the drop rule would rate-limit the drop too.
-  if (l.logBlocked) rules.push(`ip ${f} @${l.set} limit rate ${LOG_LIMIT_PER_MINUTE}/minute log prefix "${LOG_PREFIX}"`);
+  if (l.logBlocked) rules.push(`${match} limit rate ${LOG_LIMIT_PER_MINUTE}/minute log prefix "${LOG_PREFIX}"`);
   const verdict = l.action === 'REJECT' ? `jump ${NFT_REFUSE_CHAIN}` : 'drop';
-  rules.push(`ip ${f} @${l.set} update @${hitsSetName(l.set, side)} { ip ${f} } counter ${verdict}`);
+  rules.push(`${match} update @${hitsSetName(l.set, side)} { ip ${f} } counter ${verdict}`);
   return rules;
 }
 

@@ -14,6 +14,21 @@ function setFlag(side: Side): 'src' | 'dst' {
   return side === 'in' ? 'src' : 'dst';
 }
 
+/**
+ * Inbound rules leave loopback alone: the TCP reset REJECT answers a blocked
+ * outbound connect with carries the listed address as its source and reaches
+ * the local socket over loopback (OUTPUT, then INPUT); dropped there, the
+ * client would wait for its timeout after all. Nothing else on loopback
+ * carries a listed address (the host's own addresses are never listed).
+ */
+const NOT_LOOPBACK = '! -i lo ! -o lo';
+
+/** The start of a side's rules: chain, the address option (per-entry rules), and the loopback exemption inbound. */
+function ruleHead(chain: string, side: Side, address?: string): string {
+  const addr = address === undefined ? '' : ` ${addressOption(side)} ${address}`;
+  return `-A ${chain}${addr}${side === 'in' ? ` ${NOT_LOOPBACK}` : ''}`;
+}
+
 export const IPT_LOG = `-m limit --limit ${LOG_LIMIT_PER_MINUTE}/min -j LOG --log-prefix "${LOG_PREFIX}"`;
 
 /**
@@ -45,10 +60,11 @@ export function iptablesSetRules(chain: string, setName: string, action: 'DROP' 
     const f = setFlag(side);
     const match = `-m set --match-set ${setName} ${f}`;
     const hits = hitsSetName(setName, side);
-    if (logBlocked) rules.push(`-A ${chain} ${match} ${IPT_LOG}`);
-    rules.push(`-A ${chain} ${match} -j SET --add-set ${hits} ${f} --exist`);
-    pushVerdicts(rules, `-A ${chain}`, `${match} -m set --match-set ${hits} ${f}`, action);
-    pushVerdicts(rules, `-A ${chain}`, match, action);
+    const head = ruleHead(chain, side);
+    if (logBlocked) rules.push(`${head} ${match} ${IPT_LOG}`);
+    rules.push(`${head} ${match} -j SET --add-set ${hits} ${f} --exist`);
+    pushVerdicts(rules, head, `${match} -m set --match-set ${hits} ${f}`, action);
+    pushVerdicts(rules, head, match, action);
   }
   return rules;
 }
@@ -74,7 +90,7 @@ export function pushIptablesEntryRules(
   for (const e of entries) {
     const addr = addressText(e);
     for (const side of list) {
-      const head = `-A ${chain} ${addressOption(side)} ${addr}`;
+      const head = ruleHead(chain, side, addr);
       if (logBlocked) out.push(`${head} ${IPT_LOG}`);
       pushVerdicts(out, head, '', action);
     }
@@ -142,7 +158,7 @@ export function parseIptablesCounters(text: string): DropCounters {
 export function parseEntryHits(text: string): HitCounter[] {
   const sums = new Map<string, { ip: string; side: Side; packets: number; bytes: number }>();
   for (const line of text.split('\n')) {
-    const m = /^-A \S+ -([sd]) (\S+) .*?-c (\d+) (\d+) -j (DROP|REJECT)\b/.exec(line);
+    const m = /^-A \S+ -([sd]) (\S+) .*?-c (\d+) (\d+) -j (?:DROP|REJECT)\b/.exec(line);
     const cidr = m ? toCidr(m[2]!) : undefined;
     if (!m || !cidr) continue;
     const side: Side = m[1] === 's' ? 'in' : 'out';

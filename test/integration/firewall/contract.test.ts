@@ -38,7 +38,7 @@ const nftables: ContractBackend = {
     expect(kernel.get(ADDR.net24)).toEqual({});
     expect(kernel.get(ADDR.blocked)?.timeout).toBe(300);
     const chains = await ns.exec('nft', ['-t', 'list', 'table', 'inet', NAMES.tableName]);
-    expect(chains).toMatch(/chain input \{\n\s+type filter hook input priority filter - 5; policy accept;\n\s+ip saddr @wcf-blocklist update @wcf-blocklist-in \{ ip saddr \} counter packets \d+ bytes \d+ drop/);
+    expect(chains).toMatch(/chain input \{\n\s+type filter hook input priority filter - 5; policy accept;\n\s+ip saddr @wcf-blocklist iif != "lo" update @wcf-blocklist-in \{ ip saddr \} counter packets \d+ bytes \d+ drop/);
     expect(chains).toMatch(/chain forward \{\n\s+type filter hook forward priority filter - 5; policy accept;/);
     expect(chains.match(/chain input/g)).toHaveLength(1);
     expect(chains.match(/drop/g)).toHaveLength(2);
@@ -91,7 +91,7 @@ const ipset: ContractBackend = {
     expect(kernel.get(ADDR.blocked)).toBeGreaterThan(290);
     expect(kernel.get(ADDR.blocked)).toBeLessThanOrEqual(300);
     const rules = await ns.exec('iptables', ['-S', NAMES.chainName]);
-    expect(rules).toContain(`-A ${NAMES.chainName} -m set --match-set ${NAMES.setName} src -j DROP`);
+    expect(rules).toContain(`-A ${NAMES.chainName} ! -i lo ! -o lo -m set --match-set ${NAMES.setName} src -j DROP`);
     expect(rules.split('\n').filter((l) => l.startsWith('-A'))).toHaveLength(3); // record the hit, counted block, block
     expect(await hookCount(ns, 'INPUT')).toBe(1);
     expect(await hookCount(ns, 'FORWARD')).toBe(1);

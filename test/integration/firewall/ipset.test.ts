@@ -215,12 +215,12 @@ describe('ipset plugin on real netfilter', () => {
     expect(r.repaired).toEqual([`rules of iptables chain ${NAMES.chainName} (differed from expected)`]);
     const rules = (await lab.host.exec('iptables', ['-S', NAMES.chainName])).split('\n').filter((l) => l.startsWith('-A'));
     expect(rules).toEqual([
-      `-A ${NAMES.chainName} -m set --match-set wcf-blocklist src -m limit --limit 10/min -j LOG --log-prefix "wcf-agent: "`,
-      `-A ${NAMES.chainName} -m set --match-set wcf-blocklist src -j SET --add-set wcf-blocklist-in src --exist`,
-      `-A ${NAMES.chainName} -p tcp -m set --match-set wcf-blocklist src -m set --match-set wcf-blocklist-in src -j REJECT --reject-with tcp-reset`,
-      `-A ${NAMES.chainName} -m set --match-set wcf-blocklist src -m set --match-set wcf-blocklist-in src -j REJECT --reject-with icmp-admin-prohibited`,
-      `-A ${NAMES.chainName} -p tcp -m set --match-set wcf-blocklist src -j REJECT --reject-with tcp-reset`,
-      `-A ${NAMES.chainName} -m set --match-set wcf-blocklist src -j REJECT --reject-with icmp-admin-prohibited`,
+      `-A ${NAMES.chainName} ! -i lo ! -o lo -m set --match-set wcf-blocklist src -m limit --limit 10/min -j LOG --log-prefix "wcf-agent: "`,
+      `-A ${NAMES.chainName} ! -i lo ! -o lo -m set --match-set wcf-blocklist src -j SET --add-set wcf-blocklist-in src --exist`,
+      `-A ${NAMES.chainName} ! -i lo ! -o lo -p tcp -m set --match-set wcf-blocklist src -m set --match-set wcf-blocklist-in src -j REJECT --reject-with tcp-reset`,
+      `-A ${NAMES.chainName} ! -i lo ! -o lo -m set --match-set wcf-blocklist src -m set --match-set wcf-blocklist-in src -j REJECT --reject-with icmp-admin-prohibited`,
+      `-A ${NAMES.chainName} ! -i lo ! -o lo -p tcp -m set --match-set wcf-blocklist src -j REJECT --reject-with tcp-reset`,
+      `-A ${NAMES.chainName} ! -i lo ! -o lo -m set --match-set wcf-blocklist src -j REJECT --reject-with icmp-admin-prohibited`,
     ]);
     expect(await lab.connect(ADDR.inNet)).toBe('error:ECONNREFUSED');
     expect(await p.apply(base, CAP)).toMatchObject({ mode: 'none', repaired: [] });

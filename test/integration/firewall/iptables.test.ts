@@ -27,7 +27,7 @@ describe('iptables plugin on real netfilter', () => {
     await lab.host.exec('iptables', ['-F', 'INPUT']);
     expect((await plugin.apply(base, CAP)).repaired).toEqual([`hook INPUT -> ${NAMES.chainName}`]);
     expect(await hookCount(lab.host, 'INPUT')).toBe(1);
-    await lab.host.exec('iptables', ['-D', NAMES.chainName, '-s', ADDR.blocked, '-j', 'DROP']);
+    await lab.host.exec('iptables', ['-D', NAMES.chainName, '-s', ADDR.blocked, '!', '-i', 'lo', '!', '-o', 'lo', '-j', 'DROP']);
     await lab.host.exec('iptables', ['-A', NAMES.chainName, '-j', 'ACCEPT']);
     const r = await plugin.apply(base, CAP);
     expect(r.repaired).toEqual([`rules of iptables chain ${NAMES.chainName} (differed from expected)`]);

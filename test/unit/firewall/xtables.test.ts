@@ -55,12 +55,12 @@ describe('iptables planning', () => {
   });
 
   it('reads the fallback chain back', () => {
-    const lines = ['-A C -s 192.0.2.7/32 -j DROP', '-A C -s 192.0.2.0/24 -j DROP'];
+    const lines = ['-A C -s 192.0.2.7/32 ! -i lo ! -o lo -j DROP', '-A C -s 192.0.2.0/24 ! -i lo ! -o lo -j DROP'];
     expect(parseEntryChain(lines, 'C', 'DROP', false, 'inbound')).toEqual({ entries: new Map([['192.0.2.7', undefined], ['192.0.2.0/24', undefined]]), wellFormed: true });
     expect(parseEntryChain(lines, 'C', 'REJECT', false, 'inbound').wellFormed).toBe(false);
     expect(parseEntryChain([...lines, '-A C -j ACCEPT'], 'C', 'DROP', false, 'inbound').wellFormed).toBe(false);
     expect(parseEntryChain(lines, 'C', 'DROP', true, 'inbound').wellFormed).toBe(false);
-    const logged = ['-A C -s 192.0.2.7/32 -m limit --limit 10/min -j LOG --log-prefix "wcf-agent: "', '-A C -s 192.0.2.7/32 -j DROP'];
+    const logged = ['-A C -s 192.0.2.7/32 ! -i lo ! -o lo -m limit --limit 10/min -j LOG --log-prefix "wcf-agent: "', '-A C -s 192.0.2.7/32 ! -i lo ! -o lo -j DROP'];
     expect(parseEntryChain(logged, 'C', 'DROP', true, 'inbound').wellFormed).toBe(true);
   });
 });
@@ -84,6 +84,7 @@ describe('checkNftStructure', () => {
               chain: 'input',
               expr: [
                 { match: { op: '==', left: { payload: { protocol: 'ip', field: 'saddr' } }, right: '@s' } },
+                { match: { op: '!=', left: { meta: { key: 'iif' } }, right: 'lo' } },
                 { set: { op: 'update', elem: { payload: { protocol: 'ip', field: 'saddr' } }, set: '@s-in' } },
                 { counter: {} },
                 { drop: null },
