@@ -1,3 +1,4 @@
+import { recordHits } from './hit-watch.js';
 import { GuardError, ServerConfigError, WcfError, errorMessage } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { AgentConfig } from '../config/load.js';
@@ -231,10 +232,12 @@ export async function runCycle(deps: CycleDeps, plugin: FirewallPlugin): Promise
 
   // The firewall's current state is read while the API calls run (read-only; see FirewallPlugin.prefetch).
   plugin.prefetch?.();
+  const hitsRead = recordHits(plugin, state, logger);
   try {
     const pulled = persistPull(await computePlan({ ...deps, now: () => now, clock, onAgentRecord: (s) => (agentRecord = s) }, true), state, now);
     ({ plan, fullPull, saveCache } = pulled);
     clock.lap('cache');
+    await hitsRead; // before the apply, which may re-create counters
     enforced = await enforce(deps, plugin, plan, now);
     clock.lap('apply');
     state.saveApplied({ ts: now, plugin: plugin.name, entries: enforced.entries });
@@ -245,6 +248,7 @@ export async function runCycle(deps: CycleDeps, plugin: FirewallPlugin): Promise
     error = err instanceof Error ? err : new Error(String(err));
     logger.error({ code: (error as WcfError).code ?? 'internal' }, `sync failed, previous firewall state kept: ${errorMessage(error)}`);
   }
+  await hitsRead; // never rejects; a failed pull must not leave it running past the cycle
   const cacheError = saveFeedCacheAfterApply(saveCache, logger);
   saveCache = undefined; // the feed can be collected now
   clock.lap('cache');
