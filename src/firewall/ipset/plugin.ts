@@ -225,14 +225,19 @@ export class IpsetPlugin extends KernelPlugin implements FirewallPlugin {
   }
 
   private async ensureChain(filter: FilterState, repairs: Repairs): Promise<void> {
-    const stale = await this.ensureHitsSets(repairs);
     const expected = iptablesSetRules(this.chain, this.setName, this.options.action, this.options.logBlocked, this.direction);
     const actual = filter.rules.get(this.chain) ?? [];
     const lines: string[] = [];
+    let stale: string[] = [];
+    const rewrite = !filter.chains.has(this.chain) || actual.length !== expected.length || actual.some((r, i) => r !== expected[i]);
+    // Intact rules name the hits sets, and a set named by a rule cannot be
+    // destroyed: they exist. Only a rewrite has to make sure (one process
+    // less in every cycle's apply).
+    if (rewrite) stale = await this.ensureHitsSets(repairs);
     if (!filter.chains.has(this.chain)) {
       repairs.note(`iptables chain ${this.chain}`);
       lines.push(`:${this.chain} - [0:0]`, ...expected);
-    } else if (actual.length !== expected.length || actual.some((r, i) => r !== expected[i])) {
+    } else if (rewrite) {
       repairs.note(actual.length === 0 ? `rule in iptables chain ${this.chain}` : `rules of iptables chain ${this.chain} (differed from expected)`);
       // Declaring an existing chain under --noflush empties it; -F says so explicitly.
       lines.push(`:${this.chain} - [0:0]`, `-F ${this.chain}`, ...expected);
