@@ -7,7 +7,7 @@ import { KernelPlugin, type Repairs } from '../kernel-plugin.js';
 import { tempSetName } from '../names.js';
 import type { ApplyOptions, ApplyResult, CommandRunner, DropCounters, FirewallEntry, HitCounter, FirewallPlugin, OwnedObject, PluginOptions } from '../plugin.js';
 import { directionHooks, hitsSetName, sides, type Direction, type Side } from '../direction.js';
-import { anyHook, effectiveHooks, iptablesRestore, planHooks, readFilter, type FilterState } from '../xtables/filter.js';
+import { anyHook, effectiveHooks, iptablesRestore, planHooks, readFilter, removeLeftoverBaseChains, type FilterState } from '../xtables/filter.js';
 import { chainCounters, chainObject, failIfReferenced, removeOwnedChain } from '../xtables/owned-chain.js';
 import { iptablesSetRules } from '../xtables/rules.js';
 import { hitsSetCreateArgs, ipsetSizing, parseIpsetHits, parseIpsetSave, renderIpsetDelta, renderIpsetFull, type IpsetSaveParsed, type IpsetSizing } from './text.js';
@@ -247,6 +247,8 @@ export class IpsetPlugin extends KernelPlugin implements FirewallPlugin {
     lines.push(...hooks.lines);
     // One commit: the chain's new rules and hooks replace the old ones together (no unenforced moment).
     await iptablesRestore(this.runner, lines);
+    // A hook given up (direction changed) may leave the empty base chain iptables-nft made for it.
+    await removeLeftoverBaseChains(this.runner, hooks.unhooked);
     for (const name of stale) await this.destroy(name);
   }
 

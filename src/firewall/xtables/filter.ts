@@ -78,6 +78,8 @@ export interface HookPlan {
   readonly lines: string[];
   /** Human-readable descriptions of what was missing or wrong. */
   readonly fixes: string[];
+  /** Chains whose last hook to the agent's chain these lines remove (a direction change, a stale hook). */
+  readonly unhooked: string[];
 }
 
 /**
@@ -89,11 +91,13 @@ export interface HookPlan {
 export function planHooks(state: FilterState, chain: string, hooks: readonly string[]): HookPlan {
   const lines: string[] = [];
   const fixes: string[] = [];
+  const unhooked: string[] = [];
   for (const [name, rules] of state.rules) {
     if (name === chain) continue;
     const count = rules.filter((r) => r === hookLine(name, chain)).length;
     const wanted = hooks.includes(name);
     const extra = wanted ? count - 1 : count;
+    if (!wanted && count > 0) unhooked.push(name);
     for (let i = 0; i < extra; i++) lines.push(`-D ${name} -j ${chain}`);
     if (extra > 0) fixes.push(wanted ? `duplicate hook ${name} -> ${chain} removed` : `stale hook ${name} -> ${chain} removed`);
   }
@@ -104,7 +108,7 @@ export function planHooks(state: FilterState, chain: string, hooks: readonly str
       fixes.push(`hook ${h} -> ${chain}`);
     }
   }
-  return { lines, fixes };
+  return { lines, fixes, unhooked };
 }
 
 /** True when any hook of the agent's chain exists in any chain. */

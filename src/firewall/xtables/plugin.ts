@@ -4,7 +4,7 @@ import { createRunner } from '../exec.js';
 import { KernelPlugin } from '../kernel-plugin.js';
 import type { ApplyOptions, ApplyResult, CommandRunner, DropCounters, FirewallEntry, FirewallPlugin, HitCounter, OwnedObject, PluginOptions } from '../plugin.js';
 import { directionHooks, type Direction } from '../direction.js';
-import { XTABLES_WAIT_S, anyHook, effectiveHooks, iptablesRestore, planHooks, readFilter } from './filter.js';
+import { XTABLES_WAIT_S, anyHook, effectiveHooks, iptablesRestore, planHooks, readFilter, removeLeftoverBaseChains } from './filter.js';
 import { chainCounters, chainObject, failIfReferenced, removeOwnedChain } from './owned-chain.js';
 import { parseEntryChain, parseEntryHits, pushIptablesEntryRules } from './rules.js';
 
@@ -69,6 +69,8 @@ export class IptablesPlugin extends KernelPlugin implements FirewallPlugin {
     for (const f of hooks.fixes) repairs.note(f);
     lines.push(...hooks.lines);
     await iptablesRestore(this.runner, lines);
+    // A hook given up (direction changed) may leave the empty base chain iptables-nft made for it.
+    await removeLeftoverBaseChains(this.runner, hooks.unhooked);
     return this.done(repairs, { what: 'iptables chain', fields: { chain: this.chain } }, { ...diff, updated: 0 }, rebuild ? 'full' : 'none', wanted.length);
   }
 
