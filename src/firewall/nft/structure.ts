@@ -38,7 +38,8 @@ function expectedSideKeys(l: NftLayout, side: Side): string[] {
   const match = side === 'in' ? `match == ${f} "@${l.set}"; match != iif "lo"` : `match == ${f} "@${l.set}"`;
   const keys: string[] = [];
   if (l.logBlocked) keys.push(`${match}; limit ${LOG_LIMIT_PER_MINUTE}/minute; log ${LOG_PREFIX}`);
-  keys.push(`${match}; set update ${f} @${hitsSetName(l.set, side)}; counter; ${l.action === 'REJECT' ? `jump ${NFT_REFUSE_CHAIN}` : 'drop'}`);
+  const verdict = l.action === 'REJECT' ? `jump ${NFT_REFUSE_CHAIN}` : 'drop';
+  keys.push(`${match}; set update ${f} @${hitsSetName(l.set, side)}; counter; ${verdict}`, `${match}; counter; ${verdict}`);
   return keys;
 }
 

@@ -86,6 +86,9 @@ export function nftSideRules(l: NftLayout, side: Side): string[] {
   if (l.logBlocked) rules.push(`${match} limit rate ${LOG_LIMIT_PER_MINUTE}/minute log prefix "${LOG_PREFIX}"`);
   const verdict = l.action === 'REJECT' ? `jump ${NFT_REFUSE_CHAIN}` : 'drop';
   rules.push(`${match} update @${hitsSetName(l.set, side)} { ip ${f} } counter ${verdict}`);
+  // An `update` into a full hits set ends its rule without a verdict: the
+  // same block without it makes sure such a packet is blocked all the same.
+  rules.push(`${match} counter ${verdict}`);
   return rules;
 }
 

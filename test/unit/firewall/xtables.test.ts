@@ -91,6 +91,17 @@ describe('checkNftStructure', () => {
               ],
             },
           },
+          {
+            rule: {
+              chain: 'input',
+              expr: [
+                { match: { op: '==', left: { payload: { protocol: 'ip', field: 'saddr' } }, right: '@s' } },
+                { match: { op: '!=', left: { meta: { key: 'iif' } }, right: 'lo' } },
+                { counter: {} },
+                { drop: null },
+              ],
+            },
+          },
         ]),
         ...extra,
       ],
