@@ -6,11 +6,12 @@ import { createRunner, stderrMatches, withFailingLine } from '../exec.js';
 import { KernelPlugin, type Repairs } from '../kernel-plugin.js';
 import { tempSetName } from '../names.js';
 import type { ApplyOptions, ApplyResult, CommandRunner, DropCounters, FirewallEntry, HitCounter, FirewallPlugin, OwnedObject, PluginOptions } from '../plugin.js';
-import { directionHooks, hitsSetName, sides, type Direction, type Side } from '../direction.js';
+import { directionHooks, hitsSetName, type Direction, type Side } from '../direction.js';
 import { anyHook, effectiveHooks, iptablesRestore, planHooks, readFilter, removeLeftoverBaseChains, type FilterState } from '../xtables/filter.js';
 import { chainCounters, chainObject, failIfReferenced, removeOwnedChain } from '../xtables/owned-chain.js';
 import { iptablesSetRules } from '../xtables/rules.js';
-import { hitsSetCreateArgs, ipsetSizing, parseIpsetHits, parseIpsetSave, renderIpsetDelta, renderIpsetFull, type IpsetSaveParsed, type IpsetSizing } from './text.js';
+import { ensureHitsSets, readIpsetHits } from './hits.js';
+import { ipsetSizing, parseIpsetSave, renderIpsetDelta, renderIpsetFull, type IpsetSaveParsed, type IpsetSizing } from './text.js';
 
 const NO_SUCH_SET = /does not exist/i;
 const SET_IN_USE = /in use/i;
@@ -207,23 +208,6 @@ export class IpsetPlugin extends KernelPlugin implements FirewallPlugin {
     }
   }
 
-  /**
-   * The hits sets of the sides in use exist (created empty when missing: the
-   * rules name them), before the rules are written. Returns the names of the
-   * agent's hits sets for sides no longer used, to destroy once no rule names them.
-   */
-  private async ensureHitsSets(repairs: Repairs): Promise<string[]> {
-    const names = await this.setNames();
-    const used = sides(this.direction);
-    for (const side of used) {
-      const name = hitsSetName(this.setName, side);
-      if (names.has(name)) continue;
-      repairs.note(`ipset set ${name}`);
-      await this.runner.run('ipset', hitsSetCreateArgs(name));
-    }
-    return (['in', 'out'] as const).filter((s) => !used.includes(s)).map((s) => hitsSetName(this.setName, s)).filter((n) => names.has(n));
-  }
-
   private async ensureChain(filter: FilterState, repairs: Repairs): Promise<void> {
     const expected = iptablesSetRules(this.chain, this.setName, this.options.action, this.options.logBlocked, this.direction);
     const actual = filter.rules.get(this.chain) ?? [];
@@ -233,7 +217,7 @@ export class IpsetPlugin extends KernelPlugin implements FirewallPlugin {
     // Intact rules name the hits sets, and a set named by a rule cannot be
     // destroyed: they exist. Only a rewrite has to make sure (one process
     // less in every cycle's apply).
-    if (rewrite) stale = await this.ensureHitsSets(repairs);
+    if (rewrite) stale = await ensureHitsSets(this.runner, this.setName, this.direction, await this.setNames(), repairs);
     if (!filter.chains.has(this.chain)) {
       repairs.note(`iptables chain ${this.chain}`);
       lines.push(`:${this.chain} - [0:0]`, ...expected);
@@ -275,16 +259,8 @@ export class IpsetPlugin extends KernelPlugin implements FirewallPlugin {
     return chainCounters(this.runner, this.chain);
   }
 
-  async readHits(): Promise<HitCounter[]> {
-    const out: HitCounter[] = [];
-    for (const side of sides(this.direction)) {
-      try {
-        out.push(...parseIpsetHits((await this.runner.run('ipset', ['save', hitsSetName(this.setName, side)])).stdout, side));
-      } catch (err) {
-        if (!stderrMatches(err, NO_SUCH_SET)) throw err;
-      }
-    }
-    return out;
+  readHits(): Promise<HitCounter[]> {
+    return readIpsetHits(this.runner, this.setName, this.direction);
   }
 
   async objects(): Promise<OwnedObject[]> {
