@@ -43,7 +43,10 @@ const plan = cli('plan', '--limit', '25');
 const rules = join(dir, 'state', 'dry-run.ipset');
 let head = '';
 try {
-  head = readFileSync(rules, 'utf8').split('\n').slice(0, 12).join('\n');
+  // The rules and hooks (comments), then the first few entries.
+  const lines = readFileSync(rules, 'utf8').split('\n');
+  const firstAdd = lines.findIndex((l) => l.startsWith('add '));
+  head = lines.slice(0, firstAdd === -1 ? 12 : firstAdd + 6).join('\n');
 } catch {
   head = '(no rules file written)';
 }

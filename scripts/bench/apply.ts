@@ -95,7 +95,7 @@ export async function benchApply(o: ApplyBenchOptions): Promise<ApplyResult[]> {
     };
     const nftText = () =>
       renderNftRecreate(
-        { table: 'bench_bare', set: names.setName, hooks: nftHooks(['INPUT', 'FORWARD']), action: 'DROP', logBlocked: false },
+        { table: 'bench_bare', set: names.setName, hooks: nftHooks(['INPUT', 'FORWARD', 'OUTPUT']), action: 'DROP', logBlocked: false, direction: 'both' },
         resolveOverlaps(normalizeEntries(entries)),
       );
 

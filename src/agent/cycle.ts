@@ -1,3 +1,4 @@
+import { recordHits } from './hit-watch.js';
 import { GuardError, ServerConfigError, WcfError, errorMessage } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { AgentConfig } from '../config/load.js';
@@ -271,13 +272,17 @@ export async function runCycle(deps: CycleDeps, plugin: FirewallPlugin): Promise
   // Computed without the API, so a cycle whose pull fails still has it (see dropNewlyProtected below).
   const protectedSet = localProtectedSet(config, state, logger, { rememberApi: rememberApiIn(state) });
   protectedSet.catch(() => undefined); // awaited by computePlan or below; not unhandled meanwhile
-  // Missing hooks, chain/table or set are put back from the last applied set (through the protected
-  // set) while the API calls run, whatever the pull brings; the kernel read for the apply (read-only;
-  // see FirewallPlugin.prefetch) follows it, and the apply below waits for both.
-  const reasserted = reassertMissing(plugin, state, previousSettings(deps).settings, protectedSet, logger, now).then((r) => {
-    plugin.prefetch?.();
-    return r;
-  });
+  // While the API calls run: the hit counters are read first (a re-created object starts from zero);
+  // then missing hooks, chain/table or set are put back from the last applied set (through the
+  // protected set), whatever the pull brings; then the kernel read for the apply (read-only; see
+  // FirewallPlugin.prefetch). The apply below waits for all three.
+  const hitsRead = recordHits(plugin, state, logger);
+  const reasserted = hitsRead
+    .then(() => reassertMissing(plugin, state, previousSettings(deps).settings, protectedSet, logger, now))
+    .then((r) => {
+      plugin.prefetch?.();
+      return r;
+    });
   try {
     const pulled = persistPull(await computePlan({ ...deps, now: () => now, clock, protectedSet, onAgentRecord: (s) => (agentRecord = s) }, true), state, now);
     ({ plan, fullPull, saveCache } = pulled);

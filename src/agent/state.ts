@@ -1,3 +1,4 @@
+import { HIT_TOTALS_FILE, parseHitTotals, type HitTotals } from './hit-totals.js';
 import { mkdirSync, renameSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { StateError } from '../errors.js';
@@ -233,6 +234,15 @@ export class StateStore {
       (e) => e && typeof e.cidr === 'string' && toCidr(e.cidr) !== undefined && (e.expiresAt === null || typeof e.expiresAt === 'number'),
     );
     return { ts: raw.ts, plugin: String(raw.plugin), entries };
+  }
+
+  /** The running totals of the kernel's hit counters (see hit-totals.ts); empty when none were saved. */
+  loadHitTotals(): HitTotals {
+    return parseHitTotals(this.readJson(HIT_TOTALS_FILE));
+  }
+
+  saveHitTotals(totals: HitTotals): void {
+    this.writeJson(HIT_TOTALS_FILE, { v: 1, entries: totals });
   }
 
   saveApplied(set: AppliedSet): void {

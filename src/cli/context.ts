@@ -57,6 +57,7 @@ export function pluginOptions(config: AgentConfig, logger: Logger): Omit<PluginO
     names: { setName: config.set_name, chainName: config.chain_name, tableName: config.table_name },
     hookChains: config.hook_chains,
     action: config.action,
+    direction: config.direction,
     logBlocked: config.log_blocked,
     logger,
     dryRunOutput: config.dry_run_output ?? join(config.state_dir, `dry-run.${config.dry_run_format}`),

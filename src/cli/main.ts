@@ -9,6 +9,7 @@ const commands = {
   sync: () => import('./commands/sync.js'),
   plan: () => import('./commands/plan.js'),
   status: () => import('./commands/status.js'),
+  hits: () => import('./commands/hits.js'),
   flush: () => import('./commands/flush.js'),
   doctor: () => import('./commands/doctor.js'),
   checkConfig: () => import('./commands/check-config.js'),
@@ -87,6 +88,15 @@ export function buildProgram(): Command {
     .addOption(configOption())
     .option('--json', 'print as JSON on stdout')
     .action(async (o) => setExit(await (await commands.status()).statusCommand(o)));
+
+  program
+    .command('hits')
+    .description('blocked indicators that matched traffic, per direction, most packets first; touches nothing')
+    .addOption(configOption())
+    .option('--json', 'print {"hits": [...]} as JSON on stdout')
+    .option('--top <n>', 'show the N indicators with the most packets')
+    .option('--direction <side>', 'only `in` (packets from listed addresses) or `out` (packets to them)')
+    .action(async (o) => setExit(await (await commands.hits()).hitsCommand(o)));
 
   program
     .command('flush')

@@ -40,6 +40,8 @@ export const configSchema = z
     table_name: z.string().min(1).default('wcf_agent'),
     hook_chains: z.array(z.string().min(1)).min(1).default(['INPUT', 'FORWARD']),
     action: z.enum(['DROP', 'REJECT']).default('DROP'),
+    // Block packets from listed addresses (inbound), to them (outbound: a local process or a forwarded host reaching out), or both.
+    direction: z.enum(['both', 'inbound', 'outbound']).default('both'),
     log_blocked: z.boolean().default(false),
     // Apply the rules inside this network namespace (`ip netns exec NAME`) instead of the host's own.
     netns: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/, 'a network namespace name (letters, digits, _ . -)').optional(),

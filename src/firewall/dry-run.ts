@@ -3,12 +3,13 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import type { Logger } from 'pino';
 import { FirewallError, errorMessage } from '../errors.js';
+import { directionHooks } from './direction.js';
 import { diffEntries } from './diff.js';
 import { normalizeEntries, sortCidrTexts, type KernelEntry } from './entries.js';
 import { ipsetSizing, parseIpsetSave, pushIpsetAdds, renderIpsetCreate } from './ipset/text.js';
 import { resolveOverlaps } from './nft/overlaps.js';
-import { nftHooks, parseNftScriptElements, pushNftTable } from './nft/text.js';
-import type { ApplyOptions, ApplyResult, DropCounters, FirewallEntry, FirewallPlugin, OwnedObject, PluginOptions } from './plugin.js';
+import { nftLayout, parseNftScriptElements, pushNftTable } from './nft/text.js';
+import type { ApplyOptions, ApplyResult, DropCounters, FirewallEntry, FirewallPlugin, HitCounter, OwnedObject, PluginOptions } from './plugin.js';
 import { iptablesSetRules } from './xtables/rules.js';
 
 /** Where dry-run writes when the options name no file. */
@@ -48,14 +49,15 @@ export class DryRunPlugin implements FirewallPlugin {
       out.push(`add table inet ${names.tableName}`, `delete table inet ${names.tableName}`);
       pushNftTable(
         out,
-        { table: names.tableName, set: names.setName, hooks: nftHooks(this.options.hookChains), action: this.options.action, logBlocked: this.options.logBlocked },
+        nftLayout(this.options),
         entries,
       );
     } else {
+      const direction = this.options.direction ?? 'both';
       out.push('# iptables rules that would use the set (iptables-restore --noflush, table filter):');
       out.push(`#   :${names.chainName} - [0:0]`);
-      for (const r of iptablesSetRules(names.chainName, names.setName, this.options.action, this.options.logBlocked)) out.push(`#   ${r}`);
-      for (const h of this.options.hookChains) out.push(`#   -I ${h} 1 -j ${names.chainName}`);
+      for (const r of iptablesSetRules(names.chainName, names.setName, this.options.action, this.options.logBlocked, direction)) out.push(`#   ${r}`);
+      for (const h of directionHooks(this.options.hookChains, direction)) out.push(`#   -I ${h} 1 -j ${names.chainName}`);
       out.push(`${renderIpsetCreate(names.setName, ipsetSizing(capacity, entries.length))} -exist`, `flush ${names.setName}`);
       pushIpsetAdds(out, names.setName, entries);
     }
@@ -138,6 +140,11 @@ export class DryRunPlugin implements FirewallPlugin {
   /** Nothing is enforced, so nothing is dropped. */
   async readCounters(): Promise<DropCounters> {
     return { packets: 0, bytes: 0 };
+  }
+
+  /** Nothing reaches a rendered file. */
+  async readHits(): Promise<HitCounter[]> {
+    return [];
   }
 
   /** The output file stands for the objects (stdout has none). */

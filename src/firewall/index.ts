@@ -14,6 +14,7 @@ import { IptablesPlugin } from './xtables/plugin.js';
 export { PLUGIN_TOOLS, TOOLS, detectPlugin, probeTools, type Tool } from './detect.js';
 export { createRunner, netnsPrefix, type RunnerOptions } from './exec.js';
 export { validateOwnedNames } from './names.js';
+export { DIRECTIONS, sides, type Direction, type Side } from './direction.js';
 export { timeoutUntil } from './entries.js';
 export type * from './plugin.js';
 

@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import type { Cidr } from '../net/ipv4.js';
+import type { Direction, Side } from './direction.js';
 
 /**
  * The firewall plugin interface: everything code outside src/firewall/ may ask
@@ -41,6 +42,8 @@ export interface PluginOptions {
   /** Built-in chains to hook the agent's chain into (iptables/ipset); default INPUT, FORWARD (+DOCKER-USER if present). */
   readonly hookChains: readonly string[];
   readonly action: 'DROP' | 'REJECT';
+  /** Which side of the traffic is matched: the source inbound, the destination outbound, or both (the default). */
+  readonly direction?: Direction;
   /** Log blocked packets (rate-limited) before the action. */
   readonly logBlocked: boolean;
   readonly logger: Logger;
@@ -87,6 +90,19 @@ export interface DropCounters {
   bytes: number;
 }
 
+/**
+ * Packets and bytes the kernel blocked for one address on one side, since
+ * the kernel last (re-)created its record (see the README for what resets it).
+ * `ip` is the address the packets carried (nft, ipset) or the entry whose
+ * rule matched (iptables): the caller maps it to the indicator covering it.
+ */
+export interface HitCounter {
+  readonly ip: string;
+  readonly side: Side;
+  readonly packets: number;
+  readonly bytes: number;
+}
+
 /** One object the agent owns, as found in the kernel (or the dry-run file). */
 export interface OwnedObject {
   /** What it is, for people: `nft table inet wcf_agent`, `ipset wcf-blocklist`. */
@@ -127,6 +143,8 @@ export interface FirewallPlugin {
   flush(): Promise<void>;
   /** Drop counters of the agent's own rules. Read-only; absent objects count as zero. */
   readCounters(): Promise<DropCounters>;
+  /** Per-address hits on each side, only for addresses that were hit. Read-only; absent objects give none. */
+  readHits(): Promise<HitCounter[]>;
   /** The agent's objects (hooks included) and whether each exists and is the agent's. Read-only. */
   objects(): Promise<OwnedObject[]>;
 }

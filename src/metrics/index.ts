@@ -2,7 +2,7 @@ import type { CycleOutcome } from '../agent/cycle.js';
 import type { DaemonParts } from '../agent/daemon.js';
 import type { AgentConfig } from '../config/load.js';
 import { errorMessage } from '../errors.js';
-import type { DropCounters, FirewallPlugin } from '../firewall/index.js';
+import type { FirewallPlugin } from '../firewall/index.js';
 import type { Logger } from '../log.js';
 import { parseListen } from './listen.js';
 import { AgentMetrics } from './registry.js';
@@ -11,6 +11,7 @@ import { loadOverrides } from '../agent/overrides-store.js';
 import { countOverrides } from '../policy/overrides.js';
 
 export { AgentMetrics } from './registry.js';
+import type { CounterRead, SideCounters } from './registry.js';
 export { parseListen, isLoopbackHost, type ListenAddress } from './listen.js';
 
 /** Reading counters must stay quick: a scrape waits for it. */
@@ -32,17 +33,31 @@ export function instrumentPlugin(plugin: FirewallPlugin, metrics: AgentMetrics):
     list: () => plugin.list(),
     flush: () => plugin.flush(),
     readCounters: () => plugin.readCounters(),
+    readHits: () => plugin.readHits(),
     objects: () => plugin.objects(),
   };
 }
 
 /** The plugin's counters, or a rejection once `ms` have passed: a scrape must not wait for a hung tool. */
-export function readCountersWithin(plugin: FirewallPlugin, ms: number): Promise<DropCounters> {
+export function readCountersWithin(plugin: FirewallPlugin, ms: number): Promise<CounterRead> {
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(new Error(`reading the drop counters took more than ${ms} ms`)), ms);
   });
-  return Promise.race([plugin.readCounters(), late]).finally(() => clearTimeout(timer));
+  return Promise.race([readCounterSides(plugin), late]).finally(() => clearTimeout(timer));
+}
+
+/** The rules' total, with the per-direction split summed from the per-address hit counters (small reads: only addresses hit). */
+async function readCounterSides(plugin: FirewallPlugin): Promise<CounterRead> {
+  const [total, hits] = await Promise.all([plugin.readCounters(), plugin.readHits()]);
+  const sides: Record<'in' | 'out', SideCounters> = { in: { packets: 0, bytes: 0, indicators: 0 }, out: { packets: 0, bytes: 0, indicators: 0 } };
+  for (const h of hits) {
+    const s = sides[h.side];
+    s.packets += h.packets;
+    s.bytes += h.bytes;
+    s.indicators++;
+  }
+  return { ...total, sides };
 }
 
 export interface DaemonMetrics {

@@ -10,7 +10,15 @@ const API_ERROR_CLASSES = ['WCF_ERR_API_UNREACHABLE', 'WCF_ERR_API_AUTH', 'WCF_E
 /** A scrape reuses a counter read younger than this (the two dropped_* metrics share one read). */
 const COUNTER_READ_TTL_MS = 1000;
 
-export type CounterReader = () => Promise<DropCounters>;
+/** Drop counters per side (from the per-address hit counters) and how many distinct addresses each side holds. */
+export interface SideCounters extends DropCounters {
+  indicators: number;
+}
+
+/** The rule counters' total, and per side when the backend counts hits (every kernel backend does). */
+export type CounterRead = DropCounters & { sides?: Record<'in' | 'out', SideCounters> };
+
+export type CounterReader = () => Promise<CounterRead>;
 
 /**
  * The agent's Prometheus metrics, in a Registry of their own (never the
@@ -20,8 +28,8 @@ export type CounterReader = () => Promise<DropCounters>;
 export class AgentMetrics {
   readonly registry = new Registry();
   private readCounters: CounterReader | undefined;
-  private lastRead: { at: number; value: Promise<DropCounters | undefined> } | undefined;
-  private last: DropCounters = { packets: 0, bytes: 0 };
+  private lastRead: { at: number; value: Promise<CounterRead | undefined> } | undefined;
+  private last: CounterRead = { packets: 0, bytes: 0 };
   private onReadError: ((err: unknown) => void) | undefined;
 
   private readonly cycles = new Counter({ name: `${PREFIX}cycles_total`, help: 'Sync cycles by result', labelNames: ['result'], registers: [this.registry] });
@@ -69,22 +77,37 @@ export class AgentMetrics {
     });
     new Counter({
       name: `${PREFIX}dropped_packets_total`,
-      help: "Packets dropped or rejected by the agent's rules (read from the kernel at scrape time)",
+      help: "Packets dropped or rejected by the agent's rules, by direction (in: from listed addresses, out: to them; read from the kernel at scrape time)",
+      labelNames: ['direction'],
       registers: [this.registry],
       async collect() {
         const c = await self.counters();
         this.reset();
-        this.inc(c.packets);
+        if (c.sides) for (const d of ['in', 'out'] as const) this.inc({ direction: d }, c.sides[d].packets);
+        else this.inc(c.packets);
       },
     });
     new Counter({
       name: `${PREFIX}dropped_bytes_total`,
-      help: "Bytes dropped or rejected by the agent's rules (read from the kernel at scrape time)",
+      help: "Bytes dropped or rejected by the agent's rules, by direction (read from the kernel at scrape time)",
+      labelNames: ['direction'],
       registers: [this.registry],
       async collect() {
         const c = await self.counters();
         this.reset();
-        this.inc(c.bytes);
+        if (c.sides) for (const d of ['in', 'out'] as const) this.inc({ direction: d }, c.sides[d].bytes);
+        else this.inc(c.bytes);
+      },
+    });
+    new Gauge({
+      name: `${PREFIX}indicators_hit`,
+      help: 'Distinct blocked addresses the kernel has counted hits for, by direction (no per-address label)',
+      labelNames: ['direction'],
+      registers: [this.registry],
+      async collect() {
+        const c = await self.counters();
+        this.reset();
+        if (c.sides) for (const d of ['in', 'out'] as const) this.set({ direction: d }, c.sides[d].indicators);
       },
     });
     // Collected after the same (shared) read as the two counters, so one scrape is consistent.
@@ -121,7 +144,7 @@ export class AgentMetrics {
     this.lastRead = undefined;
   }
 
-  private async counters(): Promise<DropCounters> {
+  private async counters(): Promise<CounterRead> {
     const now = Date.now();
     if (!this.lastRead || now - this.lastRead.at > COUNTER_READ_TTL_MS) {
       const reader = this.readCounters;

@@ -1,4 +1,4 @@
-import type { ApplyOptions, ApplyResult, DropCounters, FirewallEntry, FirewallPlugin, OwnedObject, PluginName } from '../../src/firewall/plugin.js';
+import type { ApplyOptions, ApplyResult, DropCounters, FirewallEntry, FirewallPlugin, HitCounter, OwnedObject, PluginName } from '../../src/firewall/plugin.js';
 
 /**
  * A FirewallPlugin that touches nothing and records every call, for tests of
@@ -38,6 +38,10 @@ export class RecordingPlugin implements FirewallPlugin {
 
   async readCounters(): Promise<DropCounters> {
     return { packets: 0, bytes: 0 };
+  }
+
+  async readHits(): Promise<HitCounter[]> {
+    return [];
   }
 
   async objects(): Promise<OwnedObject[]> {

@@ -129,9 +129,8 @@ describe.each(['ipset', 'nftables'] as const)('agent with the %s backend in a na
       const tables = await lab.host.exec('nft', ['list', 'tables']);
       expect(tables.split('\n').filter((l) => l.includes('wcf_agent')).length).toBe(1);
       const table = await lab.host.exec('nft', ['list', 'table', 'inet', 'wcf_agent']);
-      // One rule per hook chain (INPUT and FORWARD by default), the same number after every sync.
-      expect(once).toBe(2);
-      expect(table.match(/@wcf-blocklist/g)?.length ?? 0).toBe(once);
+      // input: source; forward: source and destination; output: destination (direction both); two rules each.
+      expect(table.match(/@wcf-blocklist /g)!.length).toBe(8);
     }
   });
 

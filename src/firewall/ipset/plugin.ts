@@ -6,11 +6,14 @@ import { createRunner, stderrMatches, withFailingLine } from '../exec.js';
 import { KernelPlugin, type Repairs } from '../kernel-plugin.js';
 import { tempSetName } from '../names.js';
 import { markerRule } from '../ownership.js';
+import { isV01SetChain } from '../legacy-shapes.js';
 import { setObject, setOwnership } from './ownership.js';
-import type { ApplyOptions, ApplyResult, CommandRunner, DropCounters, FirewallEntry, FirewallPlugin, OwnedObject, PluginOptions } from '../plugin.js';
-import { anyHook, effectiveHooks, iptablesRestore, planHooks, readFilter, type FilterState } from '../xtables/filter.js';
+import type { ApplyOptions, ApplyResult, CommandRunner, DropCounters, FirewallEntry, HitCounter, FirewallPlugin, OwnedObject, PluginOptions } from '../plugin.js';
+import { directionHooks, hitsSetName, type Direction, type Side } from '../direction.js';
+import { anyHook, effectiveHooks, iptablesRestore, planHooks, readFilter, removeLeftoverBaseChains, type FilterState } from '../xtables/filter.js';
 import { chainCounters, chainObjects, chainOwnership, failIfReferenced, removeOwnedChain } from '../xtables/owned-chain.js';
 import { iptablesSetRules } from '../xtables/rules.js';
+import { ensureHitsSets, readIpsetHits } from './hits.js';
 import { ipsetSizing, parseIpsetSave, renderIpsetDelta, renderIpsetFull, type IpsetSaveParsed, type IpsetSizing } from './text.js';
 
 const NO_SUCH_SET = /does not exist/i;
@@ -45,6 +48,7 @@ export class IpsetPlugin extends KernelPlugin implements FirewallPlugin {
   private readonly setName: string;
   private readonly tempName: string;
   private readonly chain: string;
+  private readonly direction: Direction;
   private prefetched: { at: number; read: Promise<KernelRead> } | undefined;
 
   constructor(private readonly options: PluginOptions) {
@@ -53,6 +57,7 @@ export class IpsetPlugin extends KernelPlugin implements FirewallPlugin {
     this.setName = options.names.setName;
     this.tempName = tempSetName(options.names.setName);
     this.chain = options.names.chainName;
+    this.direction = options.direction ?? 'both';
   }
 
   private async setNames(): Promise<Set<string>> {
@@ -217,27 +222,35 @@ export class IpsetPlugin extends KernelPlugin implements FirewallPlugin {
   }
 
   /** An earlier version's chain: exactly its set rule(s), without the marker. */
-  private readonly legacyChain = (rules: readonly string[]): boolean => {
-    const old = iptablesSetRules(this.chain, this.setName, this.options.action, this.options.logBlocked);
-    return rules.length === old.length && rules.every((r, i) => r === old[i]);
-  };
+  private readonly legacyChain = (rules: readonly string[]): boolean =>
+    isV01SetChain(rules, this.chain, this.setName, this.options.action, this.options.logBlocked);
 
   private async ensureChain(filter: FilterState, repairs: Repairs, adopting: boolean): Promise<void> {
-    const expected = [markerRule(this.chain), ...iptablesSetRules(this.chain, this.setName, this.options.action, this.options.logBlocked)];
+    const expected = [markerRule(this.chain), ...iptablesSetRules(this.chain, this.setName, this.options.action, this.options.logBlocked, this.direction)];
     const actual = filter.rules.get(this.chain) ?? [];
     const lines: string[] = [];
+    let stale: string[] = [];
+    const rewrite = !filter.chains.has(this.chain) || actual.length !== expected.length || actual.some((r, i) => r !== expected[i]);
+    // Intact rules name the hits sets, and a set named by a rule cannot be
+    // destroyed: they exist. Only a rewrite has to make sure (one process
+    // less in every cycle's apply).
+    if (rewrite) stale = await ensureHitsSets(this.runner, this.setName, this.direction, await this.setNames(), repairs);
     if (!filter.chains.has(this.chain)) {
       repairs.note(`iptables chain ${this.chain}`);
       lines.push(`:${this.chain} - [0:0]`, ...expected);
-    } else if (actual.length !== expected.length || actual.some((r, i) => r !== expected[i])) {
+    } else if (rewrite) {
       if (!adopting) repairs.note(actual.length === 0 ? `rule in iptables chain ${this.chain}` : `rules of iptables chain ${this.chain} (differed from expected)`);
       // Declaring an existing chain under --noflush empties it; -F says so explicitly.
       lines.push(`:${this.chain} - [0:0]`, `-F ${this.chain}`, ...expected);
     }
-    const hooks = planHooks(filter, this.chain, effectiveHooks(this.options.hookChains, filter));
+    const hooks = planHooks(filter, this.chain, effectiveHooks(directionHooks(this.options.hookChains, this.direction), filter));
     for (const f of hooks.fixes) repairs.note(f);
     lines.push(...hooks.lines);
+    // One commit: the chain's new rules and hooks replace the old ones together (no unenforced moment).
     await iptablesRestore(this.runner, lines);
+    // A hook given up (direction changed) may leave the empty base chain iptables-nft made for it.
+    await removeLeftoverBaseChains(this.runner, hooks.unhooked);
+    for (const name of stale) await this.destroy(name);
   }
 
   async list(): Promise<string[]> {
@@ -259,13 +272,23 @@ export class IpsetPlugin extends KernelPlugin implements FirewallPlugin {
     const foreign = await removeOwnedChain(this.runner, this.chain, this.log, this.legacyChain);
     const names = await this.setNames();
     const removed: string[] = foreign === undefined ? [] : [`iptables chain ${this.chain}`];
+    // The hits sets carry no marker of their own (a marker element would count as a hit): they are
+    // the agent's when its main set is, or when that set is gone (a flush that stopped half-way).
+    const hits = (['in', 'out'] as const).map((side: Side) => hitsSetName(this.setName, side));
+    let mainIsOurs = true;
     for (const set of [this.setName, this.tempName]) {
       if (!names.has(set)) continue;
       const owner = setOwnership(parseIpsetSave((await this.runner.run('ipset', ['save', set])).stdout, set));
       if (owner.kind === 'foreign') {
         this.log.warn({ set }, `ipset set ${set} is not the agent's (${owner.why}); left as it is`);
+        if (set === this.setName) mainIsOurs = false;
         continue;
       }
+      await this.destroy(set);
+      removed.push(`ipset set ${set}`);
+    }
+    for (const set of hits) {
+      if (!mainIsOurs || !names.has(set)) continue;
       await this.destroy(set);
       removed.push(`ipset set ${set}`);
     }
@@ -277,9 +300,13 @@ export class IpsetPlugin extends KernelPlugin implements FirewallPlugin {
     return chainCounters(this.runner, this.chain);
   }
 
+  readHits(): Promise<HitCounter[]> {
+    return readIpsetHits(this.runner, this.setName, this.direction);
+  }
+
   /** The set, the chain and each hook (read-only). */
   async objects(): Promise<OwnedObject[]> {
-    const hooks = (filter: FilterState) => effectiveHooks(this.options.hookChains, filter);
+    const hooks = (filter: FilterState) => effectiveHooks(directionHooks(this.options.hookChains, this.direction), filter);
     return [await setObject(this.runner, this.setName), ...(await chainObjects(this.runner, this.chain, hooks, this.legacyChain))];
   }
 

@@ -190,3 +190,25 @@ export function parseIpsetSave(text: string, setName: string): IpsetSaveParsed {
   }
   return { exists, type, createOptions, entries, odd, marked };
 }
+
+/** Most addresses a hits set records; one hit once it is full is still blocked, only not counted. */
+export const HITS_MAXELEM = 65536;
+/** An address not hit for this long leaves its hits set (the agent keeps its running total). */
+export const HITS_TIMEOUT_S = 7 * 86400;
+
+/** `ipset create` arguments of a hits set: single addresses with counters, filled by the SET target. */
+export function hitsSetCreateArgs(name: string): string[] {
+  return ['-exist', 'create', name, 'hash:ip', 'family', 'inet', 'maxelem', String(HITS_MAXELEM), 'timeout', String(HITS_TIMEOUT_S), 'counters'];
+}
+
+/** `ipset save` of a hits set: `add SET 192.0.2.7 timeout N packets P bytes B`, the addresses hit. */
+export function parseIpsetHits(text: string, side: 'in' | 'out'): Array<{ ip: string; side: 'in' | 'out'; packets: number; bytes: number }> {
+  const out: Array<{ ip: string; side: 'in' | 'out'; packets: number; bytes: number }> = [];
+  for (const line of text.split('\n')) {
+    const m = /^add \S+ (\S+)\b.*? packets (\d+) bytes (\d+)/.exec(line);
+    if (!m || !toCidr(m[1]!)) continue;
+    const packets = Number(m[2]);
+    if (packets > 0) out.push({ ip: m[1]!, side, packets, bytes: Number(m[3]) });
+  }
+  return out;
+}

@@ -4,11 +4,13 @@ import { normalizeEntries, sortCidrTexts } from '../entries.js';
 import { createRunner, stderrMatches } from '../exec.js';
 import { KernelPlugin } from '../kernel-plugin.js';
 import { OWNER_MARK, type Ownership } from '../ownership.js';
-import type { ApplyOptions, ApplyResult, CommandRunner, DropCounters, FirewallEntry, FirewallPlugin, OwnedObject, PluginOptions } from '../plugin.js';
+import { isV01NftTable } from '../legacy-shapes.js';
+import { hitsSetName, sides } from '../direction.js';
+import type { ApplyOptions, ApplyResult, CommandRunner, DropCounters, FirewallEntry, HitCounter, FirewallPlugin, OwnedObject, PluginOptions } from '../plugin.js';
 import { parseNftCounters } from './json.js';
 import { deltaReshapesIntervals, resolveOverlaps } from './overlaps.js';
 import { checkNftStructure, type NftStructure } from './structure.js';
-import { nftHooks, parseNftSetJson, renderNftDelta, renderNftRecreate, renderNftRefill, type NftLayout, type NftSetParsed } from './text.js';
+import { nftLayout, parseNftHits, parseNftSetJson, renderNftDelta, renderNftRecreate, renderNftRefill, type NftLayout, type NftSetParsed } from './text.js';
 
 /** How nft says a table or set does not exist. */
 const NO_SUCH_OBJECT = /No such file or directory/i;
@@ -37,13 +39,7 @@ export class NftablesPlugin extends KernelPlugin implements FirewallPlugin {
   constructor(options: PluginOptions) {
     super(options.logger);
     this.runner = options.runner ?? createRunner();
-    this.layout = {
-      table: options.names.tableName,
-      set: options.names.setName,
-      hooks: nftHooks(options.hookChains),
-      action: options.action,
-      logBlocked: options.logBlocked,
-    };
+    this.layout = nftLayout(options);
   }
 
   /** `nft -j ARGS` output, or undefined when the object listed does not exist. */
@@ -62,7 +58,7 @@ export class NftablesPlugin extends KernelPlugin implements FirewallPlugin {
   }
 
   /** `undefined` when the table does not exist, else what differs from the agent's table. */
-  private async structure(): Promise<NftStructure | undefined> {
+  private async structure(): Promise<(NftStructure & { v01?: boolean }) | undefined> {
     const json = await this.tableJson();
     if (json === undefined) return undefined;
     const structure = checkNftStructure(json, this.layout);
@@ -72,7 +68,9 @@ export class NftablesPlugin extends KernelPlugin implements FirewallPlugin {
     // calling the table unmarked.
     const text = await this.runner.run('nft', ['-t', 'list', 'table', 'inet', this.layout.table]).catch(() => undefined);
     const marked = text !== undefined && text.stdout.split('\n').slice(0, 3).some((l) => l.trim() === `comment "${OWNER_MARK}"`);
-    return { ...structure, marked };
+    // 0.1 hooked input and forward only (no output, no hit counters, no marker).
+    const v01 = !marked && isV01NftTable(json, this.layout.table, this.layout.set, this.layout.hooks.filter((h) => h !== 'output'));
+    return { ...structure, marked, v01 };
   }
 
   /** Elements of the set, or undefined when the set (or table) does not exist. */
@@ -82,10 +80,10 @@ export class NftablesPlugin extends KernelPlugin implements FirewallPlugin {
   }
 
   /** Whose table is `inet <table_name>` (see ownership.ts), from its terse listing. */
-  private ownership(structure: NftStructure | undefined): Ownership {
+  private ownership(structure: (NftStructure & { v01?: boolean }) | undefined): Ownership {
     if (structure === undefined) return { kind: 'absent' };
     if (structure.marked) return { kind: 'own' };
-    if (structure.problems.length === 0) return { kind: 'legacy' };
+    if (structure.v01) return { kind: 'legacy' };
     return { kind: 'foreign', why: `no "wcf-agent" comment, and it differs from the table the agent makes: ${structure.problems.join('; ')}` };
   }
 
@@ -148,6 +146,15 @@ export class NftablesPlugin extends KernelPlugin implements FirewallPlugin {
   async readCounters(): Promise<DropCounters> {
     const json = await this.tableJson();
     return json === undefined ? { packets: 0, bytes: 0 } : parseNftCounters(json);
+  }
+
+  async readHits(): Promise<HitCounter[]> {
+    const out: HitCounter[] = [];
+    for (const side of sides(this.layout.direction)) {
+      const json = await this.listJson(['list', 'set', 'inet', this.layout.table, hitsSetName(this.layout.set, side)]);
+      if (json !== undefined) out.push(...parseNftHits(json, side));
+    }
+    return out;
   }
 
   /** The table, then each hook's base chain (a table without its chains enforces nothing). */

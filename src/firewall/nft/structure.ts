@@ -1,16 +1,51 @@
+import { hitsSetName, sides, type Side } from '../direction.js';
 import { LOG_LIMIT_PER_MINUTE, LOG_PREFIX } from '../log-prefix.js';
 import { OWNER_MARK } from '../ownership.js';
 import { parseNftJson, type NftItem } from './json.js';
-import { NFT_PRIORITY, type NftLayout } from './text.js';
+import { NFT_PRIORITY, NFT_REFUSE_CHAIN, hookSides, sideField, type NftLayout } from './text.js';
 
 type Json = NftItem;
 
-function isSaddrMatch(expr: unknown, set: string): boolean {
-  const m = (expr as { match?: { op?: unknown; left?: { payload?: { protocol?: unknown; field?: unknown } }; right?: unknown } }).match;
-  return (
-    !!m && m.op === '==' && m.left?.payload?.protocol === 'ip' && m.left.payload.field === 'saddr' && m.right === `@${set}`
-  );
+/**
+ * One statement of a rule as `nft -j` lists it, reduced to what the agent
+ * writes (counter values, a limit's burst and handles left out), so a rule
+ * read back compares with the one expected as a plain list of strings.
+ */
+function statementKey(e: Json): string {
+  const m = e.match as { left?: { payload?: { field?: unknown }; meta?: { key?: unknown } }; right?: unknown; op?: unknown } | undefined;
+  if (m) return `match ${String(m.op)} ${String(m.left?.payload?.field ?? m.left?.meta?.key)} ${JSON.stringify(m.right)}`;
+  const set = e.set as { op?: unknown; elem?: { payload?: { field?: unknown } }; set?: unknown } | undefined;
+  if (set) return `set ${String(set.op)} ${String(set.elem?.payload?.field)} ${String(set.set)}`;
+  const limit = e.limit as { rate?: unknown; per?: unknown } | undefined;
+  if (limit) return `limit ${String(limit.rate)}/${String(limit.per)}`;
+  const log = e.log as { prefix?: unknown } | undefined;
+  if (log) return `log ${String(log.prefix)}`;
+  if ('counter' in e) return 'counter';
+  if ('drop' in e) return 'drop';
+  const jump = e.jump as { target?: unknown } | undefined;
+  if (jump) return `jump ${String(jump.target)}`;
+  const reject = e.reject as { type?: unknown; expr?: unknown } | undefined;
+  if (reject) return `reject ${String(reject.type)} ${String(reject.expr ?? '')}`;
+  return JSON.stringify(e);
 }
+
+function ruleKey(rule: Json): string {
+  return ((rule.expr ?? []) as Json[]).map(statementKey).join('; ');
+}
+
+/** The keys of one side's rules as nftSideRules writes them. */
+function expectedSideKeys(l: NftLayout, side: Side): string[] {
+  const f = sideField(side);
+  const match = side === 'in' ? `match == ${f} "@${l.set}"; match != iif "lo"` : `match == ${f} "@${l.set}"`;
+  const keys: string[] = [];
+  if (l.logBlocked) keys.push(`${match}; limit ${LOG_LIMIT_PER_MINUTE}/minute; log ${LOG_PREFIX}`);
+  const verdict = l.action === 'REJECT' ? `jump ${NFT_REFUSE_CHAIN}` : 'drop';
+  keys.push(`${match}; set update ${f} @${hitsSetName(l.set, side)}; counter; ${verdict}`, `${match}; counter; ${verdict}`);
+  return keys;
+}
+
+/** The keys of the refuse chain's rules. */
+const REFUSE_KEYS = ['match == l4proto "tcp"; reject tcp reset ', 'reject icmpx admin-prohibited'];
 
 export interface NftStructure {
   /** What differs from the table the agent writes; empty = intact. */
@@ -31,11 +66,21 @@ export function checkNftStructure(json: string, l: NftLayout): NftStructure {
   const problems: string[] = [];
   let setSeen = false;
   let marked = false;
+  const hitsSets = new Set(sides(l.direction).map((side) => hitsSetName(l.set, side)));
+  const hitsSeen = new Set<string>();
   const chainsSeen = new Set<string>();
   const rules = new Map<string, Json[]>();
   for (const item of items) {
     if ('set' in item || 'map' in item) {
       const s = (item.set ?? item.map) as Json;
+      if ('set' in item && hitsSets.has(String(s.name))) {
+        hitsSeen.add(String(s.name));
+        const stmt = JSON.stringify(s.stmt ?? []);
+        if (s.type !== 'ipv4_addr' || !(Array.isArray(s.flags) && s.flags.includes('timeout')) || !stmt.includes('counter')) {
+          problems.push(`nft set ${String(s.name)} is not a counting set of addresses`);
+        }
+        continue;
+      }
       if (s.name !== l.set || !('set' in item)) {
         problems.push(`unexpected set ${String(s.name)} in nft table ${l.table}`);
         continue;
@@ -47,6 +92,11 @@ export function checkNftStructure(json: string, l: NftLayout): NftStructure {
     } else if ('chain' in item) {
       const c = item.chain as Json;
       const name = String(c.name);
+      if (name === NFT_REFUSE_CHAIN && l.action === 'REJECT') {
+        chainsSeen.add(name);
+        if (c.hook !== undefined) problems.push(`nft chain ${name} is a base chain`);
+        continue;
+      }
       if (!(l.hooks as readonly string[]).includes(name)) {
         problems.push(`unexpected chain ${name} in nft table ${l.table}`);
         continue;
@@ -70,26 +120,18 @@ export function checkNftStructure(json: string, l: NftLayout): NftStructure {
   }
   if (!setSeen) problems.push(`nft set ${l.set}`);
   const setReadable = setSeen;
-  for (const hook of l.hooks) {
-    if (!chainsSeen.has(hook)) {
-      problems.push(`nft chain ${hook}`);
+  for (const name of hitsSets) if (!hitsSeen.has(name)) problems.push(`nft set ${name}`);
+  const chainRules: Array<[string, string[]]> = l.hooks.map((hook) => [hook, hookSides(l, hook).flatMap((side) => expectedSideKeys(l, side))]);
+  if (l.action === 'REJECT') chainRules.push([NFT_REFUSE_CHAIN, REFUSE_KEYS]);
+  for (const [chain, want] of chainRules) {
+    if (!chainsSeen.has(chain)) {
+      problems.push(`nft chain ${chain}`);
       continue;
     }
-    const list = rules.get(hook) ?? [];
-    const want = l.logBlocked ? 2 : 1;
-    let ok = list.length === want;
-    if (ok && l.logBlocked) {
-      const e = (list[0]!.expr ?? []) as Json[];
-      const limit = e.find((x) => 'limit' in x)?.limit as Json | undefined;
-      const log = e.find((x) => 'log' in x)?.log as Json | undefined;
-      ok = isSaddrMatch(e[0], l.set) && limit?.rate === LOG_LIMIT_PER_MINUTE && limit.per === 'minute' && log?.prefix === LOG_PREFIX;
+    const list = (rules.get(chain) ?? []).map(ruleKey);
+    if (list.length !== want.length || list.some((k, i) => k !== want[i])) {
+      problems.push(list.length === 0 ? `rule in nft chain ${chain}` : `rules of nft chain ${chain} (differed from expected)`);
     }
-    if (ok) {
-      const e = (list[list.length - 1]!.expr ?? []) as Json[];
-      const verdict = l.action === 'REJECT' ? 'reject' : 'drop';
-      ok = e.length === 3 && isSaddrMatch(e[0], l.set) && 'counter' in e[1]! && verdict in e[2]!;
-    }
-    if (!ok) problems.push(list.length === 0 ? `rule in nft chain ${hook}` : `rules of nft chain ${hook} (differed from expected)`);
   }
   return { problems, setReadable, marked };
 }

@@ -1,6 +1,8 @@
 import { rangeToCidrs } from '../../net/cidr-index.js';
 import { toCidr, type Cidr } from '../../net/ipv4.js';
 import type { KernelEntry } from '../entries.js';
+import { directionHooks, hitsSetName, sides, type Direction, type Side } from '../direction.js';
+import type { HitCounter, PluginOptions } from '../plugin.js';
 import { LOG_LIMIT_PER_MINUTE, LOG_PREFIX } from '../log-prefix.js';
 import { OWNER_MARK } from '../ownership.js';
 import { parseNftJson } from './json.js';
@@ -39,15 +41,61 @@ export interface NftLayout {
   readonly hooks: readonly NftHook[];
   readonly action: 'DROP' | 'REJECT';
   readonly logBlocked: boolean;
+  readonly direction: Direction;
 }
 
-/** Rules of each base chain, in nft syntax. */
-export function nftChainRules(l: NftLayout): string[] {
+/** The layout a plugin's options ask for; the hooks follow the direction (see directionHooks). */
+export function nftLayout(o: PluginOptions): NftLayout {
+  const direction = o.direction ?? 'both';
+  return {
+    table: o.names.tableName,
+    set: o.names.setName,
+    hooks: nftHooks(directionHooks(o.hookChains, direction)),
+    action: o.action,
+    logBlocked: o.logBlocked,
+    direction,
+  };
+}
+
+/** The regular chain REJECT rules jump to: a TCP reset for TCP, ICMP admin-prohibited for the rest. */
+export const NFT_REFUSE_CHAIN = 'refuse';
+
+/** Most addresses each hits set records; an address hit once the set is full is still blocked, only not counted. */
+export const NFT_HITS_SIZE = 65536;
+/** An address not hit for this long leaves its hits set (the agent keeps its running total). */
+export const HITS_TIMEOUT_S = 7 * 86400;
+
+/** The packet field a side matches: the source of what comes in, the destination of what goes out. */
+export function sideField(side: Side): 'saddr' | 'daddr' {
+  return side === 'in' ? 'saddr' : 'daddr';
+}
+
+/** The sides a base chain on `hook` matches: input sees only inbound packets, output only outbound, forward both. */
+export function hookSides(l: NftLayout, hook: NftHook): Side[] {
+  return sides(l.direction).filter((s) => hook === 'forward' || (hook === 'input' ? s === 'in' : s === 'out'));
+}
+
+/** One side's rules in nft syntax: the optional rate-limited log, then the counted block that records the address hit. */
+export function nftSideRules(l: NftLayout, side: Side): string[] {
+  const f = sideField(side);
+  // Inbound leaves loopback alone: the TCP reset answering a blocked outbound
+  // connect carries the listed address as its source and reaches the local
+  // socket over loopback; dropped there, the client would wait for its timeout.
+  const match = side === 'in' ? `ip ${f} @${l.set} iif != "lo"` : `ip ${f} @${l.set}`;
   const rules: string[] = [];
   // Separate rules: a `limit` inside the drop rule would rate-limit the drop too.
-  if (l.logBlocked) rules.push(`ip saddr @${l.set} limit rate ${LOG_LIMIT_PER_MINUTE}/minute log prefix "${LOG_PREFIX}"`);
-  rules.push(`ip saddr @${l.set} counter ${l.action === 'REJECT' ? 'reject' : 'drop'}`);
+  if (l.logBlocked) rules.push(`${match} limit rate ${LOG_LIMIT_PER_MINUTE}/minute log prefix "${LOG_PREFIX}"`);
+  const verdict = l.action === 'REJECT' ? `jump ${NFT_REFUSE_CHAIN}` : 'drop';
+  rules.push(`${match} update @${hitsSetName(l.set, side)} { ip ${f} } counter ${verdict}`);
+  // An `update` into a full hits set ends its rule without a verdict: the
+  // same block without it makes sure such a packet is blocked all the same.
+  rules.push(`${match} counter ${verdict}`);
   return rules;
+}
+
+/** Rules of the base chain on `hook`, in nft syntax. */
+export function nftChainRules(l: NftLayout, hook: NftHook): string[] {
+  return hookSides(l, hook).flatMap((side) => nftSideRules(l, side));
 }
 
 function nftElement(e: KernelEntry): string {
@@ -71,10 +119,17 @@ export function pushNftTable(out: string[], l: NftLayout, entries: readonly Kern
     out.push('\t\t}');
   }
   out.push('\t}');
-  const rules = nftChainRules(l);
+  // Dynamic sets: an address enters on its first blocked packet, so addresses never hit cost nothing.
+  for (const side of sides(l.direction)) {
+    out.push(`\tset ${hitsSetName(l.set, side)} {`, '\t\ttype ipv4_addr', `\t\tsize ${NFT_HITS_SIZE}`, '\t\tflags dynamic,timeout');
+    out.push(`\t\ttimeout ${HITS_TIMEOUT_S}s`, '\t\tcounter', '\t}');
+  }
+  if (l.action === 'REJECT') {
+    out.push(`\tchain ${NFT_REFUSE_CHAIN} {`, '\t\tmeta l4proto tcp reject with tcp reset', '\t\treject with icmpx admin-prohibited', '\t}');
+  }
   for (const hook of l.hooks) {
     out.push(`\tchain ${hook} {`, `\t\ttype filter hook ${hook} priority ${NFT_PRIORITY}; policy accept;`);
-    for (const r of rules) out.push(`\t\t${r}`);
+    for (const r of nftChainRules(l, hook)) out.push(`\t\t${r}`);
     out.push('\t}');
   }
   out.push('}');
@@ -208,6 +263,26 @@ export function parseNftScriptElements(text: string): Map<string, number | undef
     const m = /^([^\s,]+)(?: timeout (\d+)s)?,?$/.exec(line);
     const cidr = m ? toCidr(m[1]!) : undefined;
     if (cidr) out.set(cidr.text, m![2] === undefined ? undefined : Number(m![2]));
+  }
+  return out;
+}
+
+/**
+ * Addresses recorded in the hits sets (`nft -j list set` of each), with their
+ * counters: `{elem: {val, expires, counter: {packets, bytes}}}`.
+ */
+export function parseNftHits(json: string, side: Side): HitCounter[] {
+  const out: HitCounter[] = [];
+  for (const item of parseNftJson(json)) {
+    const set = (item as { set?: { elem?: unknown } }).set;
+    if (!set || !Array.isArray(set.elem)) continue;
+    for (const raw of set.elem as unknown[]) {
+      const el = (raw as { elem?: { val?: unknown; counter?: { packets?: unknown; bytes?: unknown } } } | null)?.elem;
+      const c = el?.counter;
+      if (typeof el?.val !== 'string' || typeof c?.packets !== 'number' || typeof c.bytes !== 'number') continue;
+      if (!toCidr(el.val) || c.packets === 0) continue;
+      out.push({ ip: el.val, side, packets: c.packets, bytes: c.bytes });
+    }
   }
   return out;
 }

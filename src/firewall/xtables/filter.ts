@@ -97,6 +97,8 @@ export interface HookPlan {
   readonly lines: string[];
   /** Human-readable descriptions of what was missing or wrong. */
   readonly fixes: string[];
+  /** Chains whose last hook to the agent's chain these lines remove (a direction change, a stale hook). */
+  readonly unhooked: string[];
 }
 
 /**
@@ -111,11 +113,13 @@ export function planHooks(state: FilterState, chain: string, hooks: readonly str
   const replace: string[] = [];
   const lines: string[] = [];
   const fixes: string[] = [];
+  const unhooked: string[] = [];
   for (const [name, rules] of state.rules) {
     if (name === chain) continue;
     const { marked, legacy } = hookPositions(rules, name, chain);
     const wanted = hooks.includes(name);
     let keep: number | undefined;
+    if (!wanted && marked.length + legacy.length > 0) unhooked.push(name);
     if (wanted) {
       keep = marked[0] ?? legacy[0];
       if (keep !== undefined && marked.length === 0) replace.push(`-R ${name} ${keep} ${hookLine(name, chain).slice(`-A ${name} `.length)}`);
@@ -133,7 +137,7 @@ export function planHooks(state: FilterState, chain: string, hooks: readonly str
     }
   }
   // Replacements first: they keep positions, which the deletions that follow rely on.
-  return { lines: [...replace, ...lines], fixes };
+  return { lines: [...replace, ...lines], fixes, unhooked };
 }
 
 /** True when any hook of the agent's chain (marked, or an earlier version's) exists in any chain. */

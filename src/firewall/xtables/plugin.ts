@@ -3,11 +3,13 @@ import { diffEntries } from '../diff.js';
 import { normalizeEntries, sortCidrTexts } from '../entries.js';
 import { createRunner } from '../exec.js';
 import { KernelPlugin } from '../kernel-plugin.js';
-import type { ApplyOptions, ApplyResult, CommandRunner, DropCounters, FirewallEntry, FirewallPlugin, OwnedObject, PluginOptions } from '../plugin.js';
+import type { ApplyOptions, ApplyResult, CommandRunner, DropCounters, FirewallEntry, FirewallPlugin, HitCounter, OwnedObject, PluginOptions } from '../plugin.js';
 import { markerRule } from '../ownership.js';
-import { anyHook, effectiveHooks, iptablesRestore, planHooks, readFilter } from './filter.js';
+import { isV01EntryChain } from '../legacy-shapes.js';
+import { directionHooks, type Direction } from '../direction.js';
+import { XTABLES_WAIT_S, anyHook, effectiveHooks, iptablesRestore, planHooks, readFilter, removeLeftoverBaseChains } from './filter.js';
 import { chainCounters, chainObjects, chainOwnership, failIfReferenced, removeOwnedChain } from './owned-chain.js';
-import { parseEntryChain, pushIptablesEntryRules } from './rules.js';
+import { parseEntryChain, parseEntryHits, pushIptablesEntryRules } from './rules.js';
 
 /** Above this many entries, warn: iptables matches rules one after the other for every packet. */
 export const IPTABLES_WARN_ENTRIES = 5000;
@@ -24,6 +26,7 @@ export class IptablesPlugin extends KernelPlugin implements FirewallPlugin {
   readonly name = 'iptables' as const;
   private readonly runner: CommandRunner;
   private readonly chain: string;
+  private readonly direction: Direction;
   private toldNoTimeouts = false;
   private warnedSize = 0;
 
@@ -31,6 +34,7 @@ export class IptablesPlugin extends KernelPlugin implements FirewallPlugin {
     super(options.logger);
     this.runner = options.runner ?? createRunner();
     this.chain = options.names.chainName;
+    this.direction = options.direction ?? 'both';
   }
 
   protected async applyNow(entries: readonly FirewallEntry[], options: ApplyOptions): Promise<ApplyResult> {
@@ -59,7 +63,7 @@ export class IptablesPlugin extends KernelPlugin implements FirewallPlugin {
     const repairs = this.repairs(!chainExists && !anyHook(filter, this.chain), options);
     const rules = filter.rules.get(this.chain) ?? [];
     const marked = rules[0] === markerRule(this.chain);
-    const contents = parseEntryChain(marked ? rules.slice(1) : rules, this.chain, this.options.action, this.options.logBlocked);
+    const contents = parseEntryChain(marked ? rules.slice(1) : rules, this.chain, this.options.action, this.options.logBlocked, this.direction);
     if (!chainExists) repairs.note(`iptables chain ${this.chain}`);
     else if (owner.kind === 'own' && (!marked || !contents.wellFormed)) repairs.note(`rules of iptables chain ${this.chain} (differed from expected)`);
     const diff = diffEntries(contents.entries, wantedNoTimeout);
@@ -68,25 +72,26 @@ export class IptablesPlugin extends KernelPlugin implements FirewallPlugin {
     const lines: string[] = [];
     if (rebuild) {
       lines.push(`:${this.chain} - [0:0]`, `-F ${this.chain}`, markerRule(this.chain));
-      pushIptablesEntryRules(lines, this.chain, wantedNoTimeout, this.options.action, this.options.logBlocked);
+      pushIptablesEntryRules(lines, this.chain, wantedNoTimeout, this.options.action, this.options.logBlocked, this.direction);
     }
-    const hooks = planHooks(filter, this.chain, effectiveHooks(this.options.hookChains, filter));
+    const hooks = planHooks(filter, this.chain, effectiveHooks(directionHooks(this.options.hookChains, this.direction), filter));
     for (const f of hooks.fixes) repairs.note(f);
     lines.push(...hooks.lines);
     await iptablesRestore(this.runner, lines);
+    // A hook given up (direction changed) may leave the empty base chain iptables-nft made for it.
+    await removeLeftoverBaseChains(this.runner, hooks.unhooked);
     return this.done(repairs, { what: 'iptables chain', fields: { chain: this.chain }, owned: [`iptables chain ${this.chain}`] }, { ...diff, updated: 0 }, rebuild ? 'full' : 'none', wanted.length);
   }
 
   /** An earlier version's chain: only its per-entry rules, no marker. */
-  private readonly legacyShape = (rules: readonly string[]): boolean =>
-    parseEntryChain(rules, this.chain, this.options.action, this.options.logBlocked).wellFormed;
+  private readonly legacyShape = (rules: readonly string[]): boolean => isV01EntryChain(rules, this.chain, this.options.action, this.options.logBlocked);
 
   async list(): Promise<string[]> {
     const filter = await readFilter(this.runner);
     const owner = chainOwnership(filter, this.chain, this.legacyShape, true);
     if (owner.kind === 'foreign') return [];
     const rules = filter.rules.get(this.chain) ?? [];
-    const contents = parseEntryChain(rules[0] === markerRule(this.chain) ? rules.slice(1) : rules, this.chain, this.options.action, this.options.logBlocked);
+    const contents = parseEntryChain(rules[0] === markerRule(this.chain) ? rules.slice(1) : rules, this.chain, this.options.action, this.options.logBlocked, this.direction);
     return sortCidrTexts(contents.entries.keys());
   }
 
@@ -101,7 +106,15 @@ export class IptablesPlugin extends KernelPlugin implements FirewallPlugin {
     return chainCounters(this.runner, this.chain);
   }
 
+  /** Each entry's own rules count its hits, per side. */
+  async readHits(): Promise<HitCounter[]> {
+    const filter = await readFilter(this.runner);
+    if (!filter.chains.has(this.chain)) return [];
+    const { stdout } = await this.runner.run('iptables', ['-w', XTABLES_WAIT_S, '-t', 'filter', '-S', this.chain, '-v']);
+    return parseEntryHits(stdout);
+  }
+
   async objects(): Promise<OwnedObject[]> {
-    return chainObjects(this.runner, this.chain, (filter) => effectiveHooks(this.options.hookChains, filter), this.legacyShape);
+    return chainObjects(this.runner, this.chain, (filter) => effectiveHooks(directionHooks(this.options.hookChains, this.direction), filter), this.legacyShape);
   }
 }

@@ -22,6 +22,8 @@ export function options(runner: CommandRunner, overrides: Partial<PluginOptions>
     names: NAMES,
     hookChains: ['INPUT', 'FORWARD'],
     action: 'DROP',
+    // The backend tests check inbound rules; the direction suite (direction.ts) covers the others.
+    direction: 'inbound',
     logBlocked: false,
     logger: logger as Logger,
     runner,

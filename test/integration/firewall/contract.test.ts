@@ -48,10 +48,10 @@ const nftables: ContractBackend = {
     expect(kernel.get(ADDR.net24)).toEqual({});
     expect(kernel.get(ADDR.blocked)?.timeout).toBe(300);
     const chains = await ns.exec('nft', ['-t', 'list', 'table', 'inet', NAMES.tableName]);
-    expect(chains).toMatch(/chain input \{\n\s+type filter hook input priority filter - 5; policy accept;\n\s+ip saddr @wcf-blocklist counter packets \d+ bytes \d+ drop/);
+    expect(chains).toMatch(/chain input \{\n\s+type filter hook input priority filter - 5; policy accept;\n\s+ip saddr @wcf-blocklist iif != "lo" update @wcf-blocklist-in \{ ip saddr \} counter packets \d+ bytes \d+ drop/);
     expect(chains).toMatch(/chain forward \{\n\s+type filter hook forward priority filter - 5; policy accept;/);
     expect(chains.match(/chain input/g)).toHaveLength(1);
-    expect(chains.match(/drop/g)).toHaveLength(2);
+    expect(chains.match(/drop/g)).toHaveLength(4); // input and forward: the counted block, and the block for a full hits set
   },
 };
 
@@ -71,7 +71,7 @@ const ipset: ContractBackend = {
   // Remaining timeouts tick down from one listing to the next: compared without their value.
   snapshot: async (ns) => {
     const s = await snapshot(ns);
-    return { ...s, ipset: s.ipset.replace(/ timeout [1-9]\d*$/gm, ' timeout N') };
+    return { ...s, ipset: s.ipset.replace(/ timeout [1-9]\d*(?= |$)/gm, ' timeout N') };
   },
   async foreignObjects(ns) {
     await ns.exec('iptables', ['-N', 'USER-CHAIN']);
@@ -117,16 +117,16 @@ const ipset: ContractBackend = {
     expect(kernel.get(ADDR.blocked)).toBeGreaterThan(290);
     expect(kernel.get(ADDR.blocked)).toBeLessThanOrEqual(300);
     const rules = await ns.exec('iptables', ['-S', NAMES.chainName]);
-    expect(rules.split('\n').filter((l) => l.startsWith('-A'))).toEqual([
-      `-A ${NAMES.chainName} -m comment --comment wcf-agent`,
-      `-A ${NAMES.chainName} -m set --match-set ${NAMES.setName} src -j DROP`,
-    ]);
+    expect(rules).toContain(`-A ${NAMES.chainName} ! -i lo ! -o lo -m set --match-set ${NAMES.setName} src -j DROP`);
+    const agentRules = rules.split('\n').filter((l) => l.startsWith('-A'));
+    expect(agentRules[0]).toBe(`-A ${NAMES.chainName} -m comment --comment wcf-agent`); // the ownership marker first
+    expect(agentRules).toHaveLength(4); // marker, record the hit, counted block, block
     // The set carries the ownership marker, an element that can match nothing.
     expect(await ns.exec('ipset', ['save', NAMES.setName])).toContain(`add ${NAMES.setName} 255.255.255.255 timeout 0 nomatch comment "wcf-agent"`);
     expect(await hookCount(ns, 'INPUT')).toBe(1);
     expect(await hookCount(ns, 'FORWARD')).toBe(1);
     expect((await ns.exec('iptables', ['-S', 'INPUT'])).split('\n')[1]).toBe(hookRule('INPUT'));
-    expect((await ns.exec('ipset', ['list', '-n'])).split('\n').filter(Boolean)).toEqual([NAMES.setName]); // no temp set left
+    expect((await ns.exec('ipset', ['list', '-n'])).split('\n').filter(Boolean)).toEqual([NAMES.setName, `${NAMES.setName}-in`]); // no temp set left
   },
 };
 

@@ -74,7 +74,7 @@ describe('ipset plugin on real netfilter', () => {
     const shrink = base;
     expect(await plugin.apply(shrink, CAP)).toMatchObject({ mode: 'full', removed: 2995 });
     expect(await plugin.list()).toEqual(sortedCidrs(shrink));
-    expect(await setNames(lab.host)).toEqual([NAMES.setName]);
+    expect(await setNames(lab.host)).toEqual([NAMES.setName, `${NAMES.setName}-in`]); // no temp set left
   });
 
   it('a temp set left by a run killed mid-apply does not stop a full rebuild', async () => {
@@ -84,7 +84,7 @@ describe('ipset plugin on real netfilter', () => {
     const r = await plugin.apply(wanted, CAP);
     expect(r.mode).toBe('full');
     expect(await plugin.list()).toEqual(sortedCidrs(wanted));
-    expect(await setNames(lab.host)).toEqual([NAMES.setName]);
+    expect(await setNames(lab.host)).toEqual([NAMES.setName, `${NAMES.setName}-in`]); // no temp set left
     await plugin.apply(base, CAP);
   });
 
@@ -180,7 +180,7 @@ describe('ipset plugin on real netfilter', () => {
     expect((err as FirewallError).message).toContain(`(input line 2003: "add ${tempSetName(NAMES.setName)} 0.0.0.0/0")`);
     expect((err as FirewallError).stderr).toMatch(/Error in line/);
     expect(await plugin.list()).toEqual(before);
-    expect(await setNames(lab.host)).toEqual([NAMES.setName]);
+    expect(await setNames(lab.host)).toEqual([NAMES.setName, `${NAMES.setName}-in`]); // no temp set left
     expect(await lab.connect(ADDR.inNet)).toBe('timeout');
   });
 
@@ -195,7 +195,7 @@ describe('ipset plugin on real netfilter', () => {
     expect([...after.keys()].sort()).toEqual([...before.keys()].sort());
     expect(after.get('192.0.2.0/24')).toBeGreaterThan(0);
     expect(opts.lines.some((l) => l.msg === 'ipset delta failed; previous set contents restored')).toBe(true);
-    expect(await setNames(lab.host)).toEqual([NAMES.setName]);
+    expect(await setNames(lab.host)).toEqual([NAMES.setName, `${NAMES.setName}-in`]); // no temp set left
 
     // A runner failing the second command (the restore) also leaves the set untouched.
     const failing = new IpsetPlugin(
@@ -214,10 +214,15 @@ describe('ipset plugin on real netfilter', () => {
     const r = await p.apply(base, CAP);
     expect(r.repaired).toEqual([`rules of iptables chain ${NAMES.chainName} (differed from expected)`]);
     const rules = (await lab.host.exec('iptables', ['-S', NAMES.chainName])).split('\n').filter((l) => l.startsWith('-A'));
-    expect(rules).toHaveLength(3);
-    expect(rules[0]).toBe(`-A ${NAMES.chainName} -m comment --comment wcf-agent`);
-    expect(rules[1]).toMatch(/--match-set wcf-blocklist src -m limit --limit 10\/min -j LOG --log-prefix "wcf-agent: "/);
-    expect(rules[2]).toMatch(/--match-set wcf-blocklist src -j REJECT/);
+    expect(rules).toEqual([
+      `-A ${NAMES.chainName} -m comment --comment wcf-agent`,
+      `-A ${NAMES.chainName} ! -i lo ! -o lo -m set --match-set wcf-blocklist src -m limit --limit 10/min -j LOG --log-prefix "wcf-agent: "`,
+      `-A ${NAMES.chainName} ! -i lo ! -o lo -m set --match-set wcf-blocklist src -j SET --add-set wcf-blocklist-in src --exist`,
+      `-A ${NAMES.chainName} ! -i lo ! -o lo -p tcp -m set --match-set wcf-blocklist src -m set --match-set wcf-blocklist-in src -j REJECT --reject-with tcp-reset`,
+      `-A ${NAMES.chainName} ! -i lo ! -o lo -m set --match-set wcf-blocklist src -m set --match-set wcf-blocklist-in src -j REJECT --reject-with icmp-admin-prohibited`,
+      `-A ${NAMES.chainName} ! -i lo ! -o lo -p tcp -m set --match-set wcf-blocklist src -j REJECT --reject-with tcp-reset`,
+      `-A ${NAMES.chainName} ! -i lo ! -o lo -m set --match-set wcf-blocklist src -j REJECT --reject-with icmp-admin-prohibited`,
+    ]);
     expect(await lab.connect(ADDR.inNet)).toBe('error:ECONNREFUSED');
     expect(await p.apply(base, CAP)).toMatchObject({ mode: 'none', repaired: [] });
     await plugin.apply(base, CAP); // back to DROP for the next tests

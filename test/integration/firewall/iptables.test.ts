@@ -27,7 +27,7 @@ describe('iptables plugin on real netfilter', () => {
     await lab.host.exec('iptables', ['-F', 'INPUT']);
     expect((await plugin.apply(base, CAP)).repaired).toEqual([`hook INPUT -> ${NAMES.chainName}`]);
     expect(await hookCount(lab.host, 'INPUT')).toBe(1);
-    await lab.host.exec('iptables', ['-D', NAMES.chainName, '-s', ADDR.blocked, '-j', 'DROP']);
+    await lab.host.exec('iptables', ['-D', NAMES.chainName, '-s', ADDR.blocked, '!', '-i', 'lo', '!', '-o', 'lo', '-j', 'DROP']);
     await lab.host.exec('iptables', ['-A', NAMES.chainName, '-j', 'ACCEPT']);
     const r = await plugin.apply(base, CAP);
     expect(r.repaired).toEqual([`rules of iptables chain ${NAMES.chainName} (differed from expected)`]);
@@ -53,10 +53,11 @@ describe('iptables plugin on real netfilter', () => {
     const p = new IptablesPlugin(options(lab.host.runner(), { logBlocked: true, action: 'REJECT' }));
     await p.apply(base, CAP);
     const rules = (await lab.host.exec('iptables', ['-S', NAMES.chainName])).split('\n').filter((l) => l.startsWith('-A'));
-    expect(rules).toHaveLength(1 + base.length * 2);
+    expect(rules).toHaveLength(1 + base.length * 3);
     expect(rules[0]).toBe(`-A ${NAMES.chainName} -m comment --comment wcf-agent`);
     expect(rules[1]).toMatch(/-m limit --limit 10\/min -j LOG --log-prefix "wcf-agent: "/);
-    expect(rules[2]).toMatch(/-j REJECT/);
+    expect(rules[2]).toMatch(/ -p tcp -j REJECT --reject-with tcp-reset$/);
+    expect(rules[3]).toMatch(/ -j REJECT --reject-with icmp-admin-prohibited$/);
     expect(await p.apply(base, CAP)).toMatchObject({ mode: 'none' });
     expect(await lab.connect(ADDR.inNet)).toBe('error:ECONNREFUSED');
     await plugin.apply(base, CAP);

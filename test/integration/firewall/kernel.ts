@@ -41,7 +41,7 @@ export async function chainSources(ns: Netns, iptables = 'iptables'): Promise<st
   return (await ns.exec(iptables, ['-S', NAMES.chainName]))
     .split('\n')
     .filter((l) => l.startsWith('-A') && l !== `-A ${NAMES.chainName} -m comment --comment wcf-agent`)
-    .map((l) => /^-A \S+ -s (\S+) -j DROP$/.exec(l)?.[1]?.replace(/\/32$/, '') ?? `?? ${l}`);
+    .map((l) => /^-A \S+ -s (\S+)(?: ! -i lo ! -o lo)? -j DROP$/.exec(l)?.[1]?.replace(/\/32$/, '') ?? `?? ${l}`);
 }
 
 /** How many times `chain` jumps to the agent's chain. */

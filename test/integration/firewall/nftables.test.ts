@@ -160,8 +160,9 @@ describe('nftables plugin on real netfilter', () => {
     const r = await p.apply(base, CAP);
     expect(r.repaired).toContain('rules of nft chain input (differed from expected)');
     const text = await chains(lab.host);
-    expect(text).toMatch(/ip saddr @wcf-blocklist limit rate 10\/minute (?:burst 5 packets )?log prefix "wcf-agent: "/);
-    expect(text).toMatch(/ip saddr @wcf-blocklist counter packets \d+ bytes \d+ reject/);
+    expect(text).toMatch(/ip saddr @wcf-blocklist iif != "lo" limit rate 10\/minute (?:burst 5 packets )?log prefix "wcf-agent: "/);
+    expect(text).toMatch(/ip saddr @wcf-blocklist iif != "lo" update @wcf-blocklist-in \{ ip saddr \} counter packets \d+ bytes \d+ jump refuse/);
+    expect(text).toMatch(/chain refuse \{\n\s+meta l4proto tcp reject with tcp reset\n\s+reject with icmpx admin-prohibited/);
     expect(await lab.connect(ADDR.inNet)).toBe('error:ECONNREFUSED');
     expect(await p.apply(base, CAP)).toMatchObject({ mode: 'none', repaired: [] });
     expect(await p.list()).toEqual(sortedCidrs(base));

@@ -78,7 +78,8 @@ describe.each(['nftables', 'ipset'] as const)('metrics and doctor with netns, %s
     const before = await scrape();
     expect(before.get('wcf_agent_cycles_total{result="ok"}')).toBe(1);
     expect(before.get('wcf_agent_firewall_counters_read_ok')).toBe(1);
-    expect(before.get('wcf_agent_dropped_packets_total')).toBe(0);
+    expect(before.get('wcf_agent_dropped_packets_total{direction="in"}')).toBe(0);
+    expect(before.get('wcf_agent_dropped_packets_total{direction="out"}')).toBe(0);
 
     // Real TCP from the blocked address: the SYN (and its retransmissions) hit the agent's rule.
     expect(await lab.connect(ADDR.blocked, 1200)).toBe('timeout');
@@ -86,11 +87,14 @@ describe.each(['nftables', 'ipset'] as const)('metrics and doctor with netns, %s
     // Counter reads are cached for 1 s: poll until a fresh one shows the drops.
     const m = await waitFor(async () => {
       const s = await scrape();
-      return (s.get('wcf_agent_dropped_packets_total') ?? 0) > 0 ? s : undefined;
+      return (s.get('wcf_agent_dropped_packets_total{direction="in"}') ?? 0) > 0 ? s : undefined;
     }, 'a non-zero dropped packets count', 10_000, 200);
-    const packets = m.get('wcf_agent_dropped_packets_total')!;
+    const packets = m.get('wcf_agent_dropped_packets_total{direction="in"}')!;
     expect(packets).toBeGreaterThanOrEqual(1);
-    expect(m.get('wcf_agent_dropped_bytes_total')).toBeGreaterThanOrEqual(packets * 40); // IPv4 + TCP headers at least
+    expect(m.get('wcf_agent_dropped_bytes_total{direction="in"}')).toBeGreaterThanOrEqual(packets * 40); // IPv4 + TCP headers at least
+    // Only the blocked peer's inbound SYNs: one indicator, nothing outbound.
+    expect(m.get('wcf_agent_indicators_hit{direction="in"}')).toBe(1);
+    expect(m.get('wcf_agent_dropped_packets_total{direction="out"}')).toBe(0);
     expect(m.get('wcf_agent_firewall_counters_read_ok')).toBe(1);
     expect(daemon.count(/cannot read the firewall drop counters/)).toBe(0);
 

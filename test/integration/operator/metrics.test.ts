@@ -68,8 +68,11 @@ describe('metrics endpoint of `run`', () => {
     expect(m.get('wcf_agent_api_errors_total{class="WCF_ERR_API_STATUS"}')).toBe(0);
     expect(m.get('wcf_agent_firewall_apply_duration_seconds_count')).toBeGreaterThanOrEqual(1);
     // dry-run: no kernel counters, zero.
-    expect(m.get('wcf_agent_dropped_packets_total')).toBe(0);
-    expect(m.get('wcf_agent_dropped_bytes_total')).toBe(0);
+    for (const d of ['in', 'out']) {
+      expect(m.get(`wcf_agent_dropped_packets_total{direction="${d}"}`)).toBe(0);
+      expect(m.get(`wcf_agent_dropped_bytes_total{direction="${d}"}`)).toBe(0);
+      expect(m.get(`wcf_agent_indicators_hit{direction="${d}"}`)).toBe(0);
+    }
     expect(m.get('wcf_agent_firewall_counters_read_ok')).toBe(1);
     expect(m.get('wcf_agent_local_overrides{action="allow"}')).toBe(0);
 

@@ -45,7 +45,8 @@ describe.each(BACKENDS)('$plugin: hooks removed while the API is down', ({ plugi
     sim = await startSimulator({ indicators: 200, seed: 17, agentConfig: { maximum_rules: '20', score_threshold: '4', sync_time: '5', running: 'true' } });
     sim.upsertIndicator({ ip: ADDR.blocked, score: 9.9 });
     lab = await createLab();
-    cfg = writeConfig({ agid: sim.agid, base_url: sim.url, token: sim.token, plugin, netns: lab.host.name, retries: 0 });
+    // Inbound only: removing the input-side hooks is then enough to let the listed address through.
+    cfg = writeConfig({ agid: sim.agid, base_url: sim.url, token: sim.token, plugin, netns: lab.host.name, retries: 0, direction: 'inbound' });
   });
   afterAll(async () => {
     await lab?.destroy();

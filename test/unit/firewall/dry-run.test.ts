@@ -47,7 +47,9 @@ describe('dry-run plugin', () => {
     expect(r).toEqual({ added: 2, removed: 0, updated: 0, mode: 'full', repaired: [] });
     const text = await readFile(file, 'utf8');
     expect(text).toMatch(/^# wcf-agent dry-run /);
-    expect(text).toContain('#   -A WCF-AGENT -m set --match-set wcf-blocklist src -j DROP');
+    expect(text).toContain('#   -A WCF-AGENT ! -i lo ! -o lo -m set --match-set wcf-blocklist src -j DROP');
+    expect(text).toContain('#   -A WCF-AGENT -m set --match-set wcf-blocklist dst -j DROP');
+    expect(text).toContain('#   -I OUTPUT 1 -j WCF-AGENT');
     expect(text).toContain('create wcf-blocklist hash:net family inet hashsize 1024 maxelem 65536 timeout 0 comment -exist\nflush wcf-blocklist\n');
     expect(text).toContain('add wcf-blocklist 192.0.2.0/24\nadd wcf-blocklist 198.51.100.7 timeout 300\n');
     expect(await p.list()).toEqual(['192.0.2.0/24', '198.51.100.7']);

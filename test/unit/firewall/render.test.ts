@@ -10,7 +10,7 @@ import type { FirewallEntry } from '../../../src/firewall/plugin.js';
 import { fromNumber, parseCidr, toCidr } from '../../../src/net/ipv4.js';
 
 const entry = (cidr: string, timeout?: number): KernelEntry => ({ cidr: toCidr(cidr)!, timeout });
-const layout: NftLayout = { table: 'wcf_agent', set: 'wcf-blocklist', hooks: ['input', 'forward'], action: 'DROP', logBlocked: false };
+const layout: NftLayout = { table: 'wcf_agent', set: 'wcf-blocklist', hooks: ['input', 'forward'], action: 'DROP', logBlocked: false, direction: 'inbound' };
 
 describe('kernelTimeout', () => {
   it('rounds up, never returns 0 (ipset: permanent), clamps to the kernel maximum', () => {
@@ -244,15 +244,28 @@ describe('nft rendering', () => {
         '\t\t\t198.51.100.7 timeout 300s',
         '\t\t}',
         '\t}',
+        '\tset wcf-blocklist-in {',
+        '\t\ttype ipv4_addr',
+        '\t\tsize 65536',
+        '\t\tflags dynamic,timeout',
+        '\t\ttimeout 604800s',
+        '\t\tcounter',
+        '\t}',
+        '\tchain refuse {',
+        '\t\tmeta l4proto tcp reject with tcp reset',
+        '\t\treject with icmpx admin-prohibited',
+        '\t}',
         '\tchain input {',
         '\t\ttype filter hook input priority -5; policy accept;',
-        '\t\tip saddr @wcf-blocklist limit rate 10/minute log prefix "wcf-agent: "',
-        '\t\tip saddr @wcf-blocklist counter reject',
+        '\t\tip saddr @wcf-blocklist iif != "lo" limit rate 10/minute log prefix "wcf-agent: "',
+        '\t\tip saddr @wcf-blocklist iif != "lo" update @wcf-blocklist-in { ip saddr } counter jump refuse',
+        '\t\tip saddr @wcf-blocklist iif != "lo" counter jump refuse',
         '\t}',
         '\tchain forward {',
         '\t\ttype filter hook forward priority -5; policy accept;',
-        '\t\tip saddr @wcf-blocklist limit rate 10/minute log prefix "wcf-agent: "',
-        '\t\tip saddr @wcf-blocklist counter reject',
+        '\t\tip saddr @wcf-blocklist iif != "lo" limit rate 10/minute log prefix "wcf-agent: "',
+        '\t\tip saddr @wcf-blocklist iif != "lo" update @wcf-blocklist-in { ip saddr } counter jump refuse',
+        '\t\tip saddr @wcf-blocklist iif != "lo" counter jump refuse',
         '\t}',
         '}',
         '',

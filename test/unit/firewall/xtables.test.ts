@@ -75,13 +75,13 @@ describe('iptables planning', () => {
   });
 
   it('reads the fallback chain back', () => {
-    const lines = ['-A C -s 192.0.2.7/32 -j DROP', '-A C -s 192.0.2.0/24 -j DROP'];
-    expect(parseEntryChain(lines, 'C', 'DROP', false)).toEqual({ entries: new Map([['192.0.2.7', undefined], ['192.0.2.0/24', undefined]]), wellFormed: true });
-    expect(parseEntryChain(lines, 'C', 'REJECT', false).wellFormed).toBe(false);
-    expect(parseEntryChain([...lines, '-A C -j ACCEPT'], 'C', 'DROP', false).wellFormed).toBe(false);
-    expect(parseEntryChain(lines, 'C', 'DROP', true).wellFormed).toBe(false);
-    const logged = ['-A C -s 192.0.2.7/32 -m limit --limit 10/min -j LOG --log-prefix "wcf-agent: "', '-A C -s 192.0.2.7/32 -j DROP'];
-    expect(parseEntryChain(logged, 'C', 'DROP', true).wellFormed).toBe(true);
+    const lines = ['-A C -s 192.0.2.7/32 ! -i lo ! -o lo -j DROP', '-A C -s 192.0.2.0/24 ! -i lo ! -o lo -j DROP'];
+    expect(parseEntryChain(lines, 'C', 'DROP', false, 'inbound')).toEqual({ entries: new Map([['192.0.2.7', undefined], ['192.0.2.0/24', undefined]]), wellFormed: true });
+    expect(parseEntryChain(lines, 'C', 'REJECT', false, 'inbound').wellFormed).toBe(false);
+    expect(parseEntryChain([...lines, '-A C -j ACCEPT'], 'C', 'DROP', false, 'inbound').wellFormed).toBe(false);
+    expect(parseEntryChain(lines, 'C', 'DROP', true, 'inbound').wellFormed).toBe(false);
+    const logged = ['-A C -s 192.0.2.7/32 ! -i lo ! -o lo -m limit --limit 10/min -j LOG --log-prefix "wcf-agent: "', '-A C -s 192.0.2.7/32 ! -i lo ! -o lo -j DROP'];
+    expect(parseEntryChain(logged, 'C', 'DROP', true, 'inbound').wellFormed).toBe(true);
   });
 });
 
@@ -89,19 +89,37 @@ describe('iptables planning', () => {
 const nftProblems = (json: string, l: Parameters<typeof checkNftStructure>[1]) => checkNftStructure(json, l).problems;
 
 describe('checkNftStructure', () => {
-  const layout = { table: 't', set: 's', hooks: ['input'] as const, action: 'DROP' as const, logBlocked: false };
+  const layout = { table: 't', set: 's', hooks: ['input'] as const, action: 'DROP' as const, logBlocked: false, direction: 'inbound' as const };
   const doc = (extra: object[] = [], rules?: object[]) =>
     JSON.stringify({
       nftables: [
         { metainfo: {} },
         { table: { family: 'inet', name: 't' } },
         { set: { name: 's', type: 'ipv4_addr', flags: ['interval', 'timeout'] } },
+        { set: { name: 's-in', type: 'ipv4_addr', flags: ['timeout'], stmt: [{ counter: null }] } },
         { chain: { name: 'input', type: 'filter', hook: 'input', prio: -5, policy: 'accept' } },
         ...(rules ?? [
           {
             rule: {
               chain: 'input',
-              expr: [{ match: { op: '==', left: { payload: { protocol: 'ip', field: 'saddr' } }, right: '@s' } }, { counter: {} }, { drop: null }],
+              expr: [
+                { match: { op: '==', left: { payload: { protocol: 'ip', field: 'saddr' } }, right: '@s' } },
+                { match: { op: '!=', left: { meta: { key: 'iif' } }, right: 'lo' } },
+                { set: { op: 'update', elem: { payload: { protocol: 'ip', field: 'saddr' } }, set: '@s-in' } },
+                { counter: {} },
+                { drop: null },
+              ],
+            },
+          },
+          {
+            rule: {
+              chain: 'input',
+              expr: [
+                { match: { op: '==', left: { payload: { protocol: 'ip', field: 'saddr' } }, right: '@s' } },
+                { match: { op: '!=', left: { meta: { key: 'iif' } }, right: 'lo' } },
+                { counter: {} },
+                { drop: null },
+              ],
             },
           },
         ]),
@@ -110,7 +128,8 @@ describe('checkNftStructure', () => {
     });
   it('accepts the expected table and reports differences', () => {
     expect(nftProblems(doc(), layout)).toEqual([]);
-    expect(nftProblems(doc(), { ...layout, action: 'REJECT' })).toEqual(['rules of nft chain input (differed from expected)']);
+    expect(nftProblems(doc(), { ...layout, action: 'REJECT' })).toEqual(['rules of nft chain input (differed from expected)', 'nft chain refuse']);
+    expect(nftProblems(doc(), { ...layout, direction: 'both' })).toEqual(['nft set s-out']);
     expect(nftProblems(doc(), { ...layout, hooks: ['input', 'forward'] })).toEqual(['nft chain forward']);
     expect(nftProblems(doc([], []), layout)).toEqual(['rule in nft chain input']);
     expect(nftProblems(doc([{ chain: { name: 'x' } }]), layout)).toEqual(['unexpected chain x in nft table t']);

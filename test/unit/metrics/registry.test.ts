@@ -93,6 +93,7 @@ describe('AgentMetrics', () => {
       list: async () => ['192.0.2.1'],
       flush: async () => undefined,
       readCounters: async () => ({ packets: 0, bytes: 0 }),
+      readHits: async () => [],
       objects: async () => [],
     };
     const p = instrumentPlugin(inner, m);
