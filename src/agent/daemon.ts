@@ -10,6 +10,8 @@ import { withLock } from './lock.js';
 import { toCidr } from '../net/ipv4.js';
 import type { StateStore } from './state.js';
 import { Scheduler } from './scheduler.js';
+import { AppliedMemory } from './applied-memory.js';
+import { Watcher } from './watcher.js';
 
 export interface DaemonParts {
   config: AgentConfig;
@@ -29,6 +31,8 @@ export interface DaemonOptions {
   minuteMs?: number;
   /** Called after each cycle (tests, metrics). */
   onCycle?: (outcome: CycleOutcome) => void;
+  /** Called after each repair the watcher made between cycles (metrics). */
+  onRepair?: (objects: readonly string[]) => void;
   random?: () => number;
 }
 
@@ -75,6 +79,11 @@ export class Daemon {
   private stopping = false;
   /** Settings in force: read from the state once at start, then what each cycle answers (not re-read from disk). */
   private settings!: Settings;
+  /** The last set applied, for the watcher's repairs between cycles. */
+  private readonly memory = new AppliedMemory();
+  private watcher: Watcher | undefined;
+  /** Cycles and the watcher's repairs run one at a time (the state dir lock alone lets this process in twice). */
+  private exclusiveTail: Promise<unknown> = Promise.resolve();
 
   constructor(opts: DaemonOptions) {
     this.opts = opts;
@@ -98,10 +107,48 @@ export class Daemon {
   }
 
   async start(): Promise<void> {
-    this.parts = await this.opts.open(this.opts.initialConfig);
+    this.parts = this.remembering(await this.opts.open(this.opts.initialConfig));
     this.settings = previousSettings(this.parts).settings;
     await this.restore();
-    if (!this.stopping) this.scheduler.start();
+    if (!this.stopping) {
+      this.scheduler.start();
+      this.startWatcher();
+    }
+  }
+
+  private remembering(parts: DaemonParts): DaemonParts {
+    return { ...parts, plugin: this.memory.wrap(parts.plugin) };
+  }
+
+  /** Run `fn` after the cycle or repair in flight, holding the state dir lock (a manual sync excluded too). */
+  private exclusive<T>(fn: () => Promise<T>): Promise<T> {
+    const next = this.exclusiveTail.then(() => withLock(this.parts.config.state_dir, fn));
+    this.exclusiveTail = next.catch(() => undefined);
+    return next;
+  }
+
+  /** Between cycles, put the agent's objects back when another tool removes them (watch_interval_seconds). */
+  private startWatcher(): void {
+    const { config, plugin, state } = this.parts;
+    this.watcher = new Watcher({
+      plugin,
+      memory: this.memory,
+      names: { setName: config.set_name, chainName: config.chain_name, tableName: config.table_name },
+      netns: config.netns,
+      intervalSeconds: config.watch_interval_seconds,
+      logger: this.logger,
+      exclusive: (fn) =>
+        this.exclusive(async () => {
+          state.refresh(); // a manual sync may have written state.json since
+          await fn();
+        }),
+      onRepair: (objects, at) => {
+        const prev = state.small.repairs;
+        this.safeUpdate({ repairs: { count: (prev?.count ?? 0) + 1, lastAt: at, objects: [...objects] } });
+        this.opts.onRepair?.(objects);
+      },
+    });
+    this.watcher.start();
   }
 
   /** Re-apply the last known good set so a reboot without network keeps the host protected. */
@@ -127,7 +174,7 @@ export class Daemon {
 
   private async cycle(): Promise<boolean> {
     if (this.stopping) return true;
-    const outcome = await withLock(this.parts.config.state_dir, () =>
+    const outcome = await this.exclusive(() =>
       runBoundedCycle({ config: this.parts.config, api: this.parts.api, state: this.parts.state, logger: this.logger }, this.parts.plugin),
     ).catch((err: unknown) => {
       // The lock is held by a manual `sync --once`, or the state dir broke: try again later.
@@ -158,8 +205,9 @@ export class Daemon {
     const namesChanged =
       next.set_name !== old.config.set_name || next.chain_name !== old.config.chain_name || next.table_name !== old.config.table_name || next.plugin !== old.config.plugin;
     await this.scheduler.pause();
+    await this.watcher?.stop();
     try {
-      const parts = await this.opts.open(next);
+      const parts = this.remembering(await this.opts.open(next));
       if (namesChanged) {
         this.logger.warn('owned object names or plugin changed: removing the old objects');
         await old.plugin.flush().catch((err: unknown) => this.logger.error(`flush of the old objects failed: ${errorMessage(err)}`));
@@ -170,9 +218,11 @@ export class Daemon {
     } catch (err) {
       this.logger.error(`config reload failed, keeping the running configuration: ${errorMessage(err)}`);
       this.scheduler.resume(false);
+      this.startWatcher();
       return false;
     }
     this.scheduler.resume(true);
+    this.startWatcher();
     return true;
   }
 
@@ -182,6 +232,7 @@ export class Daemon {
     this.stopping = true;
     if (!this.parts) return; // stopped before start() had built anything
     this.parts.api.client.abort();
+    await this.watcher?.stop();
     await this.scheduler.stop();
     if (this.parts.config.on_stop === 'flush') {
       try {

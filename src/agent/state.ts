@@ -40,6 +40,8 @@ export interface SmallState {
   largestFeed?: number;
   /** Wall and monotonic clocks at the start of the last cycle, to detect clock steps. */
   clock?: { wall: number; mono: number; boot: string | undefined };
+  /** Repairs the daemon's watcher made between cycles: how many, the last one's time and what was missing. */
+  repairs?: { count: number; lastAt: number; objects: string[] };
 }
 
 /** The last set applied successfully: re-applied at start-up before any network call. */

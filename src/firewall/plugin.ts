@@ -120,4 +120,19 @@ export interface FirewallPlugin {
   readCounters(): Promise<DropCounters>;
   /** The agent's objects and whether each exists. Read-only. */
   objects(): Promise<OwnedObject[]>;
+  /**
+   * Optional, for the watcher between cycles: a cheap read-only look at the
+   * owned objects (structure, rules, hooks and the set header, never the whole
+   * set), answering what is missing or altered, with the same wording as an
+   * apply's repairs. Absent for dry-run (nothing to watch).
+   */
+  check?(): Promise<WatchCheck>;
+}
+
+/** What a watcher's cheap check found. */
+export interface WatchCheck {
+  /** Missing or altered objects, as an apply would name its repairs; empty = intact. */
+  readonly missing: string[];
+  /** Entries in the set according to its header, where the backend can tell without listing them. */
+  readonly entries?: number;
 }

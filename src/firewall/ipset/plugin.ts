@@ -5,10 +5,11 @@ import { normalizeEntries, sortCidrTexts, type KernelEntry } from '../entries.js
 import { createRunner, stderrMatches, withFailingLine } from '../exec.js';
 import { KernelPlugin, type Repairs } from '../kernel-plugin.js';
 import { tempSetName } from '../names.js';
-import type { ApplyOptions, ApplyResult, CommandRunner, DropCounters, FirewallEntry, FirewallPlugin, OwnedObject, PluginOptions } from '../plugin.js';
+import type { ApplyOptions, ApplyResult, CommandRunner, DropCounters, FirewallEntry, FirewallPlugin, OwnedObject, PluginOptions, WatchCheck } from '../plugin.js';
 import { anyHook, effectiveHooks, iptablesRestore, planHooks, readFilter, type FilterState } from '../xtables/filter.js';
 import { chainCounters, chainObject, failIfReferenced, removeOwnedChain } from '../xtables/owned-chain.js';
 import { iptablesSetRules } from '../xtables/rules.js';
+import { chainCheck, setHeaderCount } from '../xtables/check.js';
 import { ipsetSizing, parseIpsetSave, renderIpsetDelta, renderIpsetFull, type IpsetSaveParsed, type IpsetSizing } from './text.js';
 
 const NO_SUCH_SET = /does not exist/i;
@@ -253,6 +254,17 @@ export class IpsetPlugin extends KernelPlugin implements FirewallPlugin {
       set = { what, state: 'unreadable', error: errorMessage(err) };
     }
     return [set, await chainObject(this.runner, this.chain)];
+  }
+
+  /** The set's header (not its entries), the chain, its rule and the hooks (see FirewallPlugin.check). */
+  async check(): Promise<WatchCheck> {
+    const [entries, filter] = await Promise.all([setHeaderCount(this.runner, this.setName), readFilter(this.runner)]);
+    const expected = iptablesSetRules(this.chain, this.setName, this.options.action, this.options.logBlocked);
+    const actual = filter.rules.get(this.chain) ?? [];
+    const rulesOk = actual.length === expected.length && actual.every((r, i) => r === expected[i]);
+    const missing = entries === undefined ? [`ipset set ${this.setName}`] : [];
+    missing.push(...chainCheck(filter, this.chain, this.options.hookChains, rulesOk));
+    return entries === undefined ? { missing } : { missing, entries };
   }
 
   /** Destroy a set; retry briefly while the kernel still holds a reference from a just-deleted rule. */

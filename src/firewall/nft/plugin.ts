@@ -2,7 +2,7 @@ import { chooseMode, diffEntries } from '../diff.js';
 import { normalizeEntries, sortCidrTexts } from '../entries.js';
 import { createRunner, stderrMatches } from '../exec.js';
 import { KernelPlugin } from '../kernel-plugin.js';
-import type { ApplyOptions, ApplyResult, CommandRunner, DropCounters, FirewallEntry, FirewallPlugin, OwnedObject, PluginOptions } from '../plugin.js';
+import type { ApplyOptions, ApplyResult, CommandRunner, DropCounters, FirewallEntry, FirewallPlugin, OwnedObject, PluginOptions, WatchCheck } from '../plugin.js';
 import { parseNftCounters } from './json.js';
 import { resolveOverlaps } from './overlaps.js';
 import { checkNftStructure, type NftStructure } from './structure.js';
@@ -118,5 +118,11 @@ export class NftablesPlugin extends KernelPlugin implements FirewallPlugin {
     } catch (err) {
       return [{ what, state: 'unreadable', error: (err as Error).message }];
     }
+  }
+
+  /** The table without its elements, checked as an apply checks it (see FirewallPlugin.check). */
+  async check(): Promise<WatchCheck> {
+    const structure = await this.structure();
+    return { missing: structure === undefined ? [`nft table inet ${this.layout.table}`] : structure.problems };
   }
 }

@@ -2,7 +2,8 @@ import { diffEntries } from '../diff.js';
 import { normalizeEntries, sortCidrTexts } from '../entries.js';
 import { createRunner } from '../exec.js';
 import { KernelPlugin } from '../kernel-plugin.js';
-import type { ApplyOptions, ApplyResult, CommandRunner, DropCounters, FirewallEntry, FirewallPlugin, OwnedObject, PluginOptions } from '../plugin.js';
+import type { ApplyOptions, ApplyResult, CommandRunner, DropCounters, FirewallEntry, FirewallPlugin, OwnedObject, PluginOptions, WatchCheck } from '../plugin.js';
+import { chainCheck } from './check.js';
 import { anyHook, effectiveHooks, iptablesRestore, planHooks, readFilter } from './filter.js';
 import { chainCounters, chainObject, failIfReferenced, removeOwnedChain } from './owned-chain.js';
 import { parseEntryChain, pushIptablesEntryRules } from './rules.js';
@@ -87,5 +88,12 @@ export class IptablesPlugin extends KernelPlugin implements FirewallPlugin {
 
   async objects(): Promise<OwnedObject[]> {
     return [await chainObject(this.runner, this.chain)];
+  }
+
+  /** The chain (its entry rules parsed, as an apply reads them) and the hooks (see FirewallPlugin.check). */
+  async check(): Promise<WatchCheck> {
+    const filter = await readFilter(this.runner);
+    const contents = parseEntryChain(filter.rules.get(this.chain) ?? [], this.chain, this.options.action, this.options.logBlocked);
+    return { missing: chainCheck(filter, this.chain, this.options.hookChains, contents.wellFormed), entries: contents.entries.size };
   }
 }

@@ -1,0 +1,143 @@
+import { errorMessage, type WcfError } from '../errors.js';
+import { NftMonitor, type FirewallPlugin, type OwnedNames, type RulesetChange } from '../firewall/index.js';
+import type { Logger } from '../log.js';
+import type { AppliedMemory } from './applied-memory.js';
+import { RepairGuard } from './repair-guard.js';
+
+export interface WatcherOptions {
+  readonly plugin: FirewallPlugin;
+  readonly memory: AppliedMemory;
+  readonly names: OwnedNames;
+  readonly netns?: string | undefined;
+  /** watch_interval_seconds: the periodic check's period; 0 = no watching at all. */
+  readonly intervalSeconds: number;
+  readonly logger: Logger;
+  /**
+   * Runs `fn` when no cycle (and no other writer: a manual sync) is applying:
+   * the daemon's own serialisation and the state dir lock. Rejects when the
+   * lock is held elsewhere (the check is then tried again later).
+   */
+  readonly exclusive: (fn: () => Promise<void>) => Promise<void>;
+  /** Told after each repair (metrics, state). */
+  readonly onRepair: (objects: readonly string[], atSeconds: number) => void;
+}
+
+/** Events that arrive together (a reload rewriting everything) are handled as one check after this quiet time. */
+const COALESCE_MS = 100;
+
+/**
+ * Between cycles, puts the agent's objects back within seconds when another
+ * tool removes them (a firewall reload, `iptables -F`, `nft flush ruleset`):
+ * hears changes from `nft monitor` where the kernel announces them, checks
+ * cheaply every watch_interval_seconds where it does not (ipset, legacy
+ * iptables, or while the monitor is down), and re-asserts the last applied set
+ * from memory through the plugin's apply, the same path as a cycle's repair.
+ * Its checks are read-only, so the agent's own applies (which the monitor also
+ * hears) cost one check and never a write: no repair loop.
+ */
+export class Watcher {
+  private monitor: NftMonitor | undefined;
+  private monitorUp = false;
+  private pollTimer: NodeJS.Timeout | undefined;
+  private checkTimer: NodeJS.Timeout | undefined;
+  private running: Promise<void> | undefined;
+  private again = false;
+  private stopped = true;
+  private changes: RulesetChange[] = [];
+  private readonly guard = new RepairGuard();
+
+  constructor(private readonly opts: WatcherOptions) {}
+
+  start(): void {
+    const { plugin, intervalSeconds, logger } = this.opts;
+    if (intervalSeconds === 0 || !plugin.check) return;
+    this.stopped = false;
+    this.monitor = new NftMonitor({
+      plugin: plugin.name,
+      names: this.opts.names,
+      netns: this.opts.netns,
+      logger,
+      onChange: (c) => this.trigger(c),
+      onState: (up) => (this.monitorUp = up),
+    });
+    this.monitor.start();
+    // nftables changes are all announced while the monitor runs; ipset and legacy iptables are not.
+    this.pollTimer = setInterval(() => {
+      if (!(plugin.name === 'nftables' && this.monitorUp)) this.trigger(undefined);
+    }, intervalSeconds * 1000);
+    logger.info({ intervalSeconds }, 'watching the agent’s firewall objects between cycles');
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.monitor?.stop();
+    this.monitor = undefined;
+    clearInterval(this.pollTimer);
+    clearTimeout(this.checkTimer);
+    this.checkTimer = undefined;
+    await this.running;
+  }
+
+  private trigger(change: RulesetChange | undefined, delayMs = COALESCE_MS): void {
+    if (this.stopped) return;
+    if (change && this.changes.length < 5) this.changes.push(change);
+    if (this.running) {
+      this.again = true;
+      return;
+    }
+    if (this.checkTimer) return;
+    this.checkTimer = setTimeout(() => {
+      this.checkTimer = undefined;
+      this.running = this.check().finally(() => {
+        this.running = undefined;
+        if (this.again) {
+          this.again = false;
+          this.trigger(undefined);
+        }
+      });
+    }, delayMs);
+  }
+
+  private async check(): Promise<void> {
+    const wait = this.guard.waitMs(Date.now());
+    if (wait > 0) {
+      // Held back by the flapping guard: look again when a repair is allowed.
+      this.trigger(undefined, wait);
+      return;
+    }
+    const changes = this.changes;
+    this.changes = [];
+    try {
+      await this.opts.exclusive(() => this.repairIfNeeded(changes));
+    } catch (err) {
+      this.opts.logger.warn({ code: (err as WcfError).code }, `firewall watch check failed, trying again at the next one: ${errorMessage(err)}`);
+    }
+  }
+
+  private async repairIfNeeded(changes: readonly RulesetChange[]): Promise<void> {
+    const { plugin, memory, logger } = this.opts;
+    const last = memory.entriesNow(Date.now());
+    if (!last || this.stopped) return; // nothing applied by this process yet: the cycle installs
+    const { missing } = await plugin.check!();
+    if (missing.length === 0) return;
+    const started = Date.now();
+    // Taken again now: the remaining timeouts as of the write, never longer.
+    const now = memory.entriesNow(started) ?? last;
+    const result = await plugin.apply(now.entries, { capacity: now.capacity, appliedBefore: true });
+    const at = Date.now();
+    const by = [...new Set(changes.flatMap((c) => (c.by ? [c.by] : [])))];
+    const objects = result.repaired.length > 0 ? result.repaired : missing;
+    logger.warn(
+      { missing: objects, by: by.length ? by : undefined, events: changes.flatMap((c) => c.events).slice(0, 5), entries: now.entries.length, ms: at - started },
+      `firewall objects removed by another tool were put back with the last applied set (${now.entries.length} entries): ${objects.join(', ')}`,
+    );
+    this.opts.onRepair(objects, Math.floor(at / 1000));
+    if (this.guard.repaired(at)) {
+      logger.error(
+        { missing: objects, by: by.length ? by : undefined, repairEveryMs: this.guard.gapMs() },
+        `another tool keeps removing the agent’s firewall objects (${objects.join(', ')}): repairs are now spaced out; ` +
+          'make the other firewall manager leave these objects alone',
+      );
+    }
+  }
+}
