@@ -26,16 +26,18 @@ export class RepairGuard {
     return Math.max(0, this.lastAt + gap - nowMs);
   }
 
-  /** Record a repair; true once per fight, when the guard first holds repairs back (the moment to say so loudly). */
-  repaired(nowMs: number): boolean {
+  /** Record a repair. */
+  repaired(nowMs: number): void {
     this.streak = nowMs - this.lastAt >= QUIET_MS ? 1 : this.streak + 1;
     if (this.streak === 1) this.toldFight = false;
     this.lastAt = nowMs;
-    if (this.streak >= FREE_REPAIRS && !this.toldFight) {
-      this.toldFight = true;
-      return true;
-    }
-    return false;
+  }
+
+  /** True once per fight: the first time a repair is held back (the moment to say so, loudly). */
+  tellOnce(): boolean {
+    if (this.toldFight) return false;
+    this.toldFight = true;
+    return true;
   }
 
   /** Current spacing between repairs, for the loud line. */

@@ -24,6 +24,8 @@ export interface WatcherOptions {
 
 /** Events that arrive together (a reload rewriting everything) are handled as one check after this quiet time. */
 const COALESCE_MS = 100;
+/** A freshly started `nft monitor` listens within milliseconds; the check that covers its start waits this long. */
+const MONITOR_SETTLE_MS = 300;
 
 /**
  * Between cycles, puts the agent's objects back within seconds when another
@@ -45,6 +47,8 @@ export class Watcher {
   private stopped = true;
   private changes: RulesetChange[] = [];
   private readonly guard = new RepairGuard();
+  private toldStarted = false;
+  private lastRepair: { objects: readonly string[]; by: string[] | undefined } | undefined;
 
   constructor(private readonly opts: WatcherOptions) {}
 
@@ -58,14 +62,17 @@ export class Watcher {
       netns: this.opts.netns,
       logger,
       onChange: (c) => this.trigger(c),
-      onState: (up) => (this.monitorUp = up),
+      onState: (up) => {
+        this.monitorUp = up;
+        // A removal while the monitor was down (or before it listened) announces nothing: look once.
+        if (up) this.trigger(undefined, MONITOR_SETTLE_MS);
+      },
     });
     this.monitor.start();
     // nftables changes are all announced while the monitor runs; ipset and legacy iptables are not.
     this.pollTimer = setInterval(() => {
       if (!(plugin.name === 'nftables' && this.monitorUp)) this.trigger(undefined);
     }, intervalSeconds * 1000);
-    logger.info({ intervalSeconds }, 'watching the agent’s firewall objects between cycles');
   }
 
   async stop(): Promise<void> {
@@ -102,6 +109,13 @@ export class Watcher {
     const wait = this.guard.waitMs(Date.now());
     if (wait > 0) {
       // Held back by the flapping guard: look again when a repair is allowed.
+      if (this.guard.tellOnce()) {
+        this.opts.logger.error(
+          { missing: this.lastRepair?.objects, by: this.lastRepair?.by, repairEveryMs: this.guard.gapMs() },
+          `another tool keeps removing the agent’s firewall objects (${this.lastRepair?.objects.join(', ') ?? 'unknown'}): ` +
+            `repairs are now spaced out (one every ${this.guard.gapMs() / 1000} s, then one a minute); make the other firewall manager leave these objects alone`,
+        );
+      }
       this.trigger(undefined, wait);
       return;
     }
@@ -109,6 +123,11 @@ export class Watcher {
     this.changes = [];
     try {
       await this.opts.exclusive(() => this.repairIfNeeded(changes));
+      if (!this.toldStarted && !this.stopped) {
+        this.toldStarted = true;
+        const events = this.monitorUp ? 'nft monitor' : 'none';
+        this.opts.logger.info({ intervalSeconds: this.opts.intervalSeconds, events }, 'watching the agent’s firewall objects between cycles');
+      }
     } catch (err) {
       this.opts.logger.warn({ code: (err as WcfError).code }, `firewall watch check failed, trying again at the next one: ${errorMessage(err)}`);
     }
@@ -123,8 +142,15 @@ export class Watcher {
     const started = Date.now();
     // Taken again now: the remaining timeouts as of the write, never longer.
     const now = memory.entriesNow(started) ?? last;
+    // A fresh read for this apply: a read the last cycle started (before the removal) must not stand for the kernel now.
+    plugin.prefetch?.();
     const result = await plugin.apply(now.entries, { capacity: now.capacity, appliedBefore: true });
     const at = Date.now();
+    if (result.repaired.length === 0 && result.mode === 'none') {
+      // Put back in the meantime (by the other tool itself): nothing was repaired.
+      logger.debug({ missing }, 'firewall objects were missing at the check and back by the apply; nothing to repair');
+      return;
+    }
     const by = [...new Set(changes.flatMap((c) => (c.by ? [c.by] : [])))];
     const objects = result.repaired.length > 0 ? result.repaired : missing;
     logger.warn(
@@ -132,12 +158,7 @@ export class Watcher {
       `firewall objects removed by another tool were put back with the last applied set (${now.entries.length} entries): ${objects.join(', ')}`,
     );
     this.opts.onRepair(objects, Math.floor(at / 1000));
-    if (this.guard.repaired(at)) {
-      logger.error(
-        { missing: objects, by: by.length ? by : undefined, repairEveryMs: this.guard.gapMs() },
-        `another tool keeps removing the agent’s firewall objects (${objects.join(', ')}): repairs are now spaced out; ` +
-          'make the other firewall manager leave these objects alone',
-      );
-    }
+    this.guard.repaired(at);
+    this.lastRepair = { objects, by: by.length ? by : undefined };
   }
 }

@@ -1,0 +1,207 @@
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startSimulator } from '../simulator/index.js';
+import { runCli, waitFor, writeConfig } from '../helpers/cli.js';
+import { DaemonProcess } from '../helpers/daemon.js';
+import { isRoot, Netns } from '../netns/netns.js';
+import { ipsetEntries, nftElements } from './firewall/kernel.js';
+
+/**
+ * The daemon's watcher on real netfilter in a namespace: another tool removes
+ * the agent's objects between cycles, and the daemon puts them back with the
+ * same set, while the simulator is stopped (so nothing can come from a pull).
+ */
+
+type Backend = 'ipset' | 'nftables';
+/** How long a repair may take (the periodic check runs every 5 s; events are heard at once). */
+const REPAIR_DEADLINE_MS = 10_000;
+const REPAIRED = /put back with the last applied set/;
+const WATCHING = /watching the agent’s firewall objects/;
+
+interface Setup {
+  ns: Netns;
+  cfgPath: string;
+  /** `iptables-save` of the namespace before the agent ever ran. */
+  savedBefore: string;
+}
+
+/** CIDR -> remaining seconds, as the kernel lists the agent's set (permanent: 0). */
+async function kernelSet(ns: Netns, backend: Backend): Promise<Map<string, number>> {
+  if (backend === 'ipset') return ipsetEntries(ns).catch(() => new Map<string, number>());
+  const out = new Map<string, number>();
+  const elems = await nftElements(ns).catch(() => new Map<string, { expires?: number }>());
+  for (const [cidr, e] of elems) out.set(cidr, e.expires ?? 0);
+  return out;
+}
+
+/** The agent's rules are in place: hooks, chain rule (ipset) or the table's chains (nft). */
+async function hooked(ns: Netns, backend: Backend): Promise<boolean> {
+  try {
+    if (backend === 'ipset') {
+      const all = await ns.exec('iptables', ['-S']);
+      return all.includes('-A INPUT -j WCF-AGENT') && all.includes('-A FORWARD -j WCF-AGENT') && all.includes('-A WCF-AGENT -m set --match-set wcf-blocklist src -j DROP');
+    }
+    const table = await ns.exec('nft', ['list', 'table', 'inet', 'wcf_agent']);
+    return /hook input/.test(table) && /hook forward/.test(table) && (table.match(/@wcf-blocklist/g) ?? []).length >= 2;
+  } catch {
+    return false;
+  }
+}
+
+/** The set is back with the same entries, no timeout longer than it was before the removal. */
+function sameSetNotLonger(now: Map<string, number>, before: Map<string, number>): boolean {
+  if (now.size !== before.size) return false;
+  for (const [cidr, t] of before) {
+    const n = now.get(cidr);
+    if (n === undefined) return false;
+    if (t === 0 ? n !== 0 : n > t) return false;
+  }
+  return true;
+}
+
+async function setup(backend: Backend): Promise<Setup> {
+  const ns = await Netns.create();
+  // A host with its own filter rules, saved before the agent ever ran (what a restore of a saved file brings back).
+  await ns.exec('iptables', ['-A', 'INPUT', '-s', '203.0.113.9', '-j', 'ACCEPT']);
+  const savedBefore = await ns.exec('iptables-save', []);
+  const sim = await startSimulator({ indicators: 400, seed: 14, agentConfig: { maximum_rules: '300', score_threshold: '3', running: 'true' } });
+  const now = Math.floor(Date.now() / 1000);
+  sim.upsertIndicator({ ip: '198.18.0.7', score: 9.9, ts: now });
+  const cfg = writeConfig({ agid: sim.agid, base_url: sim.url, token: sim.token, plugin: backend, netns: ns.name, retries: 0, jitter_seconds: 0 });
+  // One real sync fills the kernel and the applied set; then the server goes away for good.
+  const r = await runCli(['sync', '--once', '--config', cfg.path]);
+  expect(r.exitCode, r.stderr).toBe(0);
+  await sim.close();
+  return { ns, cfgPath: cfg.path, savedBefore };
+}
+
+/** A daemon that restored the set from its state dir and whose watcher has looked once. */
+async function startDaemon(s: Setup): Promise<DaemonProcess> {
+  // Real minutes: the failing cycles (no server) are retried only after half a minute.
+  const d = new DaemonProcess(s.cfgPath, { WCF_AGENT_MINUTE_MS: '60000' });
+  await d.waitForLog(WATCHING);
+  return d;
+}
+
+/** Run `remove` against a running daemon; the objects and the same set must be back within the deadline. */
+async function expectRepaired(s: Setup, backend: Backend, remove: (ns: Netns) => Promise<unknown>, missingPattern: RegExp): Promise<void> {
+  const d = await startDaemon(s);
+  try {
+    const before = await kernelSet(s.ns, backend);
+    expect(before.size).toBeGreaterThan(10);
+    expect(await hooked(s.ns, backend)).toBe(true);
+    await remove(s.ns);
+    await waitFor(
+      async () => (await hooked(s.ns, backend)) && sameSetNotLonger(await kernelSet(s.ns, backend), before),
+      'the agent’s objects and set to be back',
+      REPAIR_DEADLINE_MS,
+    );
+    const line = await d.waitForLog(REPAIRED);
+    expect((line.missing as string[]).join(', ')).toMatch(missingPattern);
+    expect(d.count(/sync failed/)).toBeGreaterThanOrEqual(1); // the server was unreachable: the set came from memory
+  } finally {
+    if (process.env.WATCH_DEBUG) console.log(d.raw.map((l) => l.slice(0, 300)).join('\n'));
+    await d.stop();
+  }
+}
+
+describe.each(['ipset', 'nftables'] as const)('watching between cycles with the %s backend', (backend) => {
+  let s: Setup;
+
+  beforeAll(async () => {
+    if (!isRoot) throw new Error('the netfilter tests need root (CAP_NET_ADMIN) to create network namespaces');
+    s = await setup(backend);
+  });
+  afterAll(async () => {
+    await s?.ns.destroy();
+  });
+
+  it('nft flush ruleset', async () => {
+    await expectRepaired(s, backend, (ns) => ns.exec('nft', ['flush', 'ruleset']), backend === 'ipset' ? /WCF-AGENT/ : /nft table inet wcf_agent/);
+  });
+
+  if (backend === 'nftables') {
+    it('nft delete table inet wcf_agent', async () => {
+      await expectRepaired(s, backend, (ns) => ns.exec('nft', ['delete', 'table', 'inet', 'wcf_agent']), /nft table inet wcf_agent/);
+    });
+
+    it('nft delete chain inet wcf_agent input', async () => {
+      await expectRepaired(s, backend, (ns) => ns.exec('nft', ['delete', 'chain', 'inet', 'wcf_agent', 'input']), /nft chain input/);
+    });
+
+    it('changes to a foreign table cause no repair; the watcher still answers a removal after them', async () => {
+      const d = await startDaemon(s);
+      try {
+        for (let i = 0; i < 20; i++) {
+          await s.ns.exec('nft', ['add', 'table', 'inet', 'someone_else']);
+          await s.ns.exec('nft', ['add', 'chain', 'inet', 'someone_else', 'c', '{ type filter hook input priority 0; }']);
+          await s.ns.exec('nft', ['delete', 'table', 'inet', 'someone_else']);
+        }
+        // The removal below is heard after the foreign changes (events come in order): one repair, for it alone.
+        await s.ns.exec('nft', ['delete', 'table', 'inet', 'wcf_agent']);
+        await d.waitForLog(REPAIRED);
+        await waitFor(() => hooked(s.ns, backend), 'the table to be back', REPAIR_DEADLINE_MS);
+        expect(d.count(REPAIRED)).toBe(1);
+        expect(d.logs.find((l) => REPAIRED.test(l.msg))!.events).not.toEqual(expect.arrayContaining([expect.stringContaining('someone_else')]));
+      } finally {
+        await d.stop();
+      }
+    });
+
+    it('two loops removing the table: the flapping guard engages, says so once, and the table comes back after', async () => {
+      const d = await startDaemon(s);
+      let racing = true;
+      // Each loop waits for the table to be back, then removes it again: a fight with another manager.
+      const loop = async () => {
+        while (racing) {
+          await waitFor(async () => !racing || (await hooked(s.ns, backend)), 'the table to be back', 120_000, 20);
+          if (racing) await s.ns.exec('nft', ['delete', 'table', 'inet', 'wcf_agent']).catch(() => undefined);
+        }
+      };
+      try {
+        const loops = [loop(), loop()];
+        const loud = await d.waitForLog(/keeps removing the agent’s firewall objects/, 1, 60_000);
+        expect((loud.missing as string[]).join(', ')).toMatch(/nft table inet wcf_agent/);
+        expect(loud.level).toBe(50);
+        // Said when a removal is first held back: the free repairs are used up, the table is gone for now.
+        expect(d.count(REPAIRED)).toBe(3);
+        racing = false;
+        await Promise.all(loops);
+        // Held back, not given up: the table returns once a repair is allowed again.
+        await waitFor(() => hooked(s.ns, backend), 'the table to be back after the fight', 30_000);
+        await d.waitForLog(REPAIRED, 4);
+        expect(d.count(/keeps removing/)).toBe(1);
+      } finally {
+        racing = false;
+        await d.stop();
+      }
+    });
+  }
+
+  if (backend === 'ipset') {
+    it('iptables -F', async () => {
+      await expectRepaired(s, backend, (ns) => ns.exec('iptables', ['-F']), /WCF-AGENT/);
+    });
+
+    it('iptables -D INPUT <the hook rule>', async () => {
+      await expectRepaired(s, backend, (ns) => ns.exec('iptables', ['-D', 'INPUT', '-j', 'WCF-AGENT']), /hook INPUT -> WCF-AGENT/);
+    });
+
+    it('ipset destroy, after removing its references', async () => {
+      // One process, so the references and the set go together (the watcher would put the rule back in between).
+      await expectRepaired(
+        s,
+        backend,
+        (ns) => ns.exec('sh', ['-c', 'iptables -F WCF-AGENT && ipset destroy wcf-blocklist']),
+        /ipset set wcf-blocklist/,
+      );
+    });
+
+    it('iptables-restore of a file saved before the agent started', async () => {
+      const file = join(s.cfgPath, '..', 'saved-before.rules');
+      writeFileSync(file, s.savedBefore);
+      await expectRepaired(s, backend, (ns) => ns.exec('iptables-restore', [file]), /WCF-AGENT/);
+    });
+  }
+});
