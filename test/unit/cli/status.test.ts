@@ -20,7 +20,7 @@ const cycle = (over: Partial<CycleRecord> = {}): CycleRecord => ({
   ...over,
 });
 
-const LABELS = ['agent', 'last sync', 'last success', 'next sync', 'plugin', 'entries applied', 'enforcing', 'maximum_rules', 'score_threshold', 'sync_time', 'last full pull'];
+const LABELS = ['agent', 'last sync', 'last success', 'next sync', 'plugin', 'entries applied', 'enforcing', 'maximum_rules', 'score_threshold', 'sync_time', 'last full pull', 'repairs'];
 
 /** label -> value, and the column each value starts at. */
 function parse(text: string) {
@@ -54,7 +54,14 @@ describe('status (human output)', () => {
       score_threshold: '4 (server)',
       sync_time: '5 min (previous)',
       'last full pull': '2027-01-15T07:00:00Z',
+      repairs: '0',
     });
+  });
+
+  it('repairs made between cycles: how many, when the last was, and what was missing', () => {
+    const s = { lastCycle: cycle(), repairs: { count: 3, lastAt: NOW - 65, objects: ['nft table inet wcf_agent'] } };
+    const { values } = parse(renderStatus(statusRows('a', s, settings, sources, NOW)));
+    expect(values.repairs).toBe('3, last 2027-01-15T07:58:55Z (1m 05s ago): nft table inet wcf_agent');
   });
 
   it('before any sync: never, dashes, zero', () => {
