@@ -76,6 +76,12 @@ async function setup(backend: Backend): Promise<Setup> {
   return { ns, cfgPath: cfg.path, savedBefore };
 }
 
+async function repairsInStatus(s: Setup): Promise<{ repairs: number; last_repair: number | null; last_repair_objects: string[] }> {
+  const r = await runCli(['status', '--json', '--config', s.cfgPath]);
+  expect(r.exitCode, r.stderr).toBe(0);
+  return JSON.parse(r.stdout) as { repairs: number; last_repair: number | null; last_repair_objects: string[] };
+}
+
 /** A daemon that restored the set from its state dir and whose watcher has looked once. */
 async function startDaemon(s: Setup): Promise<DaemonProcess> {
   // Real minutes: the failing cycles (no server) are retried only after half a minute.
@@ -86,6 +92,7 @@ async function startDaemon(s: Setup): Promise<DaemonProcess> {
 
 /** Run `remove` against a running daemon; the objects and the same set must be back within the deadline. */
 async function expectRepaired(s: Setup, backend: Backend, remove: (ns: Netns) => Promise<unknown>, missingPattern: RegExp): Promise<void> {
+  const repairsBefore = await repairsInStatus(s);
   const d = await startDaemon(s);
   try {
     const before = await kernelSet(s.ns, backend);
@@ -99,6 +106,13 @@ async function expectRepaired(s: Setup, backend: Backend, remove: (ns: Netns) =>
     );
     const line = await d.waitForLog(REPAIRED);
     expect((line.missing as string[]).join(', ')).toMatch(missingPattern);
+    // `status` shows the repair: one more than before, the objects named.
+    const st = await waitFor(async () => {
+      const j = await repairsInStatus(s);
+      return j.repairs === repairsBefore.repairs + 1 ? j : undefined;
+    }, 'status to count the repair', REPAIR_DEADLINE_MS);
+    expect(st.last_repair).not.toBeNull();
+    expect(st.last_repair_objects.join(', ')).toMatch(missingPattern);
     expect(d.count(/sync failed/)).toBeGreaterThanOrEqual(1); // the server was unreachable: the set came from memory
   } finally {
     if (process.env.WATCH_DEBUG) console.log(d.raw.map((l) => l.slice(0, 300)).join('\n'));
