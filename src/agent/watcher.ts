@@ -24,6 +24,10 @@ export interface WatcherOptions {
 
 /** Events that arrive together (a reload rewriting everything) are handled as one check after this quiet time. */
 const COALESCE_MS = 100;
+/** Entries this close to expiring may already be gone from the kernel: not counted as missing. */
+const ENTRY_SLACK_S = 5;
+/** The set counts as emptied by someone when it holds less than this share of the entries that should be there. */
+const EMPTIED_RATIO = 0.5;
 /** A freshly started `nft monitor` listens within milliseconds; the check that covers its start waits this long. */
 const MONITOR_SETTLE_MS = 300;
 
@@ -137,7 +141,14 @@ export class Watcher {
     const { plugin, memory, logger } = this.opts;
     const last = memory.entriesNow(Date.now());
     if (!last || this.stopped) return; // nothing applied by this process yet: the cycle installs
-    const { missing } = await plugin.check!();
+    const checked = await plugin.check!();
+    const missing = [...checked.missing];
+    const lasting = last.entries.filter((e) => e.timeoutSeconds === undefined || e.timeoutSeconds > ENTRY_SLACK_S).length;
+    // The header count only tells a set emptied (ipset flush) from one that is not; smaller
+    // differences (entries left out by the protected filter, timeouts a second apart) are the cycle's.
+    if (checked.entries !== undefined && checked.entries < lasting * EMPTIED_RATIO) {
+      missing.push(`entries of the set (${checked.entries} of ${lasting})`);
+    }
     if (missing.length === 0) return;
     const started = Date.now();
     // Taken again now: the remaining timeouts as of the write, never longer.

@@ -212,6 +212,10 @@ describe.each(['ipset', 'nftables'] as const)('watching between cycles with the 
       );
     });
 
+    it('ipset flush (the set emptied, everything else in place), noticed by the periodic check', async () => {
+      await expectRepaired(s, backend, (ns) => ns.exec('ipset', ['flush', 'wcf-blocklist']), /entries of the set \(0 of \d+\)/);
+    });
+
     it('iptables-restore of a file saved before the agent started', async () => {
       const file = join(s.cfgPath, '..', 'saved-before.rules');
       writeFileSync(file, s.savedBefore);
