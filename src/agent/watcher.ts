@@ -1,4 +1,4 @@
-import { errorMessage, type WcfError } from '../errors.js';
+import { errorMessage, LockHeldError, type WcfError } from '../errors.js';
 import { NftMonitor, type FirewallPlugin, type OwnedNames, type RulesetChange } from '../firewall/index.js';
 import type { Logger } from '../log.js';
 import type { AppliedMemory } from './applied-memory.js';
@@ -52,7 +52,7 @@ export class Watcher {
   private changes: RulesetChange[] = [];
   private readonly guard = new RepairGuard();
   private toldStarted = false;
-  private lastRepair: { objects: readonly string[]; by: string[] | undefined } | undefined;
+  private lastError: string | undefined;
 
   constructor(private readonly opts: WatcherOptions) {}
 
@@ -99,45 +99,48 @@ export class Watcher {
     if (this.checkTimer) return;
     this.checkTimer = setTimeout(() => {
       this.checkTimer = undefined;
-      this.running = this.check().finally(() => {
+      this.running = this.check().then((retryMs) => {
         this.running = undefined;
-        if (this.again) {
-          this.again = false;
-          this.trigger(undefined);
-        }
+        const again = this.again;
+        this.again = false;
+        if (retryMs !== undefined) this.trigger(undefined, retryMs);
+        else if (again) this.trigger(undefined);
       });
     }, delayMs);
   }
 
-  private async check(): Promise<void> {
-    const wait = this.guard.waitMs(Date.now());
-    if (wait > 0) {
-      // Held back by the flapping guard: look again when a repair is allowed.
-      if (this.guard.tellOnce()) {
-        this.opts.logger.error(
-          { missing: this.lastRepair?.objects, by: this.lastRepair?.by, repairEveryMs: this.guard.gapMs() },
-          `another tool keeps removing the agent’s firewall objects (${this.lastRepair?.objects.join(', ') ?? 'unknown'}): ` +
-            `repairs are now spaced out (one every ${this.guard.gapMs() / 1000} s, then one a minute); make the other firewall manager leave these objects alone`,
-        );
-      }
-      this.trigger(undefined, wait);
-      return;
-    }
+  /** One check (and repair); answers when to look again if the repair had to wait. Never rejects. */
+  private async check(): Promise<number | undefined> {
     const changes = this.changes;
     this.changes = [];
+    let retryMs: number | undefined;
     try {
-      await this.opts.exclusive(() => this.repairIfNeeded(changes));
+      await this.opts.exclusive(async () => {
+        retryMs = await this.repairIfNeeded(changes);
+      });
       if (!this.toldStarted && !this.stopped) {
         this.toldStarted = true;
         const events = this.monitorUp ? 'nft monitor' : 'none';
         this.opts.logger.info({ intervalSeconds: this.opts.intervalSeconds, events }, 'watching the agent’s firewall objects between cycles');
       }
+      this.lastError = undefined;
     } catch (err) {
-      this.opts.logger.warn({ code: (err as WcfError).code }, `firewall watch check failed, trying again at the next one: ${errorMessage(err)}`);
+      const msg = errorMessage(err);
+      if (err instanceof LockHeldError) {
+        // A manual sync is applying: it repairs what is missing itself; look again afterwards.
+        this.opts.logger.debug(`firewall watch check deferred: ${msg}`);
+        return this.opts.intervalSeconds * 1000;
+      } else if (msg !== this.lastError) {
+        // Once per distinct problem: a check every few seconds must not flood the journal.
+        this.lastError = msg;
+        this.opts.logger.warn({ code: (err as WcfError).code }, `firewall watch check failed, trying again at the next one: ${msg}`);
+      }
     }
+    return retryMs;
   }
 
-  private async repairIfNeeded(changes: readonly RulesetChange[]): Promise<void> {
+  /** Repairs what the cheap check finds missing; answers the wait when the flapping guard holds the repair back. */
+  private async repairIfNeeded(changes: readonly RulesetChange[]): Promise<number | undefined> {
     const { plugin, memory, logger } = this.opts;
     const last = memory.entriesNow(Date.now());
     if (!last || this.stopped) return; // nothing applied by this process yet: the cycle installs
@@ -149,8 +152,21 @@ export class Watcher {
     if (checked.entries !== undefined && checked.entries < lasting * EMPTIED_RATIO) {
       missing.push(`entries of the set (${checked.entries} of ${lasting})`);
     }
-    if (missing.length === 0) return;
+    if (missing.length === 0) return undefined;
     const started = Date.now();
+    const wait = this.guard.waitMs(started);
+    if (wait > 0) {
+      // Held back by the flapping guard: the other tool's events keep coming; look again when a repair is allowed.
+      if (this.guard.tellOnce()) {
+        const by = [...new Set(changes.flatMap((c) => (c.by ? [c.by] : [])))];
+        logger.error(
+          { missing, by: by.length ? by : undefined, repairEveryMs: this.guard.gapMs() },
+          `another tool keeps removing the agent’s firewall objects (${missing.join(', ')}): repairs are now spaced out ` +
+            `(one every ${this.guard.gapMs() / 1000} s, then one a minute); make the other firewall manager leave these objects alone`,
+        );
+      }
+      return wait;
+    }
     // Taken again now: the remaining timeouts as of the write, never longer.
     const now = memory.entriesNow(started) ?? last;
     // A fresh read for this apply: a read the last cycle started (before the removal) must not stand for the kernel now.
@@ -160,7 +176,7 @@ export class Watcher {
     if (result.repaired.length === 0 && result.mode === 'none') {
       // Put back in the meantime (by the other tool itself): nothing was repaired.
       logger.debug({ missing }, 'firewall objects were missing at the check and back by the apply; nothing to repair');
-      return;
+      return undefined;
     }
     const by = [...new Set(changes.flatMap((c) => (c.by ? [c.by] : [])))];
     const objects = result.repaired.length > 0 ? result.repaired : missing;
@@ -170,6 +186,6 @@ export class Watcher {
     );
     this.opts.onRepair(objects, Math.floor(at / 1000));
     this.guard.repaired(at);
-    this.lastRepair = { objects, by: by.length ? by : undefined };
+    return undefined;
   }
 }
