@@ -1,5 +1,6 @@
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator } from '../simulator/index.js';
 import { runCli, waitFor, writeConfig } from '../helpers/cli.js';
@@ -142,6 +143,39 @@ describe.each(['ipset', 'nftables'] as const)('watching between cycles with the 
 
     it('nft delete chain inet wcf_agent input', async () => {
       await expectRepaired(s, backend, (ns) => ns.exec('nft', ['delete', 'chain', 'inet', 'wcf_agent', 'input']), /nft chain input/);
+    });
+
+    it('nft monitor killed: the daemon restarts it, and a removal meanwhile is still put back', async () => {
+      const d = await startDaemon(s);
+      try {
+        const monitorPid = async () => (await execa('pgrep', ['-P', String(d.pid), '-x', 'nft'], { reject: false })).stdout.trim();
+        const first = await waitFor(monitorPid, 'the nft monitor child', REPAIR_DEADLINE_MS);
+        process.kill(Number(first), 'SIGKILL');
+        await d.waitForLog(/nft monitor stopped/);
+        await s.ns.exec('nft', ['delete', 'table', 'inet', 'wcf_agent']);
+        await waitFor(() => hooked(s.ns, backend), 'the table to be back', REPAIR_DEADLINE_MS);
+        await d.waitForLog(REPAIRED);
+        const second = await waitFor(async () => {
+          const pid = await monitorPid();
+          return pid && pid !== first ? pid : undefined;
+        }, 'a new nft monitor child', REPAIR_DEADLINE_MS);
+        expect(second).not.toBe(first);
+      } finally {
+        await d.stop();
+      }
+    });
+
+    it('watch_interval_seconds 0: no watching (no nft monitor child is started)', async () => {
+      const off = join(s.cfgPath, '..', 'config-watch-off.json');
+      writeFileSync(off, JSON.stringify({ ...(JSON.parse(readFileSync(s.cfgPath, 'utf8')) as object), watch_interval_seconds: 0 }), { mode: 0o600 });
+      const d = new DaemonProcess(off, { WCF_AGENT_MINUTE_MS: '60000' });
+      try {
+        await d.waitForLog(/sync failed/);
+        expect((await execa('pgrep', ['-P', String(d.pid), '-x', 'nft'], { reject: false })).stdout).toBe('');
+        expect(d.count(WATCHING)).toBe(0);
+      } finally {
+        await d.stop();
+      }
     });
 
     it('changes to a foreign table cause no repair; the watcher still answers a removal after them', async () => {
