@@ -1,6 +1,7 @@
 import { execa, type ResultPromise } from 'execa';
 import { createInterface } from 'node:readline';
 import type { Logger } from 'pino';
+import { escapeControls } from '../safe-text.js';
 import { netnsPrefix } from './exec.js';
 import type { OwnedNames, PluginName } from './plugin.js';
 
@@ -113,12 +114,13 @@ export class NftMonitor {
   private onLine(line: string): void {
     const gen = GENERATION.exec(line);
     if (gen) {
-      this.flush(`${gen[2]} (pid ${gen[1]})`);
+      // Another tool's rule text and program name are data: escaped before they reach any log.
+      this.flush(`${escapeControls(gen[2]!)} (pid ${gen[1]})`);
       return;
     }
     if (!this.relevant(line)) return;
     this.pendingCount++;
-    if (this.pending.length < KEPT_EVENTS) this.pending.push(line.slice(0, 200));
+    if (this.pending.length < KEPT_EVENTS) this.pending.push(escapeControls(line.slice(0, 200)));
     this.flushTimer ??= setTimeout(() => this.flush(undefined), FLUSH_AFTER_MS);
   }
 

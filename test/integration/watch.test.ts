@@ -92,7 +92,7 @@ async function startDaemon(s: Setup): Promise<DaemonProcess> {
 }
 
 /** Run `remove` against a running daemon; the objects and the same set must be back within the deadline. */
-async function expectRepaired(s: Setup, backend: Backend, remove: (ns: Netns) => Promise<unknown>, missingPattern: RegExp): Promise<void> {
+async function expectRepaired(s: Setup, backend: Backend, remove: (ns: Netns) => Promise<unknown>, missingPattern: RegExp, by?: RegExp): Promise<void> {
   const repairsBefore = await repairsInStatus(s);
   const d = await startDaemon(s);
   try {
@@ -107,6 +107,8 @@ async function expectRepaired(s: Setup, backend: Backend, remove: (ns: Netns) =>
     );
     const line = await d.waitForLog(REPAIRED);
     expect((line.missing as string[]).join(', ')).toMatch(missingPattern);
+    // Who is likely to blame, as the kernel names the program that changed the ruleset.
+    if (by) expect(line.by).toEqual([expect.stringMatching(by)]);
     // `status` shows the repair: one more than before, the objects named.
     const st = await waitFor(async () => {
       const j = await repairsInStatus(s);
@@ -138,7 +140,7 @@ describe.each(['ipset', 'nftables'] as const)('watching between cycles with the 
 
   if (backend === 'nftables') {
     it('nft delete table inet wcf_agent', async () => {
-      await expectRepaired(s, backend, (ns) => ns.exec('nft', ['delete', 'table', 'inet', 'wcf_agent']), /nft table inet wcf_agent/);
+      await expectRepaired(s, backend, (ns) => ns.exec('nft', ['delete', 'table', 'inet', 'wcf_agent']), /nft table inet wcf_agent/, /^nft \(pid \d+\)$/);
     });
 
     it('nft delete chain inet wcf_agent input', async () => {
@@ -229,7 +231,7 @@ describe.each(['ipset', 'nftables'] as const)('watching between cycles with the 
 
   if (backend === 'ipset') {
     it('iptables -F', async () => {
-      await expectRepaired(s, backend, (ns) => ns.exec('iptables', ['-F']), /WCF-AGENT/);
+      await expectRepaired(s, backend, (ns) => ns.exec('iptables', ['-F']), /WCF-AGENT/, /^iptables \(pid \d+\)$/);
     });
 
     it('iptables -D INPUT <the hook rule>', async () => {
