@@ -149,9 +149,8 @@ export class Watcher {
     const lasting = last.entries.filter((e) => e.timeoutSeconds === undefined || e.timeoutSeconds > ENTRY_SLACK_S).length;
     // The header count only tells a set emptied (ipset flush) from one that is not; smaller
     // differences (entries left out by the protected filter, timeouts a second apart) are the cycle's.
-    if (checked.entries !== undefined && checked.entries < lasting * EMPTIED_RATIO) {
-      missing.push(`entries of the set (${checked.entries} of ${lasting})`);
-    }
+    const emptied = checked.entries !== undefined && checked.entries < lasting * EMPTIED_RATIO;
+    if (emptied) missing.push('entries of the set');
     if (missing.length === 0) return undefined;
     const started = Date.now();
     const wait = this.guard.waitMs(started);
@@ -171,7 +170,7 @@ export class Watcher {
     const now = memory.entriesNow(started) ?? last;
     // A fresh read for this apply: a read the last cycle started (before the removal) must not stand for the kernel now.
     plugin.prefetch?.();
-    const result = await plugin.apply(now.entries, { capacity: now.capacity, appliedBefore: true });
+    const result = await plugin.apply(now.entries, { capacity: now.capacity, appliedBefore: true, callerLogsRepairs: true });
     const at = Date.now();
     if (result.repaired.length === 0 && result.mode === 'none') {
       // Put back in the meantime (by the other tool itself): nothing was repaired.
@@ -181,7 +180,14 @@ export class Watcher {
     const by = [...new Set(changes.flatMap((c) => (c.by ? [c.by] : [])))];
     const objects = result.repaired.length > 0 ? result.repaired : missing;
     logger.warn(
-      { missing: objects, by: by.length ? by : undefined, events: changes.flatMap((c) => c.events).slice(0, 5), entries: now.entries.length, ms: at - started },
+      {
+        missing: objects,
+        by: by.length ? by : undefined,
+        events: changes.flatMap((c) => c.events).slice(0, 5),
+        ...(emptied ? { setHeld: checked.entries, setExpected: lasting } : {}),
+        entries: now.entries.length,
+        ms: at - started,
+      },
       `firewall objects removed by another tool were put back with the last applied set (${now.entries.length} entries): ${objects.join(', ')}`,
     );
     this.opts.onRepair(objects, Math.floor(at / 1000));

@@ -66,6 +66,8 @@ export interface ApplyOptions {
    * first install (an info line), even in a process that has not applied yet.
    */
   readonly appliedBefore?: boolean;
+  /** The caller logs what was repaired itself (the watcher's one line per repair); the plugin then does not. */
+  readonly callerLogsRepairs?: boolean;
 }
 
 export interface ApplyResult {

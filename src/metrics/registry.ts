@@ -160,6 +160,7 @@ export class AgentMetrics {
 
   /** One repair by the watcher: each object it found missing counts once. */
   observeRepair(objects: readonly string[]): void {
-    for (const object of objects) this.repairs.inc({ object });
+    // Digits out of the label (a repair may say "3 foreign entries"): one series per kind of object, not per count.
+    for (const object of objects) this.repairs.inc({ object: object.replace(/\d+/g, 'N') });
   }
 }
