@@ -120,11 +120,16 @@ export class Daemon {
     return { ...parts, plugin: this.memory.wrap(parts.plugin) };
   }
 
-  /** Run `fn` after the cycle or repair in flight, holding the state dir lock (a manual sync excluded too). */
-  private exclusive<T>(fn: () => Promise<T>): Promise<T> {
-    const next = this.exclusiveTail.then(() => withLock(this.parts.config.state_dir, fn));
+  /** Run `fn` after the cycle or watcher check in flight (this process only). */
+  private serial<T>(fn: () => Promise<T>): Promise<T> {
+    const next = this.exclusiveTail.then(fn);
     this.exclusiveTail = next.catch(() => undefined);
     return next;
+  }
+
+  /** Run `fn` after the cycle or check in flight, holding the state dir lock (a manual sync excluded too). */
+  private exclusive<T>(fn: () => Promise<T>): Promise<T> {
+    return this.serial(() => withLock(this.parts.config.state_dir, fn));
   }
 
   /** Between cycles, put the agent's objects back when another tool removes them (watch_interval_seconds). */
@@ -137,8 +142,9 @@ export class Daemon {
       netns: config.netns,
       intervalSeconds: config.watch_interval_seconds,
       logger: this.logger,
-      exclusive: (fn) =>
-        this.exclusive(async () => {
+      serial: (fn) => this.serial(fn),
+      locked: (fn) =>
+        withLock(config.state_dir, async () => {
           state.refresh(); // a manual sync may have written state.json since
           await fn();
         }),

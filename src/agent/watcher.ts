@@ -1,5 +1,5 @@
 import { errorMessage, LockHeldError, type WcfError } from '../errors.js';
-import { NftMonitor, type FirewallPlugin, type OwnedNames, type RulesetChange } from '../firewall/index.js';
+import { NftMonitor, type ApplyResult, type FirewallPlugin, type OwnedNames, type RulesetChange } from '../firewall/index.js';
 import type { Logger } from '../log.js';
 import type { AppliedMemory } from './applied-memory.js';
 import { RepairGuard } from './repair-guard.js';
@@ -12,12 +12,14 @@ export interface WatcherOptions {
   /** watch_interval_seconds: the periodic check's period; 0 = no watching at all. */
   readonly intervalSeconds: number;
   readonly logger: Logger;
+  /** Runs `fn` when no cycle of this daemon runs (its own serialisation): the read-only check. */
+  readonly serial: (fn: () => Promise<void>) => Promise<void>;
   /**
-   * Runs `fn` when no cycle (and no other writer: a manual sync) is applying:
-   * the daemon's own serialisation and the state dir lock. Rejects when the
-   * lock is held elsewhere (the check is then tried again later).
+   * Runs `fn` (called inside `serial`) holding the state dir lock, so no manual
+   * sync applies meanwhile: the repair. Rejects with LockHeldError when a
+   * manual sync holds it (the check is then tried again later).
    */
-  readonly exclusive: (fn: () => Promise<void>) => Promise<void>;
+  readonly locked: (fn: () => Promise<void>) => Promise<void>;
   /** Told after each repair (metrics, state). */
   readonly onRepair: (objects: readonly string[], atSeconds: number) => void;
 }
@@ -115,7 +117,7 @@ export class Watcher {
     this.changes = [];
     let retryMs: number | undefined;
     try {
-      await this.opts.exclusive(async () => {
+      await this.opts.serial(async () => {
         retryMs = await this.repairIfNeeded(changes);
       });
       if (!this.toldStarted && !this.stopped) {
@@ -166,11 +168,16 @@ export class Watcher {
       }
       return wait;
     }
-    // Taken again now: the remaining timeouts as of the write, never longer.
-    const now = memory.entriesNow(started) ?? last;
-    // A fresh read for this apply: a read the last cycle started (before the removal) must not stand for the kernel now.
-    plugin.prefetch?.();
-    const result = await plugin.apply(now.entries, { capacity: now.capacity, appliedBefore: true, callerLogsRepairs: true });
+    let result: ApplyResult | undefined;
+    let now = last;
+    await this.opts.locked(async () => {
+      // Taken again now: the remaining timeouts as of the write, never longer.
+      now = memory.entriesNow(Date.now()) ?? last;
+      // A fresh read for this apply: a read the last cycle started (before the removal) must not stand for the kernel now.
+      plugin.prefetch?.();
+      result = await plugin.apply(now.entries, { capacity: now.capacity, appliedBefore: true, callerLogsRepairs: true });
+    });
+    if (!result) return undefined;
     const at = Date.now();
     if (result.repaired.length === 0 && result.mode === 'none') {
       // Put back in the meantime (by the other tool itself): nothing was repaired.
