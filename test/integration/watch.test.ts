@@ -117,6 +117,7 @@ async function expectRepaired(s: Setup, backend: Backend, remove: (ns: Netns) =>
     }, 'status to count the repair', REPAIR_DEADLINE_MS);
     expect(st.last_repair).not.toBeNull();
     expect(st.last_repair_objects.join(', ')).toMatch(missingPattern);
+    expect(await d.stop()).toBe(0); // SIGTERM still stops it cleanly with the monitor child running
     expect(d.count(/sync failed/)).toBeGreaterThanOrEqual(1); // the server was unreachable: the set came from memory
   } finally {
     if (process.env.WATCH_DEBUG) console.log(d.raw.map((l) => l.slice(0, 300)).join('\n'));

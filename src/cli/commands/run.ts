@@ -40,8 +40,17 @@ export async function runCommand(opts: GlobalOptions & { dryRun?: boolean }): Pr
       },
     );
   };
-  process.once('SIGTERM', () => onStop('SIGTERM'));
-  process.once('SIGINT', () => onStop('SIGINT'));
+  // `on`, not `once`: execa's exit hook (signal-exit, present while a child runs, such as the
+  // watcher's `nft monitor`) re-raises a signal it finds no other listener for, which would kill
+  // the daemon mid-stop. A second signal is ignored: the stop in progress finishes.
+  let stopping = false;
+  const stopOnce = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    onStop(signal);
+  };
+  process.on('SIGTERM', () => stopOnce('SIGTERM'));
+  process.on('SIGINT', () => stopOnce('SIGINT'));
   process.on('SIGHUP', () => {
     logger.info({ signal: 'SIGHUP' }, 'reloading config.json');
     void daemon.reload();

@@ -14,7 +14,7 @@ afterAll(async () => {
   await sim?.close();
 });
 
-const LABELS = ['agent', 'last sync', 'last success', 'next sync', 'plugin', 'entries applied', 'enforcing', 'maximum_rules', 'score_threshold', 'sync_time', 'last full pull'];
+const LABELS = ['agent', 'last sync', 'last success', 'next sync', 'plugin', 'entries applied', 'enforcing', 'maximum_rules', 'score_threshold', 'sync_time', 'last full pull', 'repairs'];
 
 /** The label column (up to the first run of 2+ spaces) and where each value starts. */
 function rows(stdout: string) {
