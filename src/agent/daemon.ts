@@ -15,6 +15,8 @@ import { Writer } from './writer.js';
 import { FastPath } from './fast-path.js';
 import { markDaemon, unmarkDaemon } from './daemon-presence.js';
 import { restoreWithOverrides } from './overrides-apply.js';
+import { AppliedMemory } from './applied-memory.js';
+import { Watcher } from './watcher.js';
 
 export interface DaemonParts {
   config: AgentConfig;
@@ -34,6 +36,8 @@ export interface DaemonOptions {
   minuteMs?: number;
   /** Called after each cycle (tests, metrics). */
   onCycle?: (outcome: CycleOutcome) => void;
+  /** Called after each repair the watcher made between cycles (metrics). */
+  onRepair?: (objects: readonly string[]) => void;
   random?: () => number;
 }
 
@@ -85,6 +89,9 @@ export class Daemon {
   /** One writer at a time: cycles and the fast path (overrides, decision polls) queue here. */
   private readonly writer = new Writer();
   private readonly fast: FastPath;
+  /** The last set applied, for the watcher's repairs between cycles. */
+  private readonly memory = new AppliedMemory();
+  private watcher: Watcher | undefined;
 
   constructor(opts: DaemonOptions) {
     this.opts = opts;
@@ -109,7 +116,7 @@ export class Daemon {
   }
 
   async start(): Promise<void> {
-    this.parts = await this.opts.open(this.opts.initialConfig);
+    this.parts = this.remembering(await this.opts.open(this.opts.initialConfig));
     this.settings = previousSettings(this.parts).settings;
     try {
       markDaemon(this.parts.config.state_dir); // for `status`: the agent lock is only held during a cycle
@@ -120,6 +127,40 @@ export class Daemon {
     if (this.stopping) return;
     await this.fast.start();
     this.scheduler.start();
+    this.startWatcher();
+  }
+
+  private remembering(parts: DaemonParts): DaemonParts {
+    return { ...parts, plugin: this.memory.wrap(parts.plugin) };
+  }
+
+  /** Run `fn` after the cycle, override apply or watcher check in flight (this process only). */
+  private serial<T>(fn: () => Promise<T>): Promise<T> {
+    return this.writer.run(fn);
+  }
+  /** Between cycles, put the agent's objects back when another tool removes them (watch_interval_seconds). */
+  private startWatcher(): void {
+    const { config, plugin, state } = this.parts;
+    this.watcher = new Watcher({
+      plugin,
+      memory: this.memory,
+      names: { setName: config.set_name, chainName: config.chain_name, tableName: config.table_name },
+      netns: config.netns,
+      intervalSeconds: config.watch_interval_seconds,
+      logger: this.logger,
+      serial: (fn) => this.serial(fn),
+      locked: (fn) =>
+        withLock(config.state_dir, async () => {
+          state.refresh(); // a manual sync may have written state.json since
+          await fn();
+        }),
+      onRepair: (objects, at) => {
+        const prev = state.small.repairs;
+        this.safeUpdate({ repairs: { count: (prev?.count ?? 0) + 1, lastAt: at, objects: [...objects] } });
+        this.opts.onRepair?.(objects);
+      },
+    });
+    this.watcher.start();
   }
 
   /**
@@ -202,8 +243,9 @@ export class Daemon {
     const namesChanged =
       next.set_name !== old.config.set_name || next.chain_name !== old.config.chain_name || next.table_name !== old.config.table_name || next.plugin !== old.config.plugin;
     await this.scheduler.pause();
+    await this.watcher?.stop();
     try {
-      const parts = await this.opts.open(next);
+      const parts = this.remembering(await this.opts.open(next));
       if (namesChanged) {
         this.logger.warn('owned object names or plugin changed: removing the old objects');
         await old.plugin.flush().catch((err: unknown) => this.logger.error(`flush of the old objects failed: ${errorMessage(err)}`));
@@ -214,9 +256,11 @@ export class Daemon {
     } catch (err) {
       this.logger.error(`config reload failed, keeping the running configuration: ${errorMessage(err)}`);
       this.scheduler.resume(false);
+      this.startWatcher();
       return false;
     }
     this.scheduler.resume(true);
+    this.startWatcher();
     return true;
   }
 
@@ -226,6 +270,7 @@ export class Daemon {
     this.stopping = true;
     if (!this.parts) return; // stopped before start() had built anything
     this.parts.api.client.abort();
+    await this.watcher?.stop();
     await this.scheduler.stop();
     await this.fast.stop();
     await this.writer.idle();

@@ -50,6 +50,8 @@ export interface SmallState {
   clock?: { wall: number; mono: number; boot: string | undefined };
   /** The API server's addresses when they last resolved: protected while resolution fails. */
   apiLastKnown?: LastKnownApi;
+  /** Repairs the daemon's watcher made between cycles: how many, the last one's time and what was missing. */
+  repairs?: { count: number; lastAt: number; objects: string[] };
 }
 
 /** The last set applied successfully: re-applied at start-up before any network call. */

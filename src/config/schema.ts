@@ -74,6 +74,8 @@ export const configSchema = z
     decision_poll_seconds: z.number().int().min(0).max(86_400).default(30),
     shrink_guard_ratio: z.number().min(0).max(1).default(0.5),
     on_stop: z.enum(['keep', 'flush']).default('keep'),
+    // Daemon: seconds between cheap checks of the agent's objects where no change event exists; 0 = no watching.
+    watch_interval_seconds: z.number().int().min(0).max(3600).default(5),
     metrics_listen: z.string().min(1).optional(),
     log_level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
     // auto: journal lines when stderr is the journal, readable text on a terminal, JSON lines otherwise.

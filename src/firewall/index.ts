@@ -56,3 +56,4 @@ export async function openPlugin(
   } else name = choice.plugin;
   return createPlugin(name, { ...options, runner });
 }
+export { NftMonitor, relevantEvent, type RulesetChange } from './monitor.js';

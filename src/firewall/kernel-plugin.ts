@@ -9,7 +9,11 @@ import type { ApplyOptions, ApplyResult, FirewallEntry } from './plugin.js';
  */
 export class Repairs {
   readonly list: string[] = [];
-  constructor(readonly fresh: boolean) {}
+  constructor(
+    readonly fresh: boolean,
+    /** The caller logs the repairs itself (the watcher, with who is to blame): no line here. */
+    readonly callerLogs = false,
+  ) {}
   note(what: string): void {
     if (!this.fresh) this.list.push(what);
   }
@@ -45,14 +49,14 @@ export abstract class KernelPlugin {
 
   /** Start an apply's repair list; `nothingExists`: none of the agent's objects is in the kernel. */
   protected repairs(nothingExists: boolean, options: ApplyOptions): Repairs {
-    return new Repairs(!this.appliedOnce && !options.appliedBefore && nothingExists);
+    return new Repairs(!this.appliedOnce && !options.appliedBefore && nothingExists, options.callerLogsRepairs);
   }
 
   /** Log the apply's outcome (created / repaired / changed) and build its result. */
   protected done(repairs: Repairs, created: { what: string; fields: object; owned: readonly string[] }, diff: EntryDiff, mode: ApplyResult['mode'], size: number): ApplyResult {
     this.appliedOnce = true;
     if (repairs.fresh) this.log.info(created.fields, `created ${created.what}`);
-    if (repairs.list.length > 0) this.log.warn({ repaired: repairs.list }, 'firewall objects were missing or altered and have been re-created');
+    if (repairs.list.length > 0 && !repairs.callerLogs) this.log.warn({ repaired: repairs.list }, 'firewall objects were missing or altered and have been re-created');
     if (mode !== 'none') this.log.info({ mode, added: diff.added, removed: diff.removed, updated: diff.updated, size }, `${created.what}: entries updated`);
     return { added: diff.added, removed: diff.removed, updated: diff.updated, mode, repaired: repairs.list, owned: created.owned };
   }

@@ -69,6 +69,8 @@ export interface ApplyOptions {
    * first install (an info line), even in a process that has not applied yet.
    */
   readonly appliedBefore?: boolean;
+  /** The caller logs what was repaired itself (the watcher's one line per repair); the plugin then does not. */
+  readonly callerLogsRepairs?: boolean;
 }
 
 export interface ApplyResult {
@@ -147,4 +149,19 @@ export interface FirewallPlugin {
   readHits(): Promise<HitCounter[]>;
   /** The agent's objects (hooks included) and whether each exists and is the agent's. Read-only. */
   objects(): Promise<OwnedObject[]>;
+  /**
+   * Optional, for the watcher between cycles: a cheap read-only look at the
+   * owned objects (structure, rules, hooks and the set header, never the whole
+   * set), answering what is missing or altered, with the same wording as an
+   * apply's repairs. Absent for dry-run (nothing to watch).
+   */
+  check?(): Promise<WatchCheck>;
+}
+
+/** What a watcher's cheap check found. */
+export interface WatchCheck {
+  /** Missing or altered objects, as an apply would name its repairs; empty = intact. */
+  readonly missing: string[];
+  /** Entries in the set according to its header, where the backend can tell without listing them. */
+  readonly entries?: number;
 }

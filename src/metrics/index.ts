@@ -30,6 +30,7 @@ export function instrumentPlugin(plugin: FirewallPlugin, metrics: AgentMetrics):
       }
     },
     ...(plugin.prefetch ? { prefetch: () => plugin.prefetch!() } : {}),
+    ...(plugin.check ? { check: () => plugin.check!() } : {}),
     list: () => plugin.list(),
     flush: () => plugin.flush(),
     readCounters: () => plugin.readCounters(),
@@ -65,6 +66,7 @@ export interface DaemonMetrics {
   /** Wrap the daemon's parts (called from `open`, at start and on each reload). */
   instrument(parts: DaemonParts): DaemonParts;
   onCycle(outcome: CycleOutcome): void;
+  onRepair(objects: readonly string[]): void;
   /** Start listening; a bind failure is logged, never fatal (enforcement matters more than metrics). */
   start(): Promise<void>;
   stop(): Promise<void>;
@@ -103,6 +105,7 @@ export function setupDaemonMetrics(config: AgentConfig, logger: Logger): DaemonM
       return { ...parts, plugin };
     },
     onCycle: (outcome) => metrics.observeCycle(outcome),
+    onRepair: (objects) => metrics.observeRepair(objects),
     async start() {
       if (!listen.loopback) {
         logger.warn({ host: listen.host }, `metrics_listen ${config.metrics_listen} is not a loopback address: the endpoint is reachable from the network`);

@@ -207,4 +207,17 @@ export class AgentMetrics {
   observeApply(seconds: number): void {
     this.applyDuration.observe(seconds);
   }
+
+  private readonly repairs = new Counter({
+    name: `${PREFIX}repairs_total`,
+    help: 'Objects the watcher put back between cycles after another tool removed them, by object',
+    labelNames: ['object'],
+    registers: [this.registry],
+  });
+
+  /** One repair by the watcher: each object it found missing counts once. */
+  observeRepair(objects: readonly string[]): void {
+    // Digits out of the label (a repair may say "3 foreign entries"): one series per kind of object, not per count.
+    for (const object of objects) this.repairs.inc({ object: object.replace(/\d+/g, 'N') });
+  }
 }

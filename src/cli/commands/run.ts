@@ -25,6 +25,7 @@ export async function runCommand(opts: GlobalOptions & { dryRun?: boolean }): Pr
       return metrics ? metrics.instrument(parts) : parts;
     },
     onCycle: metrics?.onCycle,
+    onRepair: metrics?.onRepair,
   });
 
   let resolveDone!: (code: number) => void;

@@ -49,6 +49,7 @@ export function statusRows(agid: string, s: SmallState, settings: Settings, sour
     ['score_threshold', `${settings.score_threshold} (${sources.score_threshold})`],
     ['sync_time', `${settings.sync_time} min (${sources.sync_time})`],
     ['last full pull', isoTime(s.lastFullPullAt)],
+    ['repairs', s.repairs ? `${s.repairs.count}, last ${isoTime(s.repairs.lastAt)} (${duration(now - s.repairs.lastAt)} ago): ${oneLine(s.repairs.objects.join(', '))}` : '0'],
   ];
 }
 
@@ -93,6 +94,9 @@ export async function statusCommand(opts: GlobalOptions & { json?: boolean }): P
     next_sync: live.daemon ? (s.nextSyncAt ?? null) : null,
     cursor: s.cursor ?? null,
     last_full_pull: s.lastFullPullAt ?? null,
+    repairs: s.repairs?.count ?? 0,
+    last_repair: s.repairs?.lastAt ?? null,
+    last_repair_objects: s.repairs?.objects ?? [],
     settings,
     sources,
     dns: dnsStatus(config, logger),

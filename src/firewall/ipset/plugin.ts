@@ -8,11 +8,12 @@ import { tempSetName } from '../names.js';
 import { markerRule } from '../ownership.js';
 import { isV01SetChain } from '../legacy-shapes.js';
 import { setObject, setOwnership } from './ownership.js';
-import type { ApplyOptions, ApplyResult, CommandRunner, DropCounters, FirewallEntry, HitCounter, FirewallPlugin, OwnedObject, PluginOptions } from '../plugin.js';
+import type { ApplyOptions, ApplyResult, CommandRunner, DropCounters, FirewallEntry, HitCounter, FirewallPlugin, OwnedObject, PluginOptions, WatchCheck } from '../plugin.js';
 import { directionHooks, hitsSetName, type Direction, type Side } from '../direction.js';
 import { anyHook, effectiveHooks, iptablesRestore, planHooks, readFilter, removeLeftoverBaseChains, type FilterState } from '../xtables/filter.js';
 import { chainCounters, chainObjects, chainOwnership, failIfReferenced, removeOwnedChain } from '../xtables/owned-chain.js';
 import { iptablesSetRules } from '../xtables/rules.js';
+import { chainCheck, setHeaderCount } from '../xtables/check.js';
 import { ensureHitsSets, readIpsetHits } from './hits.js';
 import { ipsetSizing, parseIpsetSave, renderIpsetDelta, renderIpsetFull, type IpsetSaveParsed, type IpsetSizing } from './text.js';
 
@@ -308,6 +309,17 @@ export class IpsetPlugin extends KernelPlugin implements FirewallPlugin {
   async objects(): Promise<OwnedObject[]> {
     const hooks = (filter: FilterState) => effectiveHooks(directionHooks(this.options.hookChains, this.direction), filter);
     return [await setObject(this.runner, this.setName), ...(await chainObjects(this.runner, this.chain, hooks, this.legacyChain))];
+  }
+
+  /** The set's header (not its entries), the chain, its rule and the hooks (see FirewallPlugin.check). */
+  async check(): Promise<WatchCheck> {
+    const [entries, filter] = await Promise.all([setHeaderCount(this.runner, this.setName), readFilter(this.runner)]);
+    const expected = [markerRule(this.chain), ...iptablesSetRules(this.chain, this.setName, this.options.action, this.options.logBlocked, this.direction)];
+    const actual = filter.rules.get(this.chain) ?? [];
+    const rulesOk = actual.length === expected.length && actual.every((r, i) => r === expected[i]);
+    const missing = entries === undefined ? [`ipset set ${this.setName}`] : [];
+    missing.push(...chainCheck(filter, this.chain, directionHooks(this.options.hookChains, this.direction), rulesOk));
+    return entries === undefined ? { missing } : { missing, entries };
   }
 
   /** Destroy a set; retry briefly while the kernel still holds a reference from a just-deleted rule. */

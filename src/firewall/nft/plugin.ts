@@ -6,7 +6,7 @@ import { KernelPlugin } from '../kernel-plugin.js';
 import { OWNER_MARK, type Ownership } from '../ownership.js';
 import { isV01NftTable } from '../legacy-shapes.js';
 import { hitsSetName, sides } from '../direction.js';
-import type { ApplyOptions, ApplyResult, CommandRunner, DropCounters, FirewallEntry, HitCounter, FirewallPlugin, OwnedObject, PluginOptions } from '../plugin.js';
+import type { ApplyOptions, ApplyResult, CommandRunner, DropCounters, FirewallEntry, HitCounter, FirewallPlugin, OwnedObject, PluginOptions, WatchCheck } from '../plugin.js';
 import { parseNftCounters } from './json.js';
 import { deltaReshapesIntervals, resolveOverlaps } from './overlaps.js';
 import { checkNftStructure, type NftStructure } from './structure.js';
@@ -179,5 +179,11 @@ export class NftablesPlugin extends KernelPlugin implements FirewallPlugin {
       // A chain without its rule, or the set missing, blocks nothing either: each such part is listed as absent.
       ...structure!.problems.filter((p) => !chainProblem(p)).map((p): OwnedObject => ({ what: p, state: 'absent' })),
     ];
+  }
+
+  /** The table without its elements, checked as an apply checks it (see FirewallPlugin.check). */
+  async check(): Promise<WatchCheck> {
+    const structure = await this.structure();
+    return { missing: structure === undefined ? [`nft table inet ${this.layout.table}`] : structure.problems };
   }
 }

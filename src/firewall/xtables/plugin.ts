@@ -3,13 +3,14 @@ import { diffEntries } from '../diff.js';
 import { normalizeEntries, sortCidrTexts } from '../entries.js';
 import { createRunner } from '../exec.js';
 import { KernelPlugin } from '../kernel-plugin.js';
-import type { ApplyOptions, ApplyResult, CommandRunner, DropCounters, FirewallEntry, FirewallPlugin, HitCounter, OwnedObject, PluginOptions } from '../plugin.js';
+import type { ApplyOptions, ApplyResult, CommandRunner, DropCounters, FirewallEntry, FirewallPlugin, HitCounter, OwnedObject, PluginOptions, WatchCheck } from '../plugin.js';
 import { markerRule } from '../ownership.js';
 import { isV01EntryChain } from '../legacy-shapes.js';
 import { directionHooks, type Direction } from '../direction.js';
 import { XTABLES_WAIT_S, anyHook, effectiveHooks, iptablesRestore, planHooks, readFilter, removeLeftoverBaseChains } from './filter.js';
 import { chainCounters, chainObjects, chainOwnership, failIfReferenced, removeOwnedChain } from './owned-chain.js';
 import { parseEntryChain, parseEntryHits, pushIptablesEntryRules } from './rules.js';
+import { chainCheck } from './check.js';
 
 /** Above this many entries, warn: iptables matches rules one after the other for every packet. */
 export const IPTABLES_WARN_ENTRIES = 5000;
@@ -116,5 +117,15 @@ export class IptablesPlugin extends KernelPlugin implements FirewallPlugin {
 
   async objects(): Promise<OwnedObject[]> {
     return chainObjects(this.runner, this.chain, (filter) => effectiveHooks(directionHooks(this.options.hookChains, this.direction), filter), this.legacyShape);
+  }
+
+  /** The chain (its entry rules parsed, as an apply reads them) and the hooks (see FirewallPlugin.check). */
+  async check(): Promise<WatchCheck> {
+    const filter = await readFilter(this.runner);
+    const rules = filter.rules.get(this.chain) ?? [];
+    const marked = rules[0] === markerRule(this.chain);
+    const contents = parseEntryChain(marked ? rules.slice(1) : rules, this.chain, this.options.action, this.options.logBlocked, this.direction);
+    const hooks = directionHooks(this.options.hookChains, this.direction);
+    return { missing: chainCheck(filter, this.chain, hooks, marked && contents.wellFormed), entries: contents.entries.size };
   }
 }

@@ -29,6 +29,7 @@ const LABELS = [
   'score_threshold',
   'sync_time',
   'last full pull',
+  'repairs',
 ];
 
 /** The label column (up to the first run of 2+ spaces) and where each value starts. */

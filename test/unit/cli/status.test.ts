@@ -36,6 +36,7 @@ const LABELS = [
   'score_threshold',
   'sync_time',
   'last full pull',
+  'repairs',
 ];
 
 /** A daemon up for 2 h, the nft table intact with 42 entries. */
@@ -82,7 +83,14 @@ describe('status (human output)', () => {
       score_threshold: '4 (server)',
       sync_time: '5 min (previous)',
       'last full pull': '2027-01-15T07:00:00Z',
+      repairs: '0',
     });
+  });
+
+  it('repairs made between cycles: how many, when the last was, and what was missing', () => {
+    const s = { lastCycle: cycle(), repairs: { count: 3, lastAt: NOW - 65, objects: ['nft table inet wcf_agent'] } };
+    const { values } = parse(renderStatus(statusRows('a', s, settings, sources, NOW, live())));
+    expect(values.repairs).toBe('3, last 2027-01-15T07:58:55Z (1m 05s ago): nft table inet wcf_agent');
   });
 
   it('before any sync: never, dashes, zero', () => {

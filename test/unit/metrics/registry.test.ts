@@ -69,6 +69,20 @@ describe('AgentMetrics', () => {
     expect(s.get('wcf_agent_last_success_timestamp_seconds')).toBe(1_800_000_000);
   });
 
+  it('counts the watcher’s repairs per object, and the instrumented plugin keeps the cheap check', async () => {
+    const m = new AgentMetrics({ defaultMetrics: false });
+    m.observeRepair(['nft table inet wcf_agent']);
+    m.observeRepair(['nft table inet wcf_agent', 'nft chain input']);
+    const s = await scrape(m);
+    expect(s.get('wcf_agent_repairs_total{object="nft table inet wcf_agent"}')).toBe(2);
+    expect(s.get('wcf_agent_repairs_total{object="nft chain input"}')).toBe(1);
+    const plugin = {
+      name: 'nftables',
+      check: () => Promise.resolve({ missing: ['nft chain input'] }),
+    } as unknown as FirewallPlugin;
+    expect(await instrumentPlugin(plugin, m).check!()).toEqual({ missing: ['nft chain input'] });
+  });
+
   it('records API attempts by route and method, errors by class', async () => {
     const m = new AgentMetrics({ defaultMetrics: false });
     m.observeRequest({ route: '/ips', method: 'GET', status: 200, durationMs: 20 });

@@ -1,0 +1,54 @@
+import type { FirewallEntry, FirewallPlugin } from '../firewall/index.js';
+
+/**
+ * The last set this process applied, kept in memory for the watcher: a repair
+ * between cycles re-asserts exactly it, without reading the state files or
+ * calling the API. Timeouts are counted down from the apply, so a repair never
+ * lengthens an entry's life.
+ */
+export class AppliedMemory {
+  private last: { entries: readonly FirewallEntry[]; atMs: number; capacity: number } | undefined;
+
+  /** The plugin with every successful apply remembered; everything else passes through. */
+  wrap(plugin: FirewallPlugin): FirewallPlugin {
+    return {
+      name: plugin.name,
+      apply: async (entries, options) => {
+        const result = await plugin.apply(entries, options);
+        this.last = { entries, atMs: Date.now(), capacity: options.capacity };
+        return result;
+      },
+      ...(plugin.prefetch ? { prefetch: () => plugin.prefetch!() } : {}),
+      ...(plugin.check ? { check: () => plugin.check!() } : {}),
+      list: () => plugin.list(),
+      flush: async () => {
+        await plugin.flush();
+        this.last = undefined; // nothing of the agent's is meant to be there any more
+      },
+      ...(plugin.listTimeouts ? { listTimeouts: () => plugin.listTimeouts!() } : {}),
+      readCounters: () => plugin.readCounters(),
+      readHits: () => plugin.readHits(),
+      objects: () => plugin.objects(),
+    };
+  }
+
+  /**
+   * The last applied entries as of `nowMs`, with their remaining timeouts in
+   * whole seconds rounded down (never longer than the kernel was given);
+   * expired ones are left out. Undefined when nothing was applied yet.
+   */
+  entriesNow(nowMs: number): { entries: FirewallEntry[]; capacity: number } | undefined {
+    const last = this.last;
+    if (!last) return undefined;
+    const elapsed = (nowMs - last.atMs) / 1000;
+    const entries: FirewallEntry[] = [];
+    for (const e of last.entries) {
+      if (e.timeoutSeconds === undefined) entries.push(e);
+      else {
+        const left = Math.floor(e.timeoutSeconds - elapsed);
+        if (left >= 1) entries.push({ cidr: e.cidr, timeoutSeconds: left });
+      }
+    }
+    return { entries, capacity: last.capacity };
+  }
+}
