@@ -7,6 +7,7 @@ import type { Settings } from '../config/server.js';
 import { previousSettings, type CycleOutcome } from './cycle.js';
 import { runBoundedCycle } from './bounded-cycle.js';
 import { appliedToFirewall, filterApplied, localProtectedSet, logRemoved } from './protect-applied.js';
+import { filterProtected } from '../policy/protect.js';
 import { withLock } from './lock.js';
 import type { StateStore } from './state.js';
 import { Scheduler } from './scheduler.js';
@@ -154,6 +155,14 @@ export class Daemon {
           state.refresh(); // a manual sync may have written state.json since
           await fn();
         }),
+      protect: async (entries) => {
+        const protectedSet = await localProtectedSet(config, state, this.logger, { offline: true });
+        const { kept, removed } = filterProtected(entries, protectedSet, (e) => e.cidr);
+        for (const { entry, member } of removed) {
+          this.logger.warn({ cidr: entry.cidr.text, source: member.source }, `repair: ${entry.cidr.text} is protected (${member.source} ${member.cidr.text}) and is not put back`);
+        }
+        return kept;
+      },
       onRepair: (objects, at) => {
         const prev = state.small.repairs;
         this.safeUpdate({ repairs: { count: (prev?.count ?? 0) + 1, lastAt: at, objects: [...objects] } });

@@ -10,6 +10,8 @@ import { selectEntries } from '../policy/select.js';
 import { computePlan } from './cycle.js';
 import { loadOfflineInput } from './offline-plan.js';
 import { localProtectedSet } from './protect-applied.js';
+import { overrideFor, type LocalOverride } from '../policy/overrides.js';
+import { loadOverrides } from './overrides-store.js';
 import type { StateStore } from './state.js';
 
 /**
@@ -54,16 +56,32 @@ export interface ExplainReport {
   readonly kernel: KernelView;
   /** undefined: the backend's per-indicator counters are not available. */
   readonly hits: readonly HitCounters[] | undefined;
+  /** The local override (`wcf-agent allow` / `block`) covering the address now, if any: it beats the feeds. */
+  readonly override: LocalOverride | undefined;
 }
 
 /**
- * SEAM for the per-indicator hit counters: answers undefined until the
- * backends count hits per indicator; `explain` then prints `hits: null`.
- * Join it here (the plugin's per-indicator counters for the kernel entries
- * covering the query) when they exist.
+ * The hits the kernel counted (per direction) for the agent's entries that cover or
+ * overlap the query: every hit address inside one of those entries. Undefined when the
+ * backend has no per-address counters (dry-run) or they cannot be read.
  */
-export async function hitCountersFor(_plugin: FirewallPlugin, _entries: readonly KernelEntryView[]): Promise<readonly HitCounters[] | undefined> {
-  return undefined;
+export async function hitCountersFor(plugin: FirewallPlugin, entries: readonly KernelEntryView[]): Promise<readonly HitCounters[] | undefined> {
+  if (plugin.name === 'dry-run') return undefined;
+  let hits: Awaited<ReturnType<FirewallPlugin['readHits']>>;
+  try {
+    hits = await plugin.readHits();
+  } catch {
+    return undefined;
+  }
+  const ranges = entries.flatMap((e) => toCidr(e.cidr) ?? []);
+  const sum = { in: { packets: 0, bytes: 0 }, out: { packets: 0, bytes: 0 } };
+  for (const h of hits) {
+    const ip = toCidr(h.ip);
+    if (!ip || !ranges.some((r) => r.start <= ip.start && ip.end <= r.end)) continue;
+    sum[h.side].packets += h.packets;
+    sum[h.side].bytes += h.bytes;
+  }
+  return (['in', 'out'] as const).map((direction) => ({ direction, ...sum[direction] }));
 }
 
 /** Whether `entries` (canonical CIDR text) together hold every address of `query`. */
@@ -134,5 +152,11 @@ export async function explain(deps: ExplainDeps, query: Cidr): Promise<ExplainRe
   }
   const kernel = await kernelP;
   const hits = kernel.plugin !== null ? await hitCountersFor(await plugin, kernel.entries) : undefined;
-  return { ...selected, minPrefix: config.min_prefix, refreshed: deps.api !== undefined, kernel, hits };
+  let override: LocalOverride | undefined;
+  try {
+    override = overrideFor(loadOverrides(config.state_dir), query, selected.now);
+  } catch (err) {
+    logger.warn(`local overrides unreadable: ${errorMessage(err)}`);
+  }
+  return { ...selected, minPrefix: config.min_prefix, refreshed: deps.api !== undefined, kernel, hits, override };
 }

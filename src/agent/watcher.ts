@@ -1,5 +1,5 @@
 import { errorMessage, LockHeldError, type WcfError } from '../errors.js';
-import { NftMonitor, type ApplyResult, type FirewallPlugin, type OwnedNames, type RulesetChange } from '../firewall/index.js';
+import { NftMonitor, type ApplyResult, type FirewallEntry, type FirewallPlugin, type OwnedNames, type RulesetChange } from '../firewall/index.js';
 import type { Logger } from '../log.js';
 import type { AppliedMemory } from './applied-memory.js';
 import { RepairGuard } from './repair-guard.js';
@@ -22,6 +22,12 @@ export interface WatcherOptions {
   readonly locked: (fn: () => Promise<void>) => Promise<void>;
   /** Told after each repair (metrics, state). */
   readonly onRepair: (objects: readonly string[], atSeconds: number) => void;
+  /**
+   * The entries without those the protected set holds now (the same filter as every other write):
+   * an address that became protected since the last apply (the API moved to it, an allowlist edit)
+   * is not put back by a repair.
+   */
+  readonly protect: (entries: readonly FirewallEntry[]) => Promise<FirewallEntry[]>;
 }
 
 /** Events that arrive together (a reload rewriting everything) are handled as one check after this quiet time. */
@@ -175,7 +181,8 @@ export class Watcher {
       now = memory.entriesNow(Date.now()) ?? last;
       // A fresh read for this apply: a read the last cycle started (before the removal) must not stand for the kernel now.
       plugin.prefetch?.();
-      result = await plugin.apply(now.entries, { capacity: now.capacity, appliedBefore: true, callerLogsRepairs: true });
+      const entries = await this.opts.protect(now.entries);
+      result = await plugin.apply(entries, { capacity: now.capacity, appliedBefore: true, callerLogsRepairs: true });
     });
     if (!result) return undefined;
     const at = Date.now();

@@ -39,7 +39,8 @@ async function readOrEmpty(ns: Netns, file: string, args: string[]): Promise<str
 export async function kernelEntries(ns: Netns, plugin: KernelPlugin, names: OwnedNames = DEFAULT_NAMES): Promise<string[]> {
   if (plugin === 'ipset') {
     const out = await readOrEmpty(ns, 'ipset', ['save', names.set]);
-    return (out ?? '').split('\n').filter((l) => l.startsWith('add ')).map((l) => canonical(l.split(' ')[2]!)).sort();
+    // The ownership marker (`255.255.255.255 ... nomatch comment "wcf-agent"`) blocks nothing: not an entry.
+    return (out ?? '').split('\n').filter((l) => l.startsWith('add ') && !l.includes(' nomatch')).map((l) => canonical(l.split(' ')[2]!)).sort();
   }
   if (plugin === 'iptables') {
     // All rules, filtered: `iptables -S CHAIN` on a missing chain fails with varying words.

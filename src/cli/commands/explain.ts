@@ -43,8 +43,12 @@ export function explainToJson(report: ExplainReport) {
   const d = e.decidedBy;
   return {
     address: e.query.text,
-    blocked: e.blocked,
+    // A local override (`wcf-agent allow` / `block`) beats the feeds; the verdict stays what the feeds decided.
+    blocked: report.override ? report.override.action === 'block' : e.blocked,
     verdict: e.verdict,
+    local_override: report.override
+      ? { ip: report.override.cidr.text, action: report.override.action, expires: report.override.expiresAt, note: report.override.note ?? null }
+      : null,
     rule: {
       record: d?.cidr.text ?? null,
       kind: d?.kind ?? null,
@@ -115,6 +119,11 @@ function printText(report: ExplainReport): void {
   const out: string[] = [];
   out.push(`${e.query.text}: ${e.blocked ? 'BLOCKED' : 'not blocked'} (${e.verdict})`);
   out.push(`  rule:   ${ruleSentence(e, report)}`);
+  const o = report.override;
+  if (o) {
+    const until = o.expiresAt === null ? 'until removed' : `until ${isoTime(o.expiresAt)}`;
+    out.push(`  local override: ${o.action} ${o.cidr.text} ${until}${o.note ? ` (${escapeControls(o.note)})` : ''}: it beats the feeds, so the address is ${o.action === 'block' ? 'BLOCKED' : 'not blocked'} here`);
+  }
   if (e.protectedBy) out.push(`  never blocked: protected (${member(e.protectedBy)})`);
   const k = report.kernel;
   const held = k.entries.map((x) => `${x.cidr}${x.timeoutSeconds === undefined ? '' : x.timeoutSeconds === null ? ' (no timeout)' : ` (timeout ${duration(x.timeoutSeconds)})`}`);

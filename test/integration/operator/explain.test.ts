@@ -226,3 +226,30 @@ describe('explain --refresh', () => {
     expect(down.exitCode).toBe(3);
   });
 });
+
+describe('explain and the local overrides', () => {
+  it('names the local allow covering a blocked address and says it is not blocked here; a local block the same way', async () => {
+    const allow = await runCli(['allow', IP.scoreA, '--note', 'our partner', '--config', cfg.path]);
+    expect(allow.exitCode, allow.stderr).toBe(0);
+    try {
+      const j = (await explain(IP.scoreA)) as ExplainJson & { local_override: { ip: string; action: string; expires: number | null; note: string | null } | null };
+      expect(j.verdict).toBe('score'); // what the feeds decided
+      expect(j.blocked).toBe(false); // what holds on this host
+      expect(j.local_override).toEqual({ ip: IP.scoreA, action: 'allow', expires: null, note: 'our partner' });
+      const text = await runCli(['explain', IP.scoreA, '--config', cfg.path]);
+      expect(text.stdout).toMatch(new RegExp(`local override: allow ${IP.scoreA.replace(/\./g, '\\.')} until removed \\(our partner\\): it beats the feeds`));
+    } finally {
+      expect((await runCli(['overrides', 'remove', IP.scoreA, '--config', cfg.path])).exitCode).toBe(0);
+    }
+    expect(((await explain(IP.scoreA)) as ExplainJson & { local_override: unknown }).local_override).toBeNull();
+    expect((await runCli(['block', IP.absent, '--for', '1h', '--config', cfg.path])).exitCode).toBe(0);
+    try {
+      const j = (await explain(IP.absent)) as ExplainJson & { local_override: { action: string; expires: number | null } | null };
+      expect(j.verdict).toBe('not_in_feed');
+      expect(j.blocked).toBe(true);
+      expect(j.local_override).toMatchObject({ action: 'block', expires: expect.any(Number) });
+    } finally {
+      await runCli(['overrides', 'remove', IP.absent, '--config', cfg.path]);
+    }
+  });
+});
