@@ -43,24 +43,57 @@ export function* encodeAppliedRecord(ts: number, plugin: string, entries: readon
   yield Buffer.from(']}\n');
 }
 
-/** One entry line as the writer makes it, read without a general JSON parse (the common case, a million times). */
-const ENTRY_LINE = /^\{"cidr":"([0-9./]{1,18})","reason":"([a-z]{1,10})","expiresAt":(null|\d{1,16})\},?$/;
-
-/** Where the address starts in such a line (after `{"cidr":"`). */
-const CIDR_AT = 9;
+/** The fixed parts of an entry line as the writer makes it. */
+const CIDR_OPEN = Buffer.from('{"cidr":"');
+const REASON_OPEN = Buffer.from('","reason":"');
+const EXPIRES_OPEN = Buffer.from('","expiresAt":');
+const NULL = Buffer.from('null');
 /** One shared string per reason instead of a million copies of "score". */
-const REASONS = new Map(['score', 'manual', 'url', 'local'].map((r) => [r, r]));
+const REASONS = ['score', 'manual', 'url', 'local'].map((r) => ({ bytes: Buffer.from(r), text: r }));
+const CH = { dot: 0x2e, slash: 0x2f, zero: 0x30, nine: 0x39, a: 0x61, z: 0x7a, quote: 0x22, close: 0x7d, comma: 0x2c };
 
-/** `line` is the text of `buf` from byte `at`. */
-function parseEntryLine(line: string, buf: Buffer, at: number): unknown {
-  const m = ENTRY_LINE.exec(line);
-  if (m) {
-    // Copied out of the bytes, not sliced from `line`: a slice would keep the whole line alive as long as the entry.
-    const cidr = buf.toString('latin1', at + CIDR_AT, at + CIDR_AT + m[1]!.length);
-    return { cidr, reason: REASONS.get(m[2]!) ?? m[2]!, expiresAt: m[3] === 'null' ? null : Number(m[3]) };
+function literalAt(buf: Buffer, at: number, end: number, lit: Buffer): boolean {
+  if (at + lit.length > end) return false;
+  for (let i = 0; i < lit.length; i++) if (buf[at + i] !== lit[i]) return false;
+  return true;
+}
+
+function reasonText(buf: Buffer, from: number, to: number): string {
+  for (const r of REASONS) if (r.bytes.length === to - from && literalAt(buf, from, to, r.bytes)) return r.text;
+  return buf.toString('latin1', from, to);
+}
+
+/**
+ * An entry line in the writer's exact layout, read straight from the bytes (a
+ * million times: no line string, no regex match, only the address is made into
+ * a string). Undefined for anything else, which is then parsed as JSON.
+ */
+function entryFromBytes(buf: Buffer, start: number, end: number): AppliedRecordEntry | undefined {
+  if (!literalAt(buf, start, end, CIDR_OPEN)) return undefined;
+  let p = start + CIDR_OPEN.length;
+  let q = p;
+  while (q < end && ((buf[q]! >= CH.zero && buf[q]! <= CH.nine) || buf[q] === CH.dot || buf[q] === CH.slash)) q++;
+  if (q === p || q - p > 18 || !literalAt(buf, q, end, REASON_OPEN)) return undefined;
+  const cidr = buf.toString('latin1', p, q);
+  p = q + REASON_OPEN.length;
+  q = p;
+  while (q < end && buf[q]! >= CH.a && buf[q]! <= CH.z) q++;
+  if (q === p || !literalAt(buf, q, end, EXPIRES_OPEN)) return undefined;
+  const reason = reasonText(buf, p, q);
+  p = q + EXPIRES_OPEN.length;
+  let expiresAt: number | null = null;
+  if (literalAt(buf, p, end, NULL)) p += NULL.length;
+  else {
+    let n = 0;
+    for (q = p; q < end && buf[q]! >= CH.zero && buf[q]! <= CH.nine && q - p < 16; q++) n = n * 10 + (buf[q]! - CH.zero);
+    if (q === p) return undefined;
+    expiresAt = n;
+    p = q;
   }
-  // Anything else (edited by hand, other spacing) still has to be valid JSON.
-  return JSON.parse(line.endsWith(',') ? line.slice(0, -1) : line);
+  if (buf[p] !== CH.close) return undefined;
+  p++;
+  if (p < end && buf[p] === CH.comma) p++;
+  return p === end ? { cidr, reason, expiresAt } : undefined;
 }
 
 /**
@@ -77,17 +110,23 @@ export function decodeAppliedRecord(buf: Buffer): unknown {
   let start = firstNl + 1;
   for (;;) {
     const nl = buf.indexOf(NL, start);
-    const line = buf.toString('utf8', start, nl === -1 ? buf.length : nl).trimEnd();
-    if (line === ']}') {
+    let end = nl === -1 ? buf.length : nl;
+    while (end > start && (buf[end - 1] === 0x20 || buf[end - 1] === 0x0d || buf[end - 1] === 0x09)) end--;
+    if (end - start === 2 && buf[start] === CLOSE_BRACKET && buf[start + 1] === CH.close) {
       // Nothing but white space may follow the document's end.
       if (nl !== -1 && buf.toString('utf8', nl + 1).trim() !== '') throw new SyntaxError('text after the end of the record');
       break;
     }
     if (nl === -1) throw new SyntaxError('the record ends before its last line');
     // A comma on every entry but the last, as JSON requires.
-    const isLast = buf[nl + 1] === CLOSE_BRACKET;
-    if (line.endsWith(',') === isLast) throw new SyntaxError('entries are not separated by commas');
-    entries.push(parseEntryLine(line, buf, start));
+    if ((buf[end - 1] === CH.comma) === (buf[nl + 1] === CLOSE_BRACKET)) throw new SyntaxError('entries are not separated by commas');
+    let entry: unknown = entryFromBytes(buf, start, end);
+    if (entry === undefined) {
+      // Anything else (edited by hand, other spacing) still has to be valid JSON.
+      const line = buf.toString('utf8', start, end);
+      entry = JSON.parse(line.endsWith(',') ? line.slice(0, -1) : line);
+    }
+    entries.push(entry);
     start = nl + 1;
   }
   record.entries = entries;
