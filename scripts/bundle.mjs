@@ -6,8 +6,8 @@
  *   node scripts/bundle.mjs [--outfile dist/sea/wcf-agent.cjs] [--minify]
  *
  * Why CommonJS: a SEA main script is run as CommonJS, and its `require` can load
- * built-in modules only. So every dependency (most are ESM-only: execa,
- * undici, pino, p-retry, commander, zod) is bundled in, and the build FAILS if
+ * built-in modules only. So every dependency (most are ESM-only: undici,
+ * pino, p-retry, commander, zod) is bundled in, and the build FAILS if
  * anything is left as an external import that is not a Node built-in.
  *
  * `import.meta.*` does not exist in CommonJS: it is defined to values computed

@@ -2,7 +2,7 @@
 // backend), printing RSS and heap at the start and end. Not a CI test.
 //   npx tsx scripts/soak.ts [--cycles 1000] [--indicators 5000]
 // As the agent runs (its shebang's Node flags), with readings after a full GC:
-//   node_modules/.bin/node --expose-gc --max-semi-space-size=16 --import tsx scripts/soak.ts
+//   node_modules/.bin/node --expose-gc --max-semi-space-size=4 --import tsx scripts/soak.ts
 // SOAK_TRACE=1 adds a line every 100 cycles. `newSpaceMB` is V8's young generation as
 // committed: without the flag it grows towards 3 x 64 MB over the first hundreds of
 // cycles, which shows as RSS growth with a flat heap (not a leak).

@@ -1,9 +1,11 @@
-#!/usr/bin/env -S node --max-semi-space-size=16
+#!/usr/bin/env -S node --max-semi-space-size=4
 // The flags on the line above are the agent's Node flags, here and in the single binary
-// (scripts/build-binary.sh copies them into the blob's execArgv). --max-semi-space-size=16:
+// (scripts/build-binary.sh copies them into the blob's execArgv). --max-semi-space-size=4:
 // V8 otherwise lets the young generation grow to 64 MB per semi-space (134 MB committed and
-// touched), the largest single item of the agent's memory at a million indicators; capped at
-// 16 MB, peak RSS there drops by ~70 MB at no measurable cost in time (npm run bench).
+// touched), the largest single item of the agent's memory at a million indicators. 16 MB took
+// ~70 MB off the peak there; 4 MB takes another ~20-30 MB off the daemon at 10k and 100k with
+// the 1M full sync as fast (medians of 3 within 1%). 1 MB saves a little more but made the 1M
+// cycle ~10% slower (npm run bench -- --only daemon, README Performance).
 //
 // This entry imports nothing but the version check: on a Node too old for the agent's
 // libraries, loading them fails with a stack trace from deep inside undici. The rest is

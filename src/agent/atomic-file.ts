@@ -6,7 +6,7 @@ import { dirname } from 'node:path';
  * content, never a torn file: temp file in the same directory, fsync, rename,
  * fsync the directory.
  */
-export function writeFileAtomic(path: string, data: string | Buffer | readonly Uint8Array[], mode = 0o600): void {
+export function writeFileAtomic(path: string, data: string | Buffer | Iterable<Uint8Array>, mode = 0o600): void {
   const tmp = `${path}.tmp-${process.pid}`;
   // A leftover temp file (a crash) is removed, then the new one is created exclusively and
   // without following a symlink: whatever sits at that name, nothing outside is written through it.
@@ -19,7 +19,8 @@ export function writeFileAtomic(path: string, data: string | Buffer | readonly U
   try {
     // Exactly `mode`, whatever the umask (the unit's UMask=0077 would make a resolver's file unreadable to the resolver).
     fchmodSync(fd, mode);
-    // Several chunks are written one after the other: large binary state is written from views, never copied into one buffer.
+    // Several chunks (a list or a generator) are written one after the other: large state is written from
+    // views or produced a piece at a time, never copied into one buffer.
     const chunks = typeof data === 'string' ? [Buffer.from(data, 'utf8')] : Buffer.isBuffer(data) ? [data] : data;
     for (const chunk of chunks) writeAll(fd, chunk);
     fsyncSync(fd);

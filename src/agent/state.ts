@@ -7,6 +7,7 @@ import { IndicatorMap } from '../feed/indicator.js';
 import { toCidr } from '../net/ipv4.js';
 import type { Settings, SettingSources } from '../config/server.js';
 import type { Reason, SkipReason } from '../policy/select.js';
+import { decodeAppliedRecord, encodeAppliedRecord } from './applied-record.js';
 import { writeFileAtomic } from './atomic-file.js';
 import { readStateFile, UnsafeStateFile } from './state-file.js';
 import type { LastKnownApi } from './protected.js';
@@ -99,6 +100,10 @@ function feedCacheColumns(buf: Uint8Array, count: number): FeedCacheColumns {
   };
 }
 
+function isChunks(value: unknown): value is Generator<Buffer> {
+  return typeof value === 'object' && value !== null && typeof (value as Generator).next === 'function';
+}
+
 /**
  * Everything the agent keeps between runs, in `state_dir`. Writes are atomic;
  * a file that cannot be parsed is renamed aside with a warning (never a crash loop).
@@ -169,11 +174,11 @@ export class StateStore {
     this.smallState = next;
   }
 
-  private readJson(name: string): unknown {
+  private readJson(name: string, parse: (buf: Buffer) => unknown = (buf) => JSON.parse(buf.toString('utf8'))): unknown {
     const buf = this.readFile(name, MAX_JSON_BYTES);
     if (buf === undefined) return undefined;
     try {
-      return JSON.parse(buf.toString('utf8'));
+      return parse(buf);
     } catch {
       // JSON.parse's message quotes the text: not repeated.
       this.setAside(join(this.dir, name), 'not valid JSON');
@@ -181,9 +186,10 @@ export class StateStore {
     }
   }
 
+  /** `value` as JSON, or the file's content already encoded (written chunk by chunk). */
   private writeJson(name: string, value: unknown): void {
     try {
-      writeFileAtomic(join(this.dir, name), JSON.stringify(value));
+      writeFileAtomic(join(this.dir, name), isChunks(value) ? value : JSON.stringify(value));
     } catch (err) {
       throw new StateError(`cannot write ${name} in ${this.dir}: ${(err as Error).message}`, { cause: err });
     }
@@ -225,7 +231,7 @@ export class StateStore {
 
   /** Per plugin, so a dry run never stands in for what the kernel holds. */
   loadApplied(plugin: string): AppliedSet | undefined {
-    const raw = this.readJson(`applied-${plugin}.json`) as AppliedSet | null | undefined;
+    const raw = this.readJson(`applied-${plugin}.json`, decodeAppliedRecord) as AppliedSet | null | undefined;
     if (raw === undefined) return undefined;
     // Valid JSON is not yet an applied set: `null`, a list or a bare value must not crash the restore.
     if (raw === null || typeof raw !== 'object' || !Array.isArray(raw.entries) || typeof raw.ts !== 'number') {
@@ -248,7 +254,7 @@ export class StateStore {
   }
 
   saveApplied(set: AppliedSet): void {
-    this.writeJson(`applied-${set.plugin}.json`, set);
+    this.writeJson(`applied-${set.plugin}.json`, encodeAppliedRecord(set.ts, set.plugin, set.entries));
   }
 }
 

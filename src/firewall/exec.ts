@@ -1,4 +1,4 @@
-import { execa, ExecaError } from 'execa';
+import { CommandFailure, runCommand } from '../exec/run.js';
 import { FirewallError } from '../errors.js';
 import type { CommandRunner } from './plugin.js';
 
@@ -27,18 +27,18 @@ function countLines(text: string): number {
   return text.length > 0 && !text.endsWith('\n') ? n + 1 : n;
 }
 
-/**
- * Runs firewall tools with execa: argument arrays and stdin only, never a
- * shell. `prefix` is prepended to every command (tests pass
- * `['ip', 'netns', 'exec', NS]`). Every failure (non-zero exit, missing
- * binary, timeout) becomes a FirewallError naming the command and carrying its
- * stderr.
- */
 /** The command prefix that runs a firewall command inside network namespace `netns` (none: the host's own). */
 export function netnsPrefix(netns: string | undefined): string[] {
   return netns ? ['ip', 'netns', 'exec', netns] : [];
 }
 
+/**
+ * Runs firewall tools (src/exec/run.ts): argument arrays and stdin only, never a
+ * shell. `prefix` is prepended to every command (tests pass
+ * `['ip', 'netns', 'exec', NS]`). Every failure (non-zero exit, missing
+ * binary, timeout) becomes a FirewallError naming the command and carrying its
+ * stderr.
+ */
 export function createRunner(prefix: readonly string[] = [], options: RunnerOptions = {}): CommandRunner {
   const timeout = options.timeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS;
   return {
@@ -46,27 +46,19 @@ export function createRunner(prefix: readonly string[] = [], options: RunnerOpti
       const argv = [...prefix, file, ...args];
       const command = formatCommand(argv[0]!, argv.slice(1));
       try {
-        const result = await execa(argv[0]!, argv.slice(1), {
-          input: runOptions?.input ?? '',
-          timeout,
-          forceKillAfterDelay: 2000,
+        return await runCommand(argv, {
+          input: runOptions?.input,
+          timeoutMs: timeout,
+          killAfterMs: 2000,
           maxBuffer: MAX_BUFFER,
           // Tools' messages in English, so they are greppable and stable.
           env: { LC_ALL: 'C' },
-          stripFinalNewline: false,
         });
-        return { stdout: result.stdout, stderr: result.stderr };
       } catch (err) {
         const stdinNote = runOptions?.input ? ` (stdin: ${countLines(runOptions.input)} lines)` : '';
-        if (err instanceof ExecaError) {
-          const rawStderr: unknown = err.stderr;
-          const stderr = typeof rawStderr === 'string' ? rawStderr.trim().slice(0, STDERR_KEPT) : '';
-          let reason: string;
-          if (err.timedOut) reason = `timed out after ${timeout} ms`;
-          else if (err.code === 'ENOENT') reason = `${argv[0]} not found (is it installed and in PATH?)`;
-          else if (err.exitCode !== undefined) reason = `exit code ${err.exitCode}`;
-          else if (err.signal) reason = `killed by ${err.signal}`;
-          else reason = err.shortMessage;
+        if (err instanceof CommandFailure) {
+          const stderr = err.stderr.trim().slice(0, STDERR_KEPT);
+          const reason = err.reason === 'not-found' ? `${argv[0]} not found (is it installed and in PATH?)` : err.message;
           const shown = stderr.length > STDERR_IN_MESSAGE ? `${stderr.slice(0, STDERR_IN_MESSAGE)}…` : stderr;
           throw new FirewallError(`command failed: ${command}${stdinNote}: ${reason}${shown ? `: ${shown}` : ''}`, {
             command,

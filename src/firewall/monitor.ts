@@ -1,4 +1,4 @@
-import { execa, type ResultPromise } from 'execa';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import type { Logger } from 'pino';
 import { escapeControls } from '../safe-text.js';
@@ -62,7 +62,7 @@ export function relevantEvent(plugin: PluginName, names: OwnedNames): (line: str
 
 /** Runs `nft monitor` (inside `netns` when configured) until stop(). */
 export class NftMonitor {
-  private child: ResultPromise | undefined;
+  private child: ChildProcess | undefined;
   private stopped = false;
   private restartMs = RESTART_MIN_MS;
   private restartTimer: NodeJS.Timeout | undefined;
@@ -83,7 +83,7 @@ export class NftMonitor {
   private spawn(): void {
     const argv = [...netnsPrefix(this.opts.netns), 'nft', 'monitor'];
     const started = Date.now();
-    const child = execa(argv[0]!, argv.slice(1), { stdin: 'ignore', stderr: 'pipe', buffer: false, reject: false, env: { LC_ALL: 'C' } });
+    const child = spawn(argv[0]!, argv.slice(1), { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, LC_ALL: 'C' } });
     this.child = child;
     let stderr = '';
     child.stderr?.on('data', (d: Buffer) => {
@@ -91,17 +91,22 @@ export class NftMonitor {
     });
     createInterface({ input: child.stdout! }).on('line', (line) => this.onLine(line));
     if (child.pid !== undefined) this.opts.onState?.(true);
-    void child.then((r) => {
+    let spawnError: NodeJS.ErrnoException | undefined;
+    child.on('error', (err: NodeJS.ErrnoException) => {
+      spawnError = err;
+    });
+    // 'close': the process has ended and its pipes are drained (also after a failed spawn).
+    child.on('close', (code: number | null, signal: NodeJS.Signals | null) => {
       if (this.child === child) this.child = undefined;
       if (this.stopped) return;
       this.opts.onState?.(false);
-      if ((r as { code?: unknown }).code === 'ENOENT') {
+      if (spawnError?.code === 'ENOENT') {
         // No nft on this host (legacy iptables only): the periodic checks are the only source.
         this.opts.logger.info('nft not found: firewall changes are noticed by the periodic checks only');
         return;
       }
       if (Date.now() - started >= HEALTHY_AFTER_MS) this.restartMs = RESTART_MIN_MS;
-      const why = r.failed && r.exitCode === undefined ? r.shortMessage : `exit code ${String(r.exitCode)}${r.signal ? ` (${r.signal})` : ''}`;
+      const why = spawnError ? spawnError.message : `exit code ${String(code)}${signal ? ` (${signal})` : ''}`;
       this.opts.logger.warn(
         { restartInMs: this.restartMs, stderr: stderr.trim().slice(0, 300) || undefined },
         `nft monitor stopped (${why}); restarting it, periodic checks cover the gap`,

@@ -32,9 +32,10 @@ export async function runCommand(opts: GlobalOptions & { dryRun?: boolean }): Pr
   const done = new Promise<number>((r) => (resolveDone = r));
   let stopping = false;
   const onStop = (signal: string) => {
-    // The listeners stay for the whole stop (not `once`): while a firewall command runs, execa's
-    // child cleanup (signal-exit) re-raises a SIGTERM/SIGINT that no other listener handles, which
-    // killed the daemon and its command mid-apply, before on_stop. A repeated signal is ignored.
+    // The listeners stay for the whole stop (not `once`): a second SIGTERM/SIGINT with no listener
+    // would kill the daemon mid-apply, before on_stop (a process-runner library that re-raised them
+    // once did exactly that; commands now run through src/exec/run.ts, which hooks no signal).
+    // A repeated signal is ignored.
     if (stopping) {
       logger.info({ signal }, 'already stopping');
       return;

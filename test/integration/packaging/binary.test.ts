@@ -75,7 +75,7 @@ describe('single executable', () => {
   it('embeds the agent’s Node flags, those of the dist/cli.js shebang', () => {
     const shebang = readFileSync(join(ROOT, 'dist/cli.js'), 'utf8').split('\n')[0]!;
     const flags = /^#!\/usr\/bin\/env -S node (.+)$/.exec(shebang)?.[1]?.split(' ');
-    expect(flags).toContain('--max-semi-space-size=16');
+    expect(flags).toContain('--max-semi-space-size=4');
     const sea = JSON.parse(readFileSync(join(buildDir, 'work', 'sea-config.json'), 'utf8')) as { execArgv?: string[] };
     expect(sea.execArgv).toEqual(flags);
   });

@@ -1,0 +1,156 @@
+import { spawn } from 'node:child_process';
+
+/**
+ * The agent's one way to run an external tool (nft, ipset, iptables-restore,
+ * unbound-control, ip): an argument array and stdin, never a shell, so
+ * server-supplied text can never become a command. Written over
+ * node:child_process instead of a library because the library we used hooked
+ * the process's own SIGTERM/SIGINT (to clean up children) and re-raised them,
+ * which killed the daemon mid-apply; it also cost ~10 MB resident.
+ *
+ * The child stays in the agent's process group on purpose: the tools are single
+ * processes (`ip netns exec` execs the tool in place), and systemd stops the
+ * whole unit's cgroup anyway, so a timeout kills the one child it started.
+ */
+
+export interface RunCommandOptions {
+  /** Written to the child's stdin in chunks (no copy of the whole text); stdin is closed after it. */
+  input?: string | Buffer;
+  /** Kill the child (SIGTERM, then SIGKILL after `killAfterMs`) when it runs longer than this. */
+  timeoutMs: number;
+  /** Grace between SIGTERM and SIGKILL on a timeout. */
+  killAfterMs?: number;
+  /** Most bytes kept from stdout and from stderr each; more kills the child and fails the run. */
+  maxBuffer: number;
+  /** Added to the agent's own environment. */
+  env?: Record<string, string>;
+}
+
+export interface CommandOutput {
+  stdout: string;
+  stderr: string;
+}
+
+export type FailureReason = 'exit' | 'signal' | 'timeout' | 'not-found' | 'spawn' | 'output-limit';
+
+/** Why a command failed, with what it printed. Always wrapped by the caller's own error class. */
+export class CommandFailure extends Error {
+  readonly reason: FailureReason;
+  readonly exitCode: number | null;
+  readonly signal: NodeJS.Signals | null;
+  readonly stdout: string;
+  readonly stderr: string;
+  constructor(
+    message: string,
+    details: { reason: FailureReason; exitCode?: number | null; signal?: NodeJS.Signals | null; stdout?: string; stderr?: string; cause?: unknown },
+  ) {
+    super(message, details.cause === undefined ? undefined : { cause: details.cause });
+    this.name = 'CommandFailure';
+    this.reason = details.reason;
+    this.exitCode = details.exitCode ?? null;
+    this.signal = details.signal ?? null;
+    this.stdout = details.stdout ?? '';
+    this.stderr = details.stderr ?? '';
+  }
+}
+
+/** Characters per stdin write: small enough that no large Buffer copy of the input is made at once. */
+const STDIN_CHUNK = 256 * 1024;
+
+/** Collects one output stream as decoded text pieces, refusing more than `max` bytes. */
+function collect(stream: NodeJS.ReadableStream, max: number, onOverflow: () => void): () => string {
+  const parts: string[] = [];
+  let bytes = 0;
+  let over = false;
+  stream.setEncoding('utf8');
+  stream.on('data', (piece: string) => {
+    if (over) return;
+    bytes += Buffer.byteLength(piece);
+    if (bytes > max) {
+      over = true;
+      onOverflow();
+      return;
+    }
+    parts.push(piece);
+  });
+  return () => parts.join('');
+}
+
+/** Writes `input` to `stdin` piece by piece, waiting for the pipe to drain, then closes it. */
+function feed(stdin: NodeJS.WritableStream, input: string | Buffer | undefined): void {
+  // A child that exits without reading its stdin (an early error) makes the pipe fail with EPIPE;
+  // its exit code and stderr say what went wrong, so the write error itself is not the story.
+  stdin.on('error', () => undefined);
+  if (input === undefined || input.length === 0) {
+    stdin.end();
+    return;
+  }
+  let offset = 0;
+  const writeMore = (): void => {
+    while (offset < input.length) {
+      // Slices of a string or Buffer are views, not copies; only each small piece is encoded.
+      const piece = typeof input === 'string' ? input.slice(offset, offset + STDIN_CHUNK) : input.subarray(offset, offset + STDIN_CHUNK);
+      offset += STDIN_CHUNK;
+      if (!stdin.write(piece)) {
+        stdin.once('drain', writeMore);
+        return;
+      }
+    }
+    stdin.end();
+  };
+  writeMore();
+}
+
+/** Runs `argv[0]` with the rest as its arguments; resolves with its output on exit code 0, else rejects with a CommandFailure. */
+export function runCommand(argv: readonly string[], options: RunCommandOptions): Promise<CommandOutput> {
+  const [file, ...args] = argv;
+  if (!file) return Promise.reject(new CommandFailure('empty command', { reason: 'spawn' }));
+  return new Promise((resolve, reject) => {
+    let timedOut = false;
+    let overflowed = false;
+    let settled = false;
+    let killTimer: NodeJS.Timeout | undefined;
+    const child = spawn(file, args, {
+      shell: false,
+      stdio: ['pipe', 'pipe', 'pipe'],
+      env: { ...process.env, ...options.env },
+    });
+    const kill = (): void => {
+      child.kill('SIGTERM');
+      killTimer ??= setTimeout(() => child.kill('SIGKILL'), options.killAfterMs ?? 2000);
+    };
+    const timer = setTimeout(() => {
+      timedOut = true;
+      kill();
+    }, options.timeoutMs);
+    const onOverflow = (): void => {
+      overflowed = true;
+      kill();
+    };
+    const stdout = collect(child.stdout, options.maxBuffer, onOverflow);
+    const stderr = collect(child.stderr, options.maxBuffer, onOverflow);
+    const finish = (outcome: CommandOutput | CommandFailure): void => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      if (killTimer) clearTimeout(killTimer);
+      if (outcome instanceof CommandFailure) reject(outcome);
+      else resolve(outcome);
+    };
+    child.on('error', (err: NodeJS.ErrnoException) => {
+      // Only a failed spawn reaches here before 'close' (a failed kill of an exited child is harmless).
+      if (child.pid !== undefined) return;
+      const reason: FailureReason = err.code === 'ENOENT' ? 'not-found' : 'spawn';
+      finish(new CommandFailure(`${file}: ${err.message}`, { reason, cause: err }));
+    });
+    child.on('close', (exitCode, signal) => {
+      const out = { stdout: stdout(), stderr: stderr() };
+      if (timedOut) finish(new CommandFailure(`timed out after ${options.timeoutMs} ms`, { reason: 'timeout', exitCode, signal, ...out }));
+      else if (overflowed) finish(new CommandFailure(`output exceeded ${options.maxBuffer} bytes`, { reason: 'output-limit', exitCode, signal, ...out }));
+      else if (exitCode === 0) finish(out);
+      else if (exitCode !== null) finish(new CommandFailure(`exit code ${exitCode}`, { reason: 'exit', exitCode, ...out }));
+      else finish(new CommandFailure(`killed by ${signal ?? 'a signal'}`, { reason: 'signal', signal, ...out }));
+    });
+    if (child.pid !== undefined) feed(child.stdin, options.input);
+  });
+}
