@@ -8,7 +8,7 @@ import { filterProtected, type ProtectedSet } from '../policy/protect.js';
 import type { Selection, SelectedEntry } from '../policy/select.js';
 import type { AppliedEntry } from './cycle-report.js';
 import { loadOverrides } from './overrides-store.js';
-import { localProtectedSet, logRemoved } from './protect-applied.js';
+import { liveEntries, localProtectedSet, logRemoved } from './protect-applied.js';
 import type { AppliedSet, StateStore } from './state.js';
 
 /**
@@ -49,7 +49,7 @@ export function fromApplied(entries: readonly AppliedEntry[]): SelectedEntry[] {
 
 /** The live entries of an applied set that came from the feeds (its local blocks are re-read from the overrides file). */
 export function baseFromApplied(set: AppliedSet | undefined, now: number): SelectedEntry[] {
-  return fromApplied((set?.entries ?? []).filter((e) => e.reason !== 'local' && (e.expiresAt === null || e.expiresAt > now)));
+  return fromApplied(liveEntries(set, now).filter((e) => e.reason !== 'local'));
 }
 
 /** The start-up restore's entries with the overrides merged in (an allow must hold from the first write on). */

@@ -1,20 +1,10 @@
 import { errorMessage, type WcfError } from '../errors.js';
 import type { Logger } from '../log.js';
-import { timeoutUntil, type ApplyResult, type FirewallEntry, type FirewallPlugin } from '../firewall/index.js';
-import { toCidr } from '../net/ipv4.js';
+import type { ApplyResult, FirewallPlugin } from '../firewall/index.js';
 import type { Settings } from '../config/server.js';
 import type { ProtectedSet } from '../policy/protect.js';
 import { appliedToFirewall, filterApplied, logRemoved } from './protect-applied.js';
-import type { AppliedSet, StateStore } from './state.js';
-
-/** Entries of an applied set that have not expired by `now`, as firewall entries with their remaining timeouts. */
-export function appliedEntries(set: AppliedSet | undefined, now: number): FirewallEntry[] {
-  return (set?.entries ?? []).flatMap((e) => {
-    if (e.expiresAt !== null && e.expiresAt <= now) return [];
-    const cidr = toCidr(e.cidr);
-    return cidr ? [{ cidr, timeoutSeconds: timeoutUntil(e.expiresAt, now) }] : [];
-  });
-}
+import type { StateStore } from './state.js';
 
 /**
  * Put back hooks, chain/table and set that someone removed (a firewall reload,
