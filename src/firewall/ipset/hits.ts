@@ -1,8 +1,7 @@
 import { hitsSetName, sides, type Direction } from '../direction.js';
 import { stderrMatches } from '../exec.js';
-import type { Repairs } from '../kernel-plugin.js';
 import type { CommandRunner, HitCounter } from '../plugin.js';
-import { hitsSetCreateArgs, parseIpsetHits } from './text.js';
+import { parseIpsetHits, renderHitsSetCreate } from './text.js';
 
 /**
  * The ipset backend's hits sets (`<set>-in`, `<set>-out`): created when the
@@ -12,20 +11,18 @@ import { hitsSetCreateArgs, parseIpsetHits } from './text.js';
 const NO_SUCH_SET = /does not exist/i;
 
 /**
- * Make the hits sets of the sides in use exist (empty when new: the rules
- * about to be written name them). `existing`: the ipset names now. Returns
- * the agent's hits sets for sides no longer used, to destroy once no rule
- * names them.
+ * `ipset restore` lines that make the hits sets of the sides in use exist
+ * (empty when new: the rules about to be written name them); run in the same
+ * process as the set's own script when there is one.
  */
-export async function ensureHitsSets(runner: CommandRunner, setName: string, direction: Direction, existing: ReadonlySet<string>, repairs: Repairs): Promise<string[]> {
+export function hitsSetLines(setName: string, direction: Direction): string[] {
+  return sides(direction).map((side) => renderHitsSetCreate(hitsSetName(setName, side)));
+}
+
+/** The hits sets of the sides not in use: destroyed (when present) once no rule names them. */
+export function unusedHitsSets(setName: string, direction: Direction): string[] {
   const used = sides(direction);
-  for (const side of used) {
-    const name = hitsSetName(setName, side);
-    if (existing.has(name)) continue;
-    repairs.note(`ipset set ${name}`);
-    await runner.run('ipset', hitsSetCreateArgs(name));
-  }
-  return (['in', 'out'] as const).filter((s) => !used.includes(s)).map((s) => hitsSetName(setName, s)).filter((n) => existing.has(n));
+  return (['in', 'out'] as const).filter((s) => !used.includes(s)).map((s) => hitsSetName(setName, s));
 }
 
 /** The addresses hit on each side in use, with their counters; a missing hits set has none. */

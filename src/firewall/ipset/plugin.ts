@@ -14,7 +14,7 @@ import { anyHook, effectiveHooks, iptablesRestore, planHooks, readFilter, remove
 import { chainCounters, chainObjects, chainOwnership, failIfReferenced, removeOwnedChain } from '../xtables/owned-chain.js';
 import { iptablesSetRules } from '../xtables/rules.js';
 import { chainCheck, setHeaderCount } from '../xtables/check.js';
-import { ensureHitsSets, readIpsetHits } from './hits.js';
+import { hitsSetLines, readIpsetHits, unusedHitsSets } from './hits.js';
 import { ipsetSizing, parseIpsetSave, renderIpsetDelta, renderIpsetFull, type IpsetSaveParsed, type IpsetSizing } from './text.js';
 
 const NO_SUCH_SET = /does not exist/i;
@@ -155,14 +155,20 @@ export class IpsetPlugin extends KernelPlugin implements FirewallPlugin {
     const diff = diffEntries(currentEntries, wanted, Math.max(0, (Date.now() - readAt) / 1000));
     const mode = chooseMode(diff, currentEntries.size, wanted.length, forceFull);
 
+    // Intact rules name the hits sets, and a set named by a rule cannot be
+    // destroyed: they exist. Only a rewrite of the rules has to make sure, in
+    // the set's own restore when there is one (no process of its own).
+    const rewrite = this.rulesNeedRewrite(filter);
+    const hitsLines = rewrite ? hitsSetLines(this.setName, this.direction) : [];
     if (mode === 'full') {
-      await this.replace(wanted, sizing, setExists);
-    } else if (mode === 'delta') {
-      await this.delta(diff, current!, sizing);
+      await this.replace(wanted, sizing, setExists, hitsLines);
+    } else {
+      if (mode === 'delta') await this.delta(diff, current!, sizing);
+      if (hitsLines.length > 0) await this.runner.run('ipset', ['restore'], { input: hitsLines.join('\n') + '\n' });
     }
 
     // --- chain, rule, hooks (after the set: the rule needs the set to exist)
-    await this.ensureChain(filter, repairs, chainOwner.kind === 'legacy');
+    await this.ensureChain(filter, repairs, chainOwner.kind === 'legacy', rewrite);
     return this.done(repairs, { what: 'ipset set and iptables chain', fields: { set: this.setName, chain: this.chain }, owned: [`ipset set ${this.setName}`, `iptables chain ${this.chain}`] }, diff, mode, wanted.length);
   }
 
@@ -179,11 +185,11 @@ export class IpsetPlugin extends KernelPlugin implements FirewallPlugin {
   }
 
   /** Build the temp set and swap it in, in one `ipset restore`. */
-  private async replace(entries: readonly KernelEntry[], sizing: IpsetSizing, setExists: boolean) {
+  private async replace(entries: readonly KernelEntry[], sizing: IpsetSizing, setExists: boolean, after: readonly string[] = []) {
     // The temp set is normally absent, so nobody asks first (a process saved on every rebuild);
     // one left by a run killed mid-apply makes line 1 fail: it is removed and the script run again.
     for (let attempt = 0; ; attempt++) {
-      const input = renderIpsetFull({ setName: this.setName, tempName: this.tempName, sizing, setExists }, entries);
+      const input = renderIpsetFull({ setName: this.setName, tempName: this.tempName, sizing, setExists, after }, entries);
       try {
         await this.runner.run('ipset', ['restore'], { input });
         return;
@@ -226,16 +232,21 @@ export class IpsetPlugin extends KernelPlugin implements FirewallPlugin {
   private readonly legacyChain = (rules: readonly string[]): boolean =>
     isV01SetChain(rules, this.chain, this.setName, this.options.action, this.options.logBlocked);
 
-  private async ensureChain(filter: FilterState, repairs: Repairs, adopting: boolean): Promise<void> {
-    const expected = [markerRule(this.chain), ...iptablesSetRules(this.chain, this.setName, this.options.action, this.options.logBlocked, this.direction)];
+  private expectedRules(): string[] {
+    return [markerRule(this.chain), ...iptablesSetRules(this.chain, this.setName, this.options.action, this.options.logBlocked, this.direction)];
+  }
+
+  /** The chain is missing or its rules differ from the ones the settings in force give. */
+  private rulesNeedRewrite(filter: FilterState): boolean {
+    const expected = this.expectedRules();
+    const actual = filter.rules.get(this.chain) ?? [];
+    return !filter.chains.has(this.chain) || actual.length !== expected.length || actual.some((r, i) => r !== expected[i]);
+  }
+
+  private async ensureChain(filter: FilterState, repairs: Repairs, adopting: boolean, rewrite: boolean): Promise<void> {
+    const expected = this.expectedRules();
     const actual = filter.rules.get(this.chain) ?? [];
     const lines: string[] = [];
-    let stale: string[] = [];
-    const rewrite = !filter.chains.has(this.chain) || actual.length !== expected.length || actual.some((r, i) => r !== expected[i]);
-    // Intact rules name the hits sets, and a set named by a rule cannot be
-    // destroyed: they exist. Only a rewrite has to make sure (one process
-    // less in every cycle's apply).
-    if (rewrite) stale = await ensureHitsSets(this.runner, this.setName, this.direction, await this.setNames(), repairs);
     if (!filter.chains.has(this.chain)) {
       repairs.note(`iptables chain ${this.chain}`);
       lines.push(`:${this.chain} - [0:0]`, ...expected);
@@ -251,7 +262,8 @@ export class IpsetPlugin extends KernelPlugin implements FirewallPlugin {
     await iptablesRestore(this.runner, lines);
     // A hook given up (direction changed) may leave the empty base chain iptables-nft made for it.
     await removeLeftoverBaseChains(this.runner, hooks.unhooked);
-    for (const name of stale) await this.destroy(name);
+    // A side given up (direction changed) leaves its hits set unused: removed, if it is there.
+    if (rewrite) for (const name of unusedHitsSets(this.setName, this.direction)) await this.destroy(name);
   }
 
   async list(): Promise<string[]> {
@@ -314,9 +326,7 @@ export class IpsetPlugin extends KernelPlugin implements FirewallPlugin {
   /** The set's header (not its entries), the chain, its rule and the hooks (see FirewallPlugin.check). */
   async check(): Promise<WatchCheck> {
     const [entries, filter] = await Promise.all([setHeaderCount(this.runner, this.setName), readFilter(this.runner)]);
-    const expected = [markerRule(this.chain), ...iptablesSetRules(this.chain, this.setName, this.options.action, this.options.logBlocked, this.direction)];
-    const actual = filter.rules.get(this.chain) ?? [];
-    const rulesOk = actual.length === expected.length && actual.every((r, i) => r === expected[i]);
+    const rulesOk = !this.rulesNeedRewrite(filter);
     const missing = entries === undefined ? [`ipset set ${this.setName}`] : [];
     missing.push(...chainCheck(filter, this.chain, directionHooks(this.options.hookChains, this.direction), rulesOk));
     return entries === undefined ? { missing } : { missing, entries };

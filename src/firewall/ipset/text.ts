@@ -57,6 +57,8 @@ export interface IpsetFullOptions {
   readonly sizing: IpsetSizing;
   /** The live set exists: swap the temp set in; otherwise rename it. */
   readonly setExists: boolean;
+  /** Lines run after the swap in the same process (the hits sets' `create ... -exist`). */
+  readonly after?: readonly string[];
 }
 
 /**
@@ -71,6 +73,7 @@ export function renderIpsetFull(o: IpsetFullOptions, entries: Iterable<KernelEnt
   writeIpsetAdds(t, o.tempName, entries);
   if (o.setExists) t.str(`swap ${o.tempName} ${o.setName}\ndestroy ${o.tempName}\n`);
   else t.str(`rename ${o.tempName} ${o.setName}\n`);
+  for (const line of o.after ?? []) t.str(line).str('\n');
   return t.toString();
 }
 
@@ -196,9 +199,13 @@ export const HITS_MAXELEM = 65536;
 /** An address not hit for this long leaves its hits set (the agent keeps its running total). */
 export const HITS_TIMEOUT_S = 7 * 86400;
 
-/** `ipset create` arguments of a hits set: single addresses with counters, filled by the SET target. */
-export function hitsSetCreateArgs(name: string): string[] {
-  return ['-exist', 'create', name, 'hash:ip', 'family', 'inet', 'maxelem', String(HITS_MAXELEM), 'timeout', String(HITS_TIMEOUT_S), 'counters'];
+/**
+ * A hits set's `create` line for an `ipset restore` script (single addresses
+ * with counters, filled by the SET target). `-exist` on the line makes it a
+ * no-op for a hits set already there, so nothing asks `ipset list -n` first.
+ */
+export function renderHitsSetCreate(name: string): string {
+  return `create ${name} hash:ip family inet maxelem ${HITS_MAXELEM} timeout ${HITS_TIMEOUT_S} counters -exist`;
 }
 
 /** `ipset save` of a hits set: `add SET 192.0.2.7 timeout N packets P bytes B`, the addresses hit. */
