@@ -50,6 +50,28 @@ u.bind({ address: localAddress || undefined }, () => u.connect(Number(port), hos
 `;
 
 /**
+ * Send datagrams on a connected socket to host:port and print what came back:
+ * `send:CODE` when the kernel refused a send (a local DROP or REJECT both make
+ * it EPERM), `icmp:CODE` when an ICMP error reached the socket (only a REJECT
+ * sends one: admin-prohibited is EHOSTUNREACH). Ends at the first ICMP error,
+ * or after ms with none.
+ */
+const UDP_PROBE = `
+const dgram = require('node:dgram');
+const [host, port, tag, ms] = process.argv.slice(1);
+const u = dgram.createSocket('udp4');
+const seen = [];
+const done = () => { console.log(seen.join(' ')); process.exit(0); };
+u.on('error', (e) => { seen.push('icmp:' + e.code); done(); });
+u.connect(Number(port), host, () => {
+  const send = () => u.send(tag, (err) => { if (err) seen.push('send:' + err.code); });
+  send();
+  const again = setInterval(send, 100);
+  setTimeout(() => { clearInterval(again); done(); }, Number(ms));
+});
+`;
+
+/**
  * An open TCP connection: connect, echo 'a', print `first`; then, once the
  * file named by the third argument exists, write 'b' and print `second` when
  * it comes back or `lost` when it has not within ms.
@@ -106,6 +128,8 @@ export interface Traffic {
   connectOut(target: string, ms?: number): Promise<string>;
   /** One datagram from the host to a peer address. */
   udpOut(target: string, tag: string, ms?: number): Promise<string>;
+  /** Datagrams from the host to a peer address on a connected socket: the send and ICMP errors seen, each once, sorted (UDP_PROBE). */
+  udpOutErrors(target: string, tag: string, ms: number): Promise<string[]>;
   /** One datagram from a peer address to the host. */
   udpIn(source: string, tag: string, ms?: number): Promise<string>;
   /**
@@ -125,6 +149,7 @@ export async function startTraffic(lab: Lab): Promise<Traffic> {
     peerUdp,
     connectOut: (target, ms = 1500) => node(lab.host, TCP_CLIENT, [target, String(PEER_TCP_PORT), String(ms)]),
     udpOut: (target, tag, ms = 300) => node(lab.host, UDP_CLIENT, [target, String(UDP_PORT), tag, '', String(ms)]),
+    udpOutErrors: (target, tag, ms) => node(lab.host, UDP_PROBE, [target, String(UDP_PORT), tag, String(ms)]).then((o) => [...new Set(o.split(' ').filter(Boolean))].sort()),
     udpIn: (source, tag, ms = 300) => node(lab.peer, UDP_CLIENT, [ADDR.host, String(UDP_PORT), tag, source, String(ms)]),
     async openConnection(target, between, ms = 1500) {
       const flag = join(mkdtempSync(join(tmpdir(), 'wcf-conn-')), 'go');
