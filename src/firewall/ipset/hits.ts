@@ -1,6 +1,7 @@
 import { hitsSetName, sides, type Direction } from '../direction.js';
 import { stderrMatches } from '../exec.js';
-import type { CommandRunner, HitCounter } from '../plugin.js';
+import { errorMessage } from '../../errors.js';
+import type { CommandRunner, HitCounter, OwnedObject } from '../plugin.js';
 import { parseIpsetHits, renderHitsSetCreate } from './text.js';
 
 /**
@@ -36,4 +37,15 @@ export async function readIpsetHits(runner: CommandRunner, setName: string, dire
     }
   }
   return out;
+}
+
+/** The hits sets of the sides in use, present or absent (for doctor, status and flush). */
+export async function hitsSetObjects(runner: CommandRunner, setName: string, direction: Direction): Promise<OwnedObject[]> {
+  const wanted = sides(direction).map((side) => hitsSetName(setName, side));
+  try {
+    const names = new Set((await runner.run('ipset', ['list', '-n'])).stdout.split('\n').map((l) => l.trim()));
+    return wanted.map((name) => ({ what: `ipset ${name}`, state: names.has(name) ? 'present' : 'absent' }));
+  } catch (err) {
+    return wanted.map((name) => ({ what: `ipset ${name}`, state: 'unreadable', error: errorMessage(err) }));
+  }
 }

@@ -14,7 +14,7 @@ import { anyHook, effectiveHooks, iptablesRestore, planHooks, readFilter, remove
 import { chainCounters, chainObjects, chainOwnership, failIfReferenced, removeOwnedChain } from '../xtables/owned-chain.js';
 import { iptablesSetRules } from '../xtables/rules.js';
 import { chainCheck, setHeaderCount } from '../xtables/check.js';
-import { hitsSetLines, readIpsetHits, unusedHitsSets } from './hits.js';
+import { hitsSetLines, hitsSetObjects, readIpsetHits, unusedHitsSets } from './hits.js';
 import { ipsetSizing, parseIpsetSave, renderIpsetDelta, renderIpsetFull, type IpsetSaveParsed, type IpsetSizing } from './text.js';
 
 const NO_SUCH_SET = /does not exist/i;
@@ -317,10 +317,13 @@ export class IpsetPlugin extends KernelPlugin implements FirewallPlugin {
     return readIpsetHits(this.runner, this.setName, this.direction);
   }
 
-  /** The set, the chain and each hook (read-only). */
+  /** The set, its hits sets, the chain and each hook (read-only). */
   async objects(): Promise<OwnedObject[]> {
     const hooks = (filter: FilterState) => effectiveHooks(directionHooks(this.options.hookChains, this.direction), filter);
-    return [await setObject(this.runner, this.setName), ...(await chainObjects(this.runner, this.chain, hooks, this.legacyChain))];
+    const set = await setObject(this.runner, this.setName);
+    // The hits sets are the agent's only alongside its own set (they carry no marker of their own).
+    const hits = set.state === 'foreign' ? [] : await hitsSetObjects(this.runner, this.setName, this.direction);
+    return [set, ...hits, ...(await chainObjects(this.runner, this.chain, hooks, this.legacyChain))];
   }
 
   /** The set's header (not its entries), the chain, its rule and the hooks (see FirewallPlugin.check). */

@@ -10,7 +10,7 @@ import type { ApplyOptions, ApplyResult, CommandRunner, DropCounters, FirewallEn
 import { parseNftCounters } from './json.js';
 import { deltaReshapesIntervals, resolveOverlaps } from './overlaps.js';
 import { checkNftStructure, type NftStructure } from './structure.js';
-import { nftLayout, parseNftHits, parseNftSetJson, renderNftDelta, renderNftRecreate, renderNftRefill, type NftLayout, type NftSetParsed } from './text.js';
+import { NFT_REFUSE_CHAIN, nftLayout, parseNftHits, parseNftSetJson, renderNftDelta, renderNftRecreate, renderNftRefill, type NftLayout, type NftSetParsed } from './text.js';
 
 /** How nft says a table or set does not exist. */
 const NO_SUCH_OBJECT = /No such file or directory/i;
@@ -157,27 +157,39 @@ export class NftablesPlugin extends KernelPlugin implements FirewallPlugin {
     return out;
   }
 
-  /** The table, then each hook's base chain (a table without its chains enforces nothing). */
+  /**
+   * The table, then each part of it the agent writes: the set, the hits set of
+   * each side in use, the refuse chain (REJECT), each hook's base chain. A part
+   * missing, or a chain without its rules, blocks nothing: it is listed as absent.
+   */
   async objects(): Promise<OwnedObject[]> {
     const what = this.tableWhat;
-    const chains = (state: OwnedObject['state'], error?: string): OwnedObject[] =>
-      this.layout.hooks.map((h) => ({ what: `nft chain inet ${this.layout.table} ${h}`, state, ...(error ? { error } : {}) }));
+    const t = this.layout.table;
+    const parts: Array<[string, string]> = [
+      [`nft set ${this.layout.set}`, `nft set inet ${t} ${this.layout.set}`],
+      ...sides(this.layout.direction).map((side): [string, string] => {
+        const name = hitsSetName(this.layout.set, side);
+        return [`nft set ${name}`, `nft set inet ${t} ${name}`];
+      }),
+      ...(this.layout.action === 'REJECT' ? [[`nft chain ${NFT_REFUSE_CHAIN}`, `nft chain inet ${t} ${NFT_REFUSE_CHAIN}`] as [string, string]] : []),
+      ...this.layout.hooks.map((h): [string, string] => [`nft chain ${h}`, `nft chain inet ${t} ${h}`]),
+    ];
+    const all = (state: OwnedObject['state'], error?: string): OwnedObject[] => parts.map(([, w]) => ({ what: w, state, ...(error ? { error } : {}) }));
     let structure: NftStructure | undefined;
     try {
       structure = await this.structure();
     } catch (err) {
-      return [{ what, state: 'unreadable', error: (err as Error).message }, ...chains('unreadable', (err as Error).message)];
+      return [{ what, state: 'unreadable', error: (err as Error).message }, ...all('unreadable', (err as Error).message)];
     }
     const owner = this.ownership(structure);
-    if (owner.kind === 'absent') return [{ what, state: 'absent' }, ...chains('absent')];
-    if (owner.kind === 'foreign') return [{ what, state: 'foreign', error: owner.why }, ...chains('foreign', 'in a table that is not the agent\'s')];
-    const missing = new Set(structure!.problems);
-    const chainProblem = (p: string) => this.layout.hooks.some((h) => p === `nft chain ${h}`);
+    if (owner.kind === 'absent') return [{ what, state: 'absent' }, ...all('absent')];
+    if (owner.kind === 'foreign') return [{ what, state: 'foreign', error: owner.why }, ...all('foreign', 'in a table that is not the agent\'s')];
+    const problems = new Set(structure!.problems);
+    const known = new Set(parts.map(([p]) => p));
     return [
       { what, state: 'present' },
-      ...this.layout.hooks.map((h) => ({ what: `nft chain inet ${this.layout.table} ${h}`, state: missing.has(`nft chain ${h}`) ? ('absent' as const) : ('present' as const) })),
-      // A chain without its rule, or the set missing, blocks nothing either: each such part is listed as absent.
-      ...structure!.problems.filter((p) => !chainProblem(p)).map((p): OwnedObject => ({ what: p, state: 'absent' })),
+      ...parts.map(([p, w]): OwnedObject => ({ what: w, state: problems.has(p) ? 'absent' : 'present' })),
+      ...structure!.problems.filter((p) => !known.has(p)).map((p): OwnedObject => ({ what: p, state: 'absent' })),
     ];
   }
 

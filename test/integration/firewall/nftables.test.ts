@@ -166,6 +166,13 @@ describe('nftables plugin on real netfilter', () => {
     expect(await lab.connect(ADDR.inNet)).toBe('error:ECONNREFUSED');
     expect(await p.apply(base, CAP)).toMatchObject({ mode: 'none', repaired: [] });
     expect(await p.list()).toEqual(sortedCidrs(base));
+    // doctor and status list the refuse chain with the rest; deleting it shows as absent.
+    const refuse = 'nft chain inet wcf_agent refuse';
+    expect((await p.objects()).find((o) => o.what === refuse)?.state).toBe('present');
+    await lab.host.exec('nft', ['flush', 'chain', 'inet', NAMES.tableName, 'input']);
+    await lab.host.exec('nft', ['flush', 'chain', 'inet', NAMES.tableName, 'forward']);
+    await lab.host.exec('nft', ['delete', 'chain', 'inet', NAMES.tableName, 'refuse']);
+    expect(await p.objects()).toEqual(expect.arrayContaining([{ what: refuse, state: 'absent' }, { what: 'rule in nft chain input', state: 'absent' }]));
   });
 
   it('flush deletes the table and tolerates its absence', async () => {

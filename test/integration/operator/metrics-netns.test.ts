@@ -21,9 +21,10 @@ const byName = (d: DoctorJson) => Object.fromEntries(d.checks.map((c) => [c.name
 const parse = parseExposition;
 
 const OBJECTS = {
-  // The hooks are objects too (status says not enforcing without them); direction both hooks output as well.
-  nftables: /^nft table inet wcf_agent present, nft chain inet wcf_agent input present, nft chain inet wcf_agent forward present, nft chain inet wcf_agent output present$/,
-  ipset: /^ipset wcf-blocklist present, iptables chain WCF-AGENT present, iptables hook INPUT -> WCF-AGENT present, iptables hook FORWARD -> WCF-AGENT present, iptables hook OUTPUT -> WCF-AGENT present$/,
+  // The hooks are objects too (status says not enforcing without them); direction both hooks output as well,
+  // and has a hits set for each side.
+  nftables: /^nft table inet wcf_agent present, nft set inet wcf_agent wcf-blocklist present, nft set inet wcf_agent wcf-blocklist-in present, nft set inet wcf_agent wcf-blocklist-out present, nft chain inet wcf_agent input present, nft chain inet wcf_agent forward present, nft chain inet wcf_agent output present$/,
+  ipset: /^ipset wcf-blocklist present, ipset wcf-blocklist-in present, ipset wcf-blocklist-out present, iptables chain WCF-AGENT present, iptables hook INPUT -> WCF-AGENT present, iptables hook FORWARD -> WCF-AGENT present, iptables hook OUTPUT -> WCF-AGENT present$/,
 } as const;
 
 describe.each(['nftables', 'ipset'] as const)('metrics and doctor with netns, %s backend', (plugin) => {

@@ -85,7 +85,7 @@ describe('doctor checks', () => {
     // forward chain blocks nothing yet, so each missing part is named.
     expect(await objectsCheck(plugin('nftables', runner({ [nftList]: marked })))).toMatchObject({
       status: 'warn',
-      message: expect.stringMatching(/^nft table inet wcf_agent present, .*absent.*: incomplete$/),
+      message: expect.stringMatching(/^nft table inet wcf_agent present, nft set inet wcf_agent wcf-blocklist present, nft set inet wcf_agent wcf-blocklist-in absent, .*absent.*: incomplete$/),
     });
     // An admin's table of that name (no marker, other contents): a failure naming it.
     const foreign = JSON.stringify({ nftables: [{ table: { family: 'inet', name: 'wcf_agent' } }, { set: { family: 'inet', table: 'wcf_agent', name: 'admins', type: 'ipv4_addr' } }] });
@@ -102,7 +102,15 @@ describe('doctor checks', () => {
     const ipsetT = 'ipset list -t wcf-blocklist';
     const header = 'Name: wcf-blocklist\nType: hash:net\nHeader: family inet hashsize 1024 maxelem 65536 timeout 0 comment bucketsize 12\n';
     const filter = '-P INPUT ACCEPT\n-N WCF-AGENT\n-A INPUT -m comment --comment wcf-agent -j WCF-AGENT\n-A WCF-AGENT -m comment --comment wcf-agent\n';
-    expect(await objectsCheck(plugin('ipset', runner({ [ipsetN]: 'other\nwcf-blocklist\n', [ipsetT]: header, [iptS]: filter })))).toMatchObject({ status: 'ok' });
+    expect(await objectsCheck(plugin('ipset', runner({ [ipsetN]: 'other\nwcf-blocklist\nwcf-blocklist-in\nwcf-blocklist-out\n', [ipsetT]: header, [iptS]: filter })))).toMatchObject({
+      status: 'ok',
+      message: 'ipset wcf-blocklist present, ipset wcf-blocklist-in present, ipset wcf-blocklist-out present, iptables chain WCF-AGENT present, iptables hook INPUT -> WCF-AGENT present',
+    });
+    // The hits set its rule names is missing: incomplete, and named.
+    expect(await objectsCheck(plugin('ipset', runner({ [ipsetN]: 'other\nwcf-blocklist\nwcf-blocklist-out\n', [ipsetT]: header, [iptS]: filter })))).toMatchObject({
+      status: 'warn',
+      message: expect.stringMatching(/ipset wcf-blocklist-in absent, ipset wcf-blocklist-out present/),
+    });
     expect(await objectsCheck(plugin('ipset', runner({ [ipsetN]: 'wcf-blocklist\n', [ipsetT]: header.replace(' timeout 0 comment', ''), [iptS]: filter })))).toMatchObject({
       status: 'fail',
       message: expect.stringMatching(/ipset wcf-blocklist/),
