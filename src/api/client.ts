@@ -2,7 +2,7 @@ import { isAscii } from 'node:buffer';
 import { readFileSync } from 'node:fs';
 import pRetry from 'p-retry';
 import { Agent, EnvHttpProxyAgent, ProxyAgent, request, type Dispatcher } from 'undici';
-import type { z } from 'zod';
+import { z } from '../config/zod.js';
 import {
   ApiAuthError,
   ApiResponseError,
@@ -143,7 +143,7 @@ export class ApiClient {
   }
 
   /** Call a route and validate the JSON answer with `schema`. */
-  async call<S extends z.ZodType>(route: string, schema: S | null, options: CallOptions = {}): Promise<Response<z.infer<S>>> {
+  async call<S extends z.ZodMiniType>(route: string, schema: S | null, options: CallOptions = {}): Promise<Response<z.infer<S>>> {
     const attempt = () => this.observed(route, schema, options);
     if (options.retry === false || this.opts.retries === 0) return attempt();
     const signal = options.afterCycleDeadline ? this.controller.signal : AbortSignal.any([this.controller.signal, this.cycleDeadline.signal]);
@@ -179,7 +179,7 @@ export class ApiClient {
     return u.toString();
   }
 
-  private async observed<S extends z.ZodType>(route: string, schema: S | null, options: CallOptions): Promise<Response<z.infer<S>>> {
+  private async observed<S extends z.ZodMiniType>(route: string, schema: S | null, options: CallOptions): Promise<Response<z.infer<S>>> {
     if (!this.onRequest) return this.once(route, schema, options);
     const started = performance.now();
     const method = options.method ?? 'GET';
@@ -203,7 +203,7 @@ export class ApiClient {
     }
   }
 
-  private async once<S extends z.ZodType>(route: string, schema: S | null, options: CallOptions): Promise<Response<z.infer<S>>> {
+  private async once<S extends z.ZodMiniType>(route: string, schema: S | null, options: CallOptions): Promise<Response<z.infer<S>>> {
     const method = options.method ?? 'GET';
     const headers: Record<string, string> = { 'user-agent': this.opts.userAgent, accept: 'application/json' };
     if (options.auth !== false) {
@@ -254,7 +254,7 @@ export class ApiClient {
     }
   }
 
-  private interpret<S extends z.ZodType>(status: number, text: string, date: string | undefined, where: string, schema: S | null, options: CallOptions): Response<z.infer<S>> {
+  private interpret<S extends z.ZodMiniType>(status: number, text: string, date: string | undefined, where: string, schema: S | null, options: CallOptions): Response<z.infer<S>> {
     if (options.allowStatus?.includes(status)) return { status: status, data: undefined, date };
     if (status === 401 || status === 403) {
       throw new ApiAuthError(status, `${where}: ${status} ${serverMessage(text) ?? 'token refused'} (check token / auth_scheme)`);
@@ -273,7 +273,7 @@ export class ApiClient {
     }
     const accepted = options.accept?.(json);
     if (accepted !== undefined) return { status: status, data: accepted as z.infer<S>, date };
-    const parsed = schema.safeParse(json);
+    const parsed = z.safeParse(schema, json);
     if (!parsed.success) {
       const problems = formatIssues(parsed.error);
       // Issues can quote keys and values the server chose.
