@@ -1,28 +1,20 @@
 #!/usr/bin/env node
 /**
- * Bundles the agent (entry src/cli.ts) into ONE file, every dependency included.
+ * Bundles the agent (entry src/cli.ts) into ONE CommonJS file for a Node
+ * Single Executable Application (SEA). Used by scripts/build-binary.sh.
  *
- *   node scripts/bundle.mjs [--outfile dist/sea/wcf-agent.cjs] [--format cjs|esm] [--minify]
+ *   node scripts/bundle.mjs [--outfile dist/sea/wcf-agent.cjs] [--minify]
  *
- * Two uses:
- * - `--format cjs` (the default), for a Node Single Executable Application (SEA),
- *   scripts/build-binary.sh. A SEA main script is run as CommonJS, and its `require`
- *   can load built-in modules only.
- * - `--format esm --minify --outfile dist/cli.js`, `npm run build`: the file `wcf-agent`
- *   runs from a checkout or npm. One minified file instead of ~150 modules plus every
- *   dependency's files: V8 parses and keeps less code (about 6 MB less resident). It
- *   keeps src/cli.ts's shebang, so the agent's Node flags stay on its first line.
+ * Why CommonJS: a SEA main script is run as CommonJS, and its `require` can load
+ * built-in modules only. So every dependency (most are ESM-only: undici,
+ * pino, p-retry, commander, zod) is bundled in, and the build FAILS if
+ * anything is left as an external import that is not a Node built-in.
  *
- * In both, the build FAILS if anything is left as an external import that is not a
- * Node built-in: the result must run with no node_modules beside it.
- *
- * CommonJS: `import.meta.*` does not exist there, so it is defined to values computed
+ * `import.meta.*` does not exist in CommonJS: it is defined to values computed
  * from `__filename` (in a SEA, `__filename` is the executable's path). No
  * bundled module reads it today (node-cron, whose ESM build does, is not
  * imported by src/); the shim keeps a future import from silently getting
- * `undefined`. ES module: the bundled CommonJS dependencies (pino, prom-client)
- * call `require` for Node built-ins, which an ES module does not have, so a
- * `require` made with `createRequire` is put at the top.
+ * `undefined`.
  *
  * pino transports run in worker threads (thread-stream) and load files from
  * disk, which a SEA cannot do. The agent never uses them (src/log.ts writes
@@ -41,29 +33,10 @@ const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 const { values } = parseArgs({
   options: {
     outfile: { type: 'string', default: join(ROOT, 'dist/sea/wcf-agent.cjs') },
-    format: { type: 'string', default: 'cjs' },
     minify: { type: 'boolean', default: false },
   },
 });
 const outfile = values.outfile;
-const format = values.format;
-if (format !== 'cjs' && format !== 'esm') {
-  console.error(`bundle: --format must be cjs or esm, not ${format}`);
-  process.exit(2);
-}
-const FORMAT_OPTIONS = {
-  cjs: {
-    define: {
-      'import.meta.url': '__wcf_import_meta_url',
-      'import.meta.filename': '__filename',
-      'import.meta.dirname': '__dirname',
-    },
-    banner: { js: `const __wcf_import_meta_url = require('node:url').pathToFileURL(__filename).href;` },
-  },
-  esm: {
-    banner: { js: `import { createRequire as __wcf_createRequire } from 'node:module'; const require = __wcf_createRequire(import.meta.url);` },
-  },
-}[format];
 
 const THREAD_STREAM_STUB = `
 'use strict';
@@ -91,8 +64,13 @@ const result = await esbuild.build({
   bundle: true,
   platform: 'node',
   target: 'node24',
-  format,
-  ...FORMAT_OPTIONS,
+  format: 'cjs',
+  define: {
+    'import.meta.url': '__wcf_import_meta_url',
+    'import.meta.filename': '__filename',
+    'import.meta.dirname': '__dirname',
+  },
+  banner: { js: `const __wcf_import_meta_url = require('node:url').pathToFileURL(__filename).href;` },
   plugins: [noWorkerThreads],
   // jsonc-parser's main file is a UMD wrapper whose require() calls esbuild cannot follow
   // (the bundle then fails at run time on './impl/format'); its ES module build bundles.
@@ -114,7 +92,7 @@ for (const out of Object.values(result.metafile.outputs)) {
   }
 }
 if (bad.length) {
-  console.error(`bundle: non-built-in external imports (the bundle must run alone): ${[...new Set(bad)].join(', ')}`);
+  console.error(`bundle: non-built-in external imports (a SEA cannot load them): ${[...new Set(bad)].join(', ')}`);
   process.exit(1);
 }
 if (result.warnings.length) {
