@@ -2,7 +2,7 @@ import { isAscii } from 'node:buffer';
 import { readFileSync } from 'node:fs';
 import pRetry from 'p-retry';
 import { Agent, EnvHttpProxyAgent, ProxyAgent, request, type Dispatcher } from 'undici';
-import { z } from '../config/zod.js';
+import * as z from '../config/zod.js';
 import {
   ApiAuthError,
   ApiResponseError,

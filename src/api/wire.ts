@@ -1,4 +1,4 @@
-import { z } from '../config/zod.js';
+import * as z from '../config/zod.js';
 
 /**
  * Everything the agent knows about the API's wire format lives here: routes,

@@ -1,5 +1,5 @@
 import { isIP } from 'node:net';
-import { z } from './zod.js';
+import * as z from './zod.js';
 import { isDnsName } from '../feed/host.js';
 
 /**

@@ -1,4 +1,4 @@
-import { z } from './zod.js';
+import * as z from './zod.js';
 import { parseCidr } from '../net/ipv4.js';
 import { closestName } from './suggest.js';
 import { checkDnsConfig, dnsConfigKeys } from './dns-schema.js';
