@@ -1,7 +1,6 @@
 import { isAscii } from 'node:buffer';
 import { readFileSync } from 'node:fs';
 import pRetry from 'p-retry';
-import { Agent, EnvHttpProxyAgent, ProxyAgent, request, type Dispatcher } from 'undici';
 import * as z from '../config/zod.js';
 import {
   ApiAuthError,
@@ -16,6 +15,7 @@ import type { Logger } from '../log.js';
 import { formatIssues } from '../config/schema.js';
 import { escapeControls } from '../safe-text.js';
 import { CycleDeadline, RequestDeadline } from './deadline.js';
+import { HttpTransport, type TransportResponse } from './http.js';
 import { CycleDeadlineError, describeNetworkError, isRetryable, serverMessage, tlsVerifyCode } from './failures.js';
 
 export { tlsVerifyCode };
@@ -85,7 +85,7 @@ export interface Response<T> {
 
 /** Thin, strict HTTP client: timeouts, keep-alive, bounded jittered retries, size cap, schema validation. */
 export class ApiClient {
-  private readonly dispatcher: Dispatcher;
+  private readonly transport: HttpTransport;
   private readonly opts: ClientOptions;
   private readonly base: string;
   private readonly controller = new AbortController();
@@ -106,22 +106,7 @@ export class ApiClient {
         throw new ConfigError(`cannot read ca_file ${opts.caFile}: ${(err as Error).message}`, [], { cause: err });
       }
     }
-    // TLS verification stays on; a custom CA is added, never a bypass.
-    // rejectUnauthorized explicitly, so NODE_TLS_REJECT_UNAUTHORIZED=0 in an environment cannot turn checks off.
-    const connect = { timeout: opts.connectTimeoutMs, rejectUnauthorized: true, ...(ca ? { ca } : {}) };
-    const common = {
-      connect,
-      headersTimeout: opts.requestTimeoutMs,
-      bodyTimeout: opts.requestTimeoutMs,
-      keepAliveTimeout: 30_000,
-    };
-    // The proxy agents take the connect timeout as `connectTimeout` (for the connection to the
-    // proxy and through it), not from `connect`: without it a silent proxy held the connect open.
-    const proxied = { ...common, connectTimeout: opts.connectTimeoutMs, requestTls: connect, proxyTls: connect };
-    if (opts.proxy) this.dispatcher = new ProxyAgent({ uri: opts.proxy, ...proxied });
-    else if (process.env.HTTPS_PROXY || process.env.https_proxy || process.env.HTTP_PROXY || process.env.http_proxy)
-      this.dispatcher = new EnvHttpProxyAgent(proxied);
-    else this.dispatcher = new Agent(common);
+    this.transport = new HttpTransport({ connectTimeoutMs: opts.connectTimeoutMs, idleTimeoutMs: opts.requestTimeoutMs, ca, proxy: opts.proxy });
   }
 
   get baseUrl(): string {
@@ -137,9 +122,9 @@ export class ApiClient {
     return this.controller.signal.aborted;
   }
 
+  /** Closes the client's connections (calls still running fail). */
   async close(): Promise<void> {
-    if (this.aborted) await this.dispatcher.destroy();
-    else await this.dispatcher.close();
+    this.transport.close();
   }
 
   /** Call a route and validate the JSON answer with `schema`. */
@@ -231,9 +216,9 @@ export class ApiClient {
       return undefined;
     };
     try {
-      let res: Dispatcher.ResponseData;
+      let res: TransportResponse;
       try {
-        res = await request(this.url(route, options.query), { method, headers, body, dispatcher: this.dispatcher, signal });
+        res = await this.transport.request(new URL(this.url(route, options.query)), { method, headers, body, signal });
       } catch (err) {
         const why = stopped(err);
         if (why) throw why;
@@ -283,7 +268,7 @@ export class ApiClient {
     return { status: status, data: parsed.data, date };
   }
 
-  private async readCapped(res: Dispatcher.ResponseData, where: string, deadline: RequestDeadline): Promise<string> {
+  private async readCapped(res: TransportResponse, where: string, deadline: RequestDeadline): Promise<string> {
     const max = this.opts.maxResponseBytes;
     const declared = Number(res.headers['content-length']);
     if (Number.isFinite(declared) && declared > max) {
