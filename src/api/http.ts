@@ -1,6 +1,7 @@
 import http, { type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
 import https from 'node:https';
 import type { Socket } from 'node:net';
+import { TLSSocket } from 'node:tls';
 
 /**
  * The HTTP transport under the API client: Node's own `http`/`https` with one keep-alive Agent
@@ -74,14 +75,19 @@ export class HttpTransport {
     return new Promise((resolve, reject) => {
       const req = (secure ? https : http).request(url, { method: r.method, headers, agent: secure ? this.https : this.http, signal: r.signal });
       let response: IncomingMessage | undefined;
-      // Connect timeout: from the request until its socket (new, or through the proxy) is connected.
+      // Connect timeout: from the request until its socket (new, or through the proxy) is connected,
+      // and for https until the TLS handshake is done (a server that accepts and never answers it).
       const connectTimer = setTimeout(() => {
         req.destroy(new TransportTimeoutError('CONNECT_TIMEOUT', `Connect Timeout Error (attempted address: ${url.host}, timeout: ${this.o.connectTimeoutMs}ms)`));
       }, this.o.connectTimeoutMs);
       const connected = () => clearTimeout(connectTimer);
       req.once('socket', (socket: Socket) => {
-        if (!socket.connecting) connected();
-        else socket.once('connect', connected).once('secureConnect', connected);
+        // A reused TLS socket has passed its handshake and verification (`authorized`); a new one has not yet.
+        if (socket instanceof TLSSocket) {
+          if (socket.authorized) connected();
+          else socket.once('secureConnect', connected);
+        } else if (!socket.connecting) connected();
+        else socket.once('connect', connected);
       });
       req.once('close', connected);
       // Idle limit once connected: for the headers first, then between body chunks.

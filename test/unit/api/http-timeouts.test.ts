@@ -1,6 +1,7 @@
 // The HTTP transport's own limits, against servers on loopback that stall on purpose: the idle
 // limit while waiting for the headers and between body chunks, and a connect timeout that ends
-// with the connection (a slow answer, direct or through a proxy tunnel, is not cut by it).
+// with the connection and, for https, the TLS handshake (a slow answer, direct or through a proxy
+// tunnel, is not cut by it).
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer as createHttpServer } from 'node:http';
@@ -90,7 +91,14 @@ describe('the connect timeout ends with the connection', () => {
     expect((await api(`http://127.0.0.1:${port}`, { connectTimeoutMs: 200, requestTimeoutMs: 5000 }).feedPage(0, 0, 10)).body).toHaveLength(1);
   });
 
-  it('an answer slower than connect_timeout_ms, https through a proxy tunnel: comes through, and the tunnel was used', async () => {
+  it('https to a server that accepts the connection and never answers the TLS handshake: connect_timeout_ms ends it', async () => {
+    const port = await listen(createNetServer(() => undefined));
+    const err = await api(`https://127.0.0.1:${port}`, { connectTimeoutMs: 300, requestTimeoutMs: 20_000 }).feedPage(0, 0, 10).catch((e: unknown) => e);
+    expect(err).toMatchObject({ code: 'WCF_ERR_API_UNREACHABLE' });
+    expect((err as Error).message).toMatch(/CONNECT_TIMEOUT: Connect Timeout Error \(attempted address: 127\.0\.0\.1:\d+, timeout: 300ms\)/);
+  });
+
+  it('answers slower than connect_timeout_ms, https through a proxy tunnel: come through, on one tunnel', async () => {
     const keyFile = join(tmp, 'k.pem');
     const certFile = join(tmp, 'c.pem');
     execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', keyFile, '-out', certFile, '-days', '2', '-subj', '/CN=localhost', '-addext', 'subjectAltName=DNS:localhost'], { stdio: 'ignore' });
@@ -112,6 +120,8 @@ describe('the connect timeout ends with the connection', () => {
     });
     const proxyPort = await listen(proxy);
     const a = api(`https://localhost:${tlsPort}`, { connectTimeoutMs: 200, requestTimeoutMs: 5000, caFile: certFile, proxy: `http://127.0.0.1:${proxyPort}` });
+    expect((await a.feedPage(0, 0, 10)).body).toHaveLength(1);
+    // The second call reuses the tunnel's TLS connection: not cut by the connect timeout either.
     expect((await a.feedPage(0, 0, 10)).body).toHaveLength(1);
     expect(tunnels).toEqual([`localhost:${tlsPort}`]);
   });
