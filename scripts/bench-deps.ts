@@ -21,6 +21,8 @@ const ROOT = join(import.meta.dirname, '..');
 const CASES: Record<string, string> = {
   'bare node': '',
   undici: "import { Agent, request } from 'undici'; keep(new Agent({ keepAliveTimeout: 4000 }), request);",
+  'node:http keep-alive Agent (no TLS)': "import http from 'node:http'; keep(new http.Agent({ keepAlive: true }), http.request);",
+  'node:tls alone': "import tls from 'node:tls'; keep(tls.connect);",
   'node:http + https keep-alive Agent': "import http from 'node:http'; import https from 'node:https'; keep(new https.Agent({ keepAlive: true }), http.request);",
   execa: "import { execa } from 'execa'; keep(execa);",
   'node:child_process': "import { spawn } from 'node:child_process'; keep(spawn);",
@@ -29,7 +31,6 @@ const CASES: Record<string, string> = {
   pino: "import pino from 'pino'; keep(pino({ base: undefined }, pino.destination({ fd: 2, sync: true })));",
   commander: "import { Command } from 'commander'; keep(new Command('x').option('--a <v>'));",
   'prom-client': "import { Registry, Counter } from 'prom-client'; const r = new Registry(); keep(new Counter({ name: 'x', help: 'x', registers: [r] }));",
-  conf: "import Conf from 'conf'; keep(Conf);",
   'p-retry': "import pRetry from 'p-retry'; keep(pRetry);",
   'ipaddr.js': "import ipaddr from 'ipaddr.js'; keep(ipaddr.parse('1.2.3.4'));",
   'undici + zod + pino + commander + execa': "import { Agent } from 'undici'; import { z } from 'zod'; import pino from 'pino'; import { Command } from 'commander'; import { execa } from 'execa'; keep(new Agent({}), z.string().parse('x'), pino({}, pino.destination({ fd: 2, sync: true })), new Command('x'), execa);",

@@ -8,7 +8,7 @@
 // cycle ~10% slower (npm run bench -- --only daemon, README Performance).
 //
 // This entry imports nothing but the version check: on a Node too old for the agent's
-// libraries, loading them fails with a stack trace from deep inside undici. The rest is
+// libraries, loading them fails with a stack trace from deep inside one of them. The rest is
 // loaded only once the version is known to be good.
 import { nodeVersionProblem } from './node-version.js';
 

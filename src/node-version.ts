@@ -1,8 +1,12 @@
 // No imports: this module is loaded by the entry before anything else, on whatever Node
 // runs it, and must work on an old one.
 
-/** The oldest Node the agent runs on: undici, its HTTP client, needs 22.19 (package.json engines says the same). */
-export const MINIMUM_NODE = '22.19.0';
+/**
+ * The oldest Node the agent runs on: its HTTP client takes proxies from Node's own http/https
+ * Agents (`proxyEnv`), which came in 24.5; an older Node would ignore the option and connect
+ * around the proxy. package.json engines says the same.
+ */
+export const MINIMUM_NODE = '24.5.0';
 
 function parts(v: string): number[] {
   return v.replace(/^v/, '').split('.').map((n) => Number.parseInt(n, 10) || 0);

@@ -1,8 +1,7 @@
 import { isAscii } from 'node:buffer';
 import { readFileSync } from 'node:fs';
 import pRetry from 'p-retry';
-import { Agent, EnvHttpProxyAgent, ProxyAgent, request, type Dispatcher } from 'undici';
-import type { z } from 'zod';
+import * as z from '../config/zod.js';
 import {
   ApiAuthError,
   ApiResponseError,
@@ -16,6 +15,7 @@ import type { Logger } from '../log.js';
 import { formatIssues } from '../config/schema.js';
 import { escapeControls } from '../safe-text.js';
 import { CycleDeadline, RequestDeadline } from './deadline.js';
+import { HttpTransport, type TransportResponse } from './http.js';
 import { CycleDeadlineError, describeNetworkError, isRetryable, serverMessage, tlsVerifyCode } from './failures.js';
 
 export { tlsVerifyCode };
@@ -85,7 +85,7 @@ export interface Response<T> {
 
 /** Thin, strict HTTP client: timeouts, keep-alive, bounded jittered retries, size cap, schema validation. */
 export class ApiClient {
-  private readonly dispatcher: Dispatcher;
+  private readonly transport: HttpTransport;
   private readonly opts: ClientOptions;
   private readonly base: string;
   private readonly controller = new AbortController();
@@ -106,22 +106,7 @@ export class ApiClient {
         throw new ConfigError(`cannot read ca_file ${opts.caFile}: ${(err as Error).message}`, [], { cause: err });
       }
     }
-    // TLS verification stays on; a custom CA is added, never a bypass.
-    // rejectUnauthorized explicitly, so NODE_TLS_REJECT_UNAUTHORIZED=0 in an environment cannot turn checks off.
-    const connect = { timeout: opts.connectTimeoutMs, rejectUnauthorized: true, ...(ca ? { ca } : {}) };
-    const common = {
-      connect,
-      headersTimeout: opts.requestTimeoutMs,
-      bodyTimeout: opts.requestTimeoutMs,
-      keepAliveTimeout: 30_000,
-    };
-    // The proxy agents take the connect timeout as `connectTimeout` (for the connection to the
-    // proxy and through it), not from `connect`: without it a silent proxy held the connect open.
-    const proxied = { ...common, connectTimeout: opts.connectTimeoutMs, requestTls: connect, proxyTls: connect };
-    if (opts.proxy) this.dispatcher = new ProxyAgent({ uri: opts.proxy, ...proxied });
-    else if (process.env.HTTPS_PROXY || process.env.https_proxy || process.env.HTTP_PROXY || process.env.http_proxy)
-      this.dispatcher = new EnvHttpProxyAgent(proxied);
-    else this.dispatcher = new Agent(common);
+    this.transport = new HttpTransport({ connectTimeoutMs: opts.connectTimeoutMs, idleTimeoutMs: opts.requestTimeoutMs, ca, proxy: opts.proxy });
   }
 
   get baseUrl(): string {
@@ -137,13 +122,13 @@ export class ApiClient {
     return this.controller.signal.aborted;
   }
 
+  /** Closes the client's connections (calls still running fail). */
   async close(): Promise<void> {
-    if (this.aborted) await this.dispatcher.destroy();
-    else await this.dispatcher.close();
+    this.transport.close();
   }
 
   /** Call a route and validate the JSON answer with `schema`. */
-  async call<S extends z.ZodType>(route: string, schema: S | null, options: CallOptions = {}): Promise<Response<z.infer<S>>> {
+  async call<S extends z.ZodMiniType>(route: string, schema: S | null, options: CallOptions = {}): Promise<Response<z.infer<S>>> {
     const attempt = () => this.observed(route, schema, options);
     if (options.retry === false || this.opts.retries === 0) return attempt();
     const signal = options.afterCycleDeadline ? this.controller.signal : AbortSignal.any([this.controller.signal, this.cycleDeadline.signal]);
@@ -179,7 +164,7 @@ export class ApiClient {
     return u.toString();
   }
 
-  private async observed<S extends z.ZodType>(route: string, schema: S | null, options: CallOptions): Promise<Response<z.infer<S>>> {
+  private async observed<S extends z.ZodMiniType>(route: string, schema: S | null, options: CallOptions): Promise<Response<z.infer<S>>> {
     if (!this.onRequest) return this.once(route, schema, options);
     const started = performance.now();
     const method = options.method ?? 'GET';
@@ -203,7 +188,7 @@ export class ApiClient {
     }
   }
 
-  private async once<S extends z.ZodType>(route: string, schema: S | null, options: CallOptions): Promise<Response<z.infer<S>>> {
+  private async once<S extends z.ZodMiniType>(route: string, schema: S | null, options: CallOptions): Promise<Response<z.infer<S>>> {
     const method = options.method ?? 'GET';
     const headers: Record<string, string> = { 'user-agent': this.opts.userAgent, accept: 'application/json' };
     if (options.auth !== false) {
@@ -231,9 +216,9 @@ export class ApiClient {
       return undefined;
     };
     try {
-      let res: Dispatcher.ResponseData;
+      let res: TransportResponse;
       try {
-        res = await request(this.url(route, options.query), { method, headers, body, dispatcher: this.dispatcher, signal });
+        res = await this.transport.request(new URL(this.url(route, options.query)), { method, headers, body, signal });
       } catch (err) {
         const why = stopped(err);
         if (why) throw why;
@@ -254,7 +239,7 @@ export class ApiClient {
     }
   }
 
-  private interpret<S extends z.ZodType>(status: number, text: string, date: string | undefined, where: string, schema: S | null, options: CallOptions): Response<z.infer<S>> {
+  private interpret<S extends z.ZodMiniType>(status: number, text: string, date: string | undefined, where: string, schema: S | null, options: CallOptions): Response<z.infer<S>> {
     if (options.allowStatus?.includes(status)) return { status: status, data: undefined, date };
     if (status === 401 || status === 403) {
       throw new ApiAuthError(status, `${where}: ${status} ${serverMessage(text) ?? 'token refused'} (check token / auth_scheme)`);
@@ -273,7 +258,7 @@ export class ApiClient {
     }
     const accepted = options.accept?.(json);
     if (accepted !== undefined) return { status: status, data: accepted as z.infer<S>, date };
-    const parsed = schema.safeParse(json);
+    const parsed = z.safeParse(schema, json);
     if (!parsed.success) {
       const problems = formatIssues(parsed.error);
       // Issues can quote keys and values the server chose.
@@ -283,7 +268,7 @@ export class ApiClient {
     return { status: status, data: parsed.data, date };
   }
 
-  private async readCapped(res: Dispatcher.ResponseData, where: string, deadline: RequestDeadline): Promise<string> {
+  private async readCapped(res: TransportResponse, where: string, deadline: RequestDeadline): Promise<string> {
     const max = this.opts.maxResponseBytes;
     const declared = Number(res.headers['content-length']);
     if (Number.isFinite(declared) && declared > max) {

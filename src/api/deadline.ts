@@ -1,5 +1,5 @@
 /**
- * Deadlines for API calls. undici's timeouts are idle timeouts: a server that sends one
+ * Deadlines for API calls. The HTTP timeouts (src/api/http.ts) are idle timeouts: a server that sends one
  * byte every few seconds never trips them, and one request could last forever (cycles never
  * overlap, so the daemon would stop syncing). These bound the whole of a request and of a cycle.
  */

@@ -3,10 +3,10 @@ import { escapeControls } from '../safe-text.js';
 
 const NETWORK_CODES = new Set([
   'ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH',
-  'UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'UND_ERR_SOCKET', 'UND_ERR_CLOSED',
+  'CONNECT_TIMEOUT', 'HEADERS_TIMEOUT', 'BODY_TIMEOUT', 'ERR_PROXY_TUNNEL', 'ERR_PROXY_INVALID_CONFIG',
 ]);
 
-/** The first `code` along the error's cause chain (a few levels: undici wraps) that `wanted` accepts. */
+/** The first `code` along the error's cause chain (a few levels: errors can wrap others) that `wanted` accepts. */
 function codeInChain(err: unknown, wanted: (code: string) => boolean): string | undefined {
   let e: unknown = err;
   for (let i = 0; i < 4 && e && typeof e === 'object'; i++) {

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from '../config/zod.js';
 import type { ApiClient } from './client.js';
 import {
   AGENT_QUERY,

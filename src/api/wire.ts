@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from '../config/zod.js';
 
 /**
  * Everything the agent knows about the API's wire format lives here: routes,
@@ -31,28 +31,29 @@ export type FeedFilter = (typeof FEED_FILTER)[keyof typeof FEED_FILTER];
 
 export const MAX_PAGE_SIZE = 1000;
 
-const epochSeconds = z.number().int().min(0);
+const epochSeconds = z.number().check(z.int(), z.gte(0));
+const finiteNumber = () => z.number().check(z.refine(Number.isFinite, 'must be a finite number'));
 
 /** One indicator as the agent uses it. Other spec fields are accepted and ignored. */
 export const feedItemSchema = z.looseObject({
-  ip: z.string().max(64),
+  ip: z.string().check(z.maxLength(64)),
   ts: epochSeconds,
-  score: z.number().refine(Number.isFinite, 'must be a finite number'),
-  is_network: z.boolean().optional(),
+  score: finiteNumber(),
+  is_network: z.optional(z.boolean()),
   // No documented meaning (the feed walk described in the README): logged, never decided on.
-  dec: z.number().optional(),
-  delay: z.number().optional(),
+  dec: z.optional(z.number()),
+  delay: z.optional(z.number()),
 });
 export type FeedItem = z.infer<typeof feedItemSchema>;
 
 export const feedHeaderSchema = z.looseObject({
-  type: z.string().optional(),
-  version: z.number().optional(),
-  ts: z.union([z.string(), z.number()]).optional(),
-  page_size: z.number().optional(),
-  delay: z.number().optional(),
-  eval: z.string().optional(),
-  exec_python: z.string().optional(),
+  type: z.optional(z.string()),
+  version: z.optional(z.number()),
+  ts: z.optional(z.union([z.string(), z.number()])),
+  page_size: z.optional(z.number()),
+  delay: z.optional(z.number()),
+  eval: z.optional(z.string()),
+  exec_python: z.optional(z.string()),
 });
 export type FeedHeader = z.infer<typeof feedHeaderSchema>;
 
@@ -108,8 +109,8 @@ export function acceptFeedPage(json: unknown): FeedPage | undefined {
  */
 export const agentRecordSchema = z.looseObject({
   agid: z.string(),
-  config: z.record(z.string(), z.unknown()).optional(),
-  active: z.boolean().optional(),
+  config: z.optional(z.record(z.string(), z.unknown())),
+  active: z.optional(z.boolean()),
 });
 export type AgentRecord = z.infer<typeof agentRecordSchema>;
 export const agentListSchema = z.array(agentRecordSchema);
@@ -167,15 +168,15 @@ export function fileRoute(digest: string): string {
 
 /** One URL record as the agent uses it; other spec fields are accepted and ignored. */
 export const urlItemSchema = z.looseObject({
-  url: z.string().max(8192),
-  score: z.number().refine(Number.isFinite, 'must be a finite number'),
+  url: z.string().check(z.maxLength(8192)),
+  score: finiteNumber(),
   ts: epochSeconds,
-  tags: z.array(z.string()).optional(),
+  tags: z.optional(z.array(z.string())),
 });
 export type UrlItem = z.infer<typeof urlItemSchema>;
 
 export const urlPageSchema = z.object({
-  header: z.looseObject({ next_ts: epochSeconds.optional(), page_size: z.number().optional(), ts: z.union([z.string(), z.number()]).optional() }),
+  header: z.looseObject({ next_ts: z.optional(epochSeconds), page_size: z.optional(z.number()), ts: z.optional(z.union([z.string(), z.number()])) }),
   body: z.array(urlItemSchema),
 });
 export type UrlPage = z.infer<typeof urlPageSchema>;
@@ -208,16 +209,16 @@ export function acceptUrlPage(json: unknown): UrlPage | undefined {
 
 /** GET /files/{digest} answer. */
 export const fileRecordSchema = z.looseObject({
-  md5: z.string().optional(),
-  sha1: z.string().optional(),
-  sha256: z.string().optional(),
-  score: z.number().optional(),
-  ts: z.number().optional(),
-  file_type: z.string().optional(),
-  file_name: z.string().optional(),
-  file_bytes: z.number().nullable().optional(),
-  total_reports: z.number().optional(),
-  total_members: z.number().optional(),
-  tags: z.array(z.string()).optional(),
+  md5: z.optional(z.string()),
+  sha1: z.optional(z.string()),
+  sha256: z.optional(z.string()),
+  score: z.optional(z.number()),
+  ts: z.optional(z.number()),
+  file_type: z.optional(z.string()),
+  file_name: z.optional(z.string()),
+  file_bytes: z.optional(z.nullable(z.number())),
+  total_reports: z.optional(z.number()),
+  total_members: z.optional(z.number()),
+  tags: z.optional(z.array(z.string())),
 });
 export type FileRecord = z.infer<typeof fileRecordSchema>;

@@ -167,7 +167,7 @@ describe('a proxy that never accepts the connection', () => {
     const r = await timedSync(cfg.path);
     expect(r.exitCode, r.stderr).toBe(3);
     expect(r.json.code).toBe(20);
-    // undici names the connect timeout it applied: the configured one, not its 10 s default.
+    // The message names the connect timeout applied: the configured one, not a default.
     expect(r.json.message).toMatch(/timeout: 700ms/);
   });
 });

@@ -39,8 +39,9 @@ describe('Node version check', () => {
   it('the minimum is the one package.json promises (engines)', () => {
     const engines = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { engines: { node: string } }).engines.node;
     expect(engines).toBe(`>=${MINIMUM_NODE}`);
-    expect(atLeast('22.19.0', MINIMUM_NODE)).toBe(true);
-    expect(atLeast('v24.1.0', MINIMUM_NODE)).toBe(true);
+    expect(atLeast('24.5.0', MINIMUM_NODE)).toBe(true);
+    expect(atLeast('24.4.1', MINIMUM_NODE)).toBe(false);
+    expect(atLeast('v24.21.0', MINIMUM_NODE)).toBe(true);
     expect(atLeast('22.18.9', MINIMUM_NODE)).toBe(false);
     expect(atLeast('20.20.2', MINIMUM_NODE)).toBe(false);
   });

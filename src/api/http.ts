@@ -1,0 +1,114 @@
+import http, { type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
+import https from 'node:https';
+import type { Socket } from 'node:net';
+import { TLSSocket } from 'node:tls';
+
+/**
+ * The HTTP transport under the API client: Node's own `http`/`https` with one keep-alive Agent
+ * per protocol. It replaced undici, whose WASM parser, HTTP/2 and fetch code cost the daemon
+ * about 13 MB resident (README, Performance). What undici gave and Node's client does not is
+ * here: a connect timeout, an idle timeout while waiting for the headers and between body chunks,
+ * and the proxy (Node's built-in proxy support, `proxyEnv`: HTTP_PROXY, HTTPS_PROXY, NO_PROXY).
+ */
+export interface TransportOptions {
+  connectTimeoutMs: number;
+  /** Idle limit: no byte for this long while waiting for the headers or between body chunks. */
+  idleTimeoutMs: number;
+  /** PEM of the CA bundle to trust instead of Node's default list. */
+  ca?: string | undefined;
+  /** Proxy for every call (config `proxy`); else the proxy environment variables, if any. */
+  proxy?: string | undefined;
+  env?: NodeJS.ProcessEnv;
+}
+
+export interface TransportRequest {
+  method: string;
+  headers: Record<string, string>;
+  body?: string | undefined;
+  signal: AbortSignal;
+}
+
+export interface TransportResponse {
+  statusCode: number;
+  headers: IncomingHttpHeaders;
+  body: IncomingMessage;
+}
+
+/** A request or response stalled past one of the transport's limits; `code` says which. */
+export class TransportTimeoutError extends Error {
+  constructor(
+    readonly code: 'CONNECT_TIMEOUT' | 'HEADERS_TIMEOUT' | 'BODY_TIMEOUT',
+    message: string,
+  ) {
+    super(message);
+    this.name = 'TransportTimeoutError';
+  }
+}
+
+const PROXY_VARIABLES = ['HTTP_PROXY', 'http_proxy', 'HTTPS_PROXY', 'https_proxy'] as const;
+
+/**
+ * What the agents read their proxy from: config `proxy` for both protocols (and no NO_PROXY, as
+ * a configured proxy carries every call), else the environment when it names a proxy.
+ */
+export function proxyEnvFor(proxy: string | undefined, env: NodeJS.ProcessEnv): http.ProxyEnv | undefined {
+  if (proxy) return { HTTP_PROXY: proxy, HTTPS_PROXY: proxy };
+  if (PROXY_VARIABLES.some((k) => env[k])) return { ...env };
+  return undefined;
+}
+
+export class HttpTransport {
+  private readonly http: http.Agent;
+  private readonly https: https.Agent;
+
+  constructor(private readonly o: TransportOptions) {
+    const proxyEnv = proxyEnvFor(o.proxy, o.env ?? process.env);
+    this.http = new http.Agent({ keepAlive: true, ...(proxyEnv ? { proxyEnv } : {}) });
+    // TLS verification stays on; a custom CA is added, never a bypass. rejectUnauthorized
+    // explicitly, so NODE_TLS_REJECT_UNAUTHORIZED=0 in an environment cannot turn checks off.
+    this.https = new https.Agent({ keepAlive: true, rejectUnauthorized: true, ...(o.ca ? { ca: o.ca } : {}), ...(proxyEnv ? { proxyEnv } : {}) });
+  }
+
+  request(url: URL, r: TransportRequest): Promise<TransportResponse> {
+    const secure = url.protocol === 'https:';
+    const headers = r.body === undefined ? r.headers : { ...r.headers, 'content-length': String(Buffer.byteLength(r.body)) };
+    return new Promise((resolve, reject) => {
+      const req = (secure ? https : http).request(url, { method: r.method, headers, agent: secure ? this.https : this.http, signal: r.signal });
+      let response: IncomingMessage | undefined;
+      // Connect timeout: from the request until its socket (new, or through the proxy) is connected,
+      // and for https until the TLS handshake is done (a server that accepts and never answers it).
+      const connectTimer = setTimeout(() => {
+        req.destroy(new TransportTimeoutError('CONNECT_TIMEOUT', `Connect Timeout Error (attempted address: ${url.host}, timeout: ${this.o.connectTimeoutMs}ms)`));
+      }, this.o.connectTimeoutMs);
+      const connected = () => clearTimeout(connectTimer);
+      req.once('socket', (socket: Socket) => {
+        // A reused TLS socket has passed its handshake and verification (`authorized`); a new one has not yet.
+        if (socket instanceof TLSSocket) {
+          if (socket.authorized) connected();
+          else socket.once('secureConnect', connected);
+        } else if (!socket.connecting) connected();
+        else socket.once('connect', connected);
+      });
+      req.once('close', connected);
+      // Idle limit once connected: for the headers first, then between body chunks.
+      req.setTimeout(this.o.idleTimeoutMs, () => {
+        const ms = this.o.idleTimeoutMs;
+        if (response) response.destroy(new TransportTimeoutError('BODY_TIMEOUT', `Body Timeout Error (no data for ${ms} ms)`));
+        else req.destroy(new TransportTimeoutError('HEADERS_TIMEOUT', `Headers Timeout Error (no answer within ${ms} ms)`));
+      });
+      req.once('error', reject);
+      req.once('response', (res) => {
+        connected();
+        response = res;
+        resolve({ statusCode: res.statusCode ?? 0, headers: res.headers, body: res });
+      });
+      req.end(r.body);
+    });
+  }
+
+  /** Closes every connection, idle or in use. */
+  close(): void {
+    this.http.destroy();
+    this.https.destroy();
+  }
+}
