@@ -49,6 +49,24 @@ export class TextBuilder {
     return this;
   }
 
+  /** An address in dotted quad, octet by octet (no string). */
+  ipv4(n: number): this {
+    return this.num(n >>> 24).byte(46).num((n >>> 16) & 255).byte(46).num((n >>> 8) & 255).byte(46).num(n & 255);
+  }
+
+  /** A network as its canonical text (`a.b.c.d` for a /32, else `a.b.c.d/p`). */
+  cidr(start: number, prefix: number): this {
+    this.ipv4(start);
+    return prefix === 32 ? this : this.byte(47).num(prefix);
+  }
+
+  /** One ASCII byte. */
+  byte(c: number): this {
+    this.reserve(1);
+    this.buf[this.len++] = c;
+    return this;
+  }
+
   toString(): string {
     return this.buf.toString('utf8', 0, this.len);
   }

@@ -1,6 +1,7 @@
 import { CidrIndex, rangeToCidrs } from '../../net/cidr-index.js';
-import { compareCidr, toCidr, type Cidr } from '../../net/ipv4.js';
-import type { KernelEntry } from '../entries.js';
+import { compareCidr } from '../../net/ipv4.js';
+import { kernelColumns, kernelList, type KernelEntry } from '../entries.js';
+import type { EntryColumns } from '../entry-columns.js';
 
 /**
  * Whether an added element overlaps a deleted one other than itself (a wider
@@ -12,28 +13,28 @@ import type { KernelEntry } from '../entries.js';
  * sorted by start they are disjoint and one binary search per added element
  * finds the only one that can overlap it.
  */
-export function deltaReshapesIntervals(add: readonly KernelEntry[], del: readonly string[]): boolean {
+export function deltaReshapesIntervals(add: EntryColumns, del: EntryColumns): boolean {
   if (add.length === 0 || del.length === 0) return false;
-  const gone: Cidr[] = [];
-  for (const text of del) {
-    const c = toCidr(text);
-    if (c) gone.push(c);
-  }
-  gone.sort((a, b) => a.start - b.start);
-  for (const { cidr: a } of add) {
+  // Deleted elements by start (disjoint: see above), as positions into `del`.
+  const order = Array.from({ length: del.length }, (_, i) => i).sort((x, y) => del.starts[x]! - del.starts[y]!);
+  const endOf = (i: number) => del.starts[i]! + 2 ** (32 - del.prefixes[i]!) - 1;
+  for (let k = 0; k < add.length; k++) {
+    const aStart = add.starts[k]!;
+    const aPrefix = add.prefixes[k]!;
+    const aEnd = aStart + 2 ** (32 - aPrefix) - 1;
     let lo = 0;
-    let hi = gone.length - 1;
-    let last = -1; // the last deleted element starting at or before a.end
+    let hi = order.length - 1;
+    let last = -1; // the last deleted element starting at or before aEnd
     while (lo <= hi) {
       const mid = (lo + hi) >> 1;
-      if (gone[mid]!.start <= a.end) {
+      if (del.starts[order[mid]!]! <= aEnd) {
         last = mid;
         lo = mid + 1;
       } else hi = mid - 1;
     }
     if (last === -1) continue;
-    const d = gone[last]!;
-    if (d.end >= a.start && (d.start !== a.start || d.prefix !== a.prefix)) return true;
+    const d = order[last]!;
+    if (endOf(d) >= aStart && (del.starts[d] !== aStart || del.prefixes[d] !== aPrefix)) return true;
   }
   return false;
 }
@@ -43,17 +44,18 @@ export function deltaReshapesIntervals(add: readonly KernelEntry[], del: readonl
  * sorting: for each entry, look up its enclosing networks at the prefix
  * lengths present in the list (usually two or three: /32, /24...). O(n).
  */
-export function hasOverlap(entries: readonly KernelEntry[]): boolean {
+export function hasOverlap(entries: EntryColumns): boolean {
+  const { starts, prefixes } = entries;
   const present = new Set<number>();
-  for (const e of entries) present.add(e.cidr.prefix);
+  for (let i = 0; i < entries.length; i++) present.add(prefixes[i]!);
   if (present.size < 2) return false;
-  const prefixes = [...present].sort((a, b) => a - b);
+  const sorted = [...present].sort((a, b) => a - b);
   const index = new CidrIndex(entries.length);
-  for (let i = 0; i < entries.length; i++) index.add(entries[i]!.cidr.start, entries[i]!.cidr.prefix, i);
-  for (const e of entries) {
-    for (const p of prefixes) {
-      if (p >= e.cidr.prefix) break;
-      const start = p === 0 ? 0 : (e.cidr.start & ((0xffffffff << (32 - p)) >>> 0)) >>> 0;
+  for (let i = 0; i < entries.length; i++) index.add(starts[i]!, prefixes[i]!, i);
+  for (let i = 0; i < entries.length; i++) {
+    for (const p of sorted) {
+      if (p >= prefixes[i]!) break;
+      const start = p === 0 ? 0 : (starts[i]! & ((0xffffffff << (32 - p)) >>> 0)) >>> 0;
       if (index.get(start, p) !== -1) return true;
     }
   }
@@ -88,11 +90,13 @@ interface OverlapNode {
  *
  * CIDRs nest or are disjoint, so this is a walk over the sorted list with a
  * stack of enclosing entries: O(n log n) for the sort, O(n) after. Without
- * overlaps (the normal case, checked in O(n)) the input comes back unchanged.
+ * overlaps (the normal case, checked in O(n)) the input comes back as it is.
  */
-export function resolveOverlaps(entries: readonly KernelEntry[]): KernelEntry[] {
-  if (!hasOverlap(entries)) return [...entries];
-  const sorted = [...entries].sort((a, b) => compareCidr(a.cidr, b.cidr));
+export function resolveOverlaps(columns: EntryColumns): EntryColumns {
+  if (!hasOverlap(columns)) return columns;
+  // Overlaps are few and the sets holding them small (manual blocks inside scored networks):
+  // worked out on objects, then back to columns.
+  const sorted = kernelList(columns).sort((a, b) => compareCidr(a.cidr, b.cidr));
 
   const roots: OverlapNode[] = [];
   const stack: OverlapNode[] = [];
@@ -123,5 +127,5 @@ export function resolveOverlaps(entries: readonly KernelEntry[]): KernelEntry[] 
     if (cursor <= end) for (const c of rangeToCidrs(cursor, end)) out.push({ cidr: c, timeout });
   };
   for (const r of roots) emit(r);
-  return out;
+  return kernelColumns(out, out.length);
 }

@@ -1,12 +1,13 @@
 import { NotOwnedError } from '../../errors.js';
 import { chooseMode, diffEntries } from '../diff.js';
-import { normalizeEntries, sortCidrTexts } from '../entries.js';
+import { columnsToMap, normalizeEntries, sortCidrTexts } from '../entries.js';
+import { EntryColumns, type FirewallEntries } from '../entry-columns.js';
 import { createRunner, stderrMatches } from '../exec.js';
 import { KernelPlugin } from '../kernel-plugin.js';
 import { OWNER_MARK, type Ownership } from '../ownership.js';
 import { isV01NftTable } from '../legacy-shapes.js';
 import { hitsSetName, sides } from '../direction.js';
-import type { ApplyOptions, ApplyResult, CommandRunner, DropCounters, FirewallEntry, HitCounter, FirewallPlugin, OwnedObject, PluginOptions, WatchCheck } from '../plugin.js';
+import type { ApplyOptions, ApplyResult, CommandRunner, DropCounters, HitCounter, FirewallPlugin, OwnedObject, PluginOptions, WatchCheck } from '../plugin.js';
 import { parseNftCounters } from './json.js';
 import { deltaReshapesIntervals, resolveOverlaps } from './overlaps.js';
 import { checkNftStructure, type NftStructure } from './structure.js';
@@ -95,7 +96,7 @@ export class NftablesPlugin extends KernelPlugin implements FirewallPlugin {
     await this.runner.run('nft', ['-f', '-'], { input: script });
   }
 
-  protected async applyNow(entries: readonly FirewallEntry[], options: ApplyOptions): Promise<ApplyResult> {
+  protected async applyNow(entries: FirewallEntries, options: ApplyOptions): Promise<ApplyResult> {
     const wanted = resolveOverlaps(normalizeEntries(entries));
     const structure = await this.structure();
     const owner = this.ownership(structure);
@@ -109,10 +110,10 @@ export class NftablesPlugin extends KernelPlugin implements FirewallPlugin {
     if (owner.kind === 'legacy') this.log.warn({ table: this.layout.table }, `adopting the unmarked ${this.tableWhat} an earlier wcf-agent version made (exactly its shape) and marking it as the agent's`);
     // A broken table may still hold a readable set: read it for the counts.
     const current = structure?.setReadable ? await this.elements() : undefined;
-    const currentEntries = current?.entries ?? new Map<string, number | undefined>();
+    const currentEntries = current?.entries ?? new EntryColumns(1);
     const diff = diffEntries(currentEntries, wanted);
     const reshapes = deltaReshapesIntervals(diff.add, diff.del);
-    const mode = chooseMode(diff, currentEntries.size, wanted.length, !intact || (current?.nonCidr ?? 0) > 0 || reshapes);
+    const mode = chooseMode(diff, currentEntries.length, wanted.length, !intact || (current?.nonCidr ?? 0) > 0 || reshapes);
 
     if (!intact) await this.transaction(renderNftRecreate(this.layout, wanted));
     else if (mode === 'full') await this.transaction(renderNftRefill(this.layout, wanted));
@@ -124,11 +125,12 @@ export class NftablesPlugin extends KernelPlugin implements FirewallPlugin {
   async list(): Promise<string[]> {
     if (this.ownership(await this.structure()).kind === 'foreign') return [];
     const parsed = await this.elements();
-    return parsed ? sortCidrTexts(parsed.entries.keys()) : [];
+    return parsed ? sortCidrTexts(parsed.entries.texts()) : [];
   }
 
   async listTimeouts(): Promise<ReadonlyMap<string, number | undefined>> {
-    return (await this.elements())?.entries ?? new Map<string, number | undefined>();
+    const parsed = await this.elements();
+    return parsed ? columnsToMap(parsed.entries) : new Map<string, number | undefined>();
   }
 
   protected async flushNow(): Promise<void> {
