@@ -35,6 +35,22 @@ export class AppliedMemory {
   }
 
   /**
+   * How many of the last applied entries still have more than `slackS` seconds left at
+   * `nowMs` (permanent ones count), without making them into objects; undefined when
+   * nothing was applied yet.
+   */
+  lastingCount(nowMs: number, slackS: number): number | undefined {
+    const last = this.last;
+    if (!last) return undefined;
+    const elapsed = (nowMs - last.atMs) / 1000;
+    const t = last.entries.timeouts;
+    let n = 0;
+    // The same remaining time entriesNow gives each entry (whole seconds, rounded down).
+    for (let i = 0; i < last.entries.length; i++) if (Number.isNaN(t[i]!) || Math.floor(t[i]! - elapsed) > slackS) n++;
+    return n;
+  }
+
+  /**
    * The last applied entries as of `nowMs`, with their remaining timeouts in
    * whole seconds rounded down (never longer than the kernel was given);
    * expired ones are left out. Undefined when nothing was applied yet.

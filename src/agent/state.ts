@@ -1,5 +1,5 @@
 import { HIT_TOTALS_FILE, parseHitTotals, type HitTotals } from './hit-totals.js';
-import { mkdirSync, renameSync, unlinkSync } from 'node:fs';
+import { lstatSync, mkdirSync, renameSync, unlinkSync, type Stats } from 'node:fs';
 import { join } from 'node:path';
 import { StateError } from '../errors.js';
 import type { Logger } from '../log.js';
@@ -112,6 +112,8 @@ export class StateStore {
   readonly dir: string;
   private readonly logger: Logger;
   private smallState: SmallState;
+  /** Entries of each applied record as last read or written here, with the file version they belong to. */
+  private readonly appliedCounts = new Map<string, { version: string; count: number }>();
 
   constructor(dir: string, logger: Logger) {
     this.dir = dir;
@@ -244,6 +246,31 @@ export class StateStore {
     return { ts: raw.ts, plugin: String(raw.plugin), entries };
   }
 
+  /** Whether an applied record is there (not whether it is readable: loadApplied says that). */
+  hasApplied(plugin: string): boolean {
+    return fileVersion(join(this.dir, `applied-${plugin}.json`)) !== undefined;
+  }
+
+  /**
+   * How many entries the applied record holds (what the shrink guard compares with), or
+   * undefined when there is none. At a million entries the record is ~65 MB and a million
+   * objects once parsed, so the count is remembered with the file's version (inode, size,
+   * mtime): a daemon reads back its own record's count without parsing it every cycle, and
+   * a record written by another process (a manual sync) is read once.
+   */
+  appliedCount(plugin: string): number | undefined {
+    const name = `applied-${plugin}.json`;
+    const version = fileVersion(join(this.dir, name));
+    const known = this.appliedCounts.get(plugin);
+    if (version !== undefined && known?.version === version) return known.count;
+    const count = this.loadApplied(plugin)?.entries.length;
+    // Versioned after the read: a file set aside (or replaced) meanwhile is not cached under the old one.
+    const after = fileVersion(join(this.dir, name));
+    if (count !== undefined && after !== undefined && after === version) this.appliedCounts.set(plugin, { version: after, count });
+    else this.appliedCounts.delete(plugin);
+    return count;
+  }
+
   /** The running totals of the kernel's hit counters (see hit-totals.ts); empty when none were saved. */
   loadHitTotals(): HitTotals {
     return parseHitTotals(this.readJson(HIT_TOTALS_FILE));
@@ -254,8 +281,23 @@ export class StateStore {
   }
 
   saveApplied(set: AppliedSet): void {
-    this.writeJson(`applied-${set.plugin}.json`, encodeAppliedRecord(set.ts, set.plugin, set.entries));
+    const name = `applied-${set.plugin}.json`;
+    this.appliedCounts.delete(set.plugin);
+    this.writeJson(name, encodeAppliedRecord(set.ts, set.plugin, set.entries));
+    const version = fileVersion(join(this.dir, name));
+    if (version !== undefined) this.appliedCounts.set(set.plugin, { version, count: set.entries.length });
   }
+}
+
+/** A regular file's identity and version (inode, size, mtime), or undefined when there is no regular file. */
+function fileVersion(path: string): string | undefined {
+  let st: Stats;
+  try {
+    st = lstatSync(path);
+  } catch {
+    return undefined;
+  }
+  return st.isFile() ? `${st.ino}:${st.size}:${st.mtimeMs}` : undefined;
 }
 
 /**
