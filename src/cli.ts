@@ -1,4 +1,4 @@
-#!/usr/bin/env -S node --max-semi-space-size=4
+#!/usr/bin/env -S node --max-semi-space-size=4 --expose-gc
 // The flags on the line above are the agent's Node flags, here and in the single binary
 // (scripts/build-binary.sh copies them into the blob's execArgv). --max-semi-space-size=4:
 // V8 otherwise lets the young generation grow to 64 MB per semi-space (134 MB committed and
