@@ -191,8 +191,9 @@ export function toApplied(entries: readonly SelectedEntry[], now: number): { fir
   const applied: AppliedEntry[] = [];
   for (const e of entries) {
     if (e.expiresAt !== null && e.expiresAt <= now) continue;
-    firewall.push(e.cidr.start, e.cidr.prefix, timeoutUntil(e.expiresAt, now));
-    applied.push({ cidr: e.cidr.text, reason: e.reason, expiresAt: e.expiresAt });
+    const cidr = e.cidr;
+    firewall.push(cidr.start, cidr.prefix, timeoutUntil(e.expiresAt, now));
+    applied.push({ cidr: cidr.text, reason: e.reason, expiresAt: e.expiresAt });
   }
   return { firewall, applied };
 }

@@ -100,13 +100,20 @@ export function mergeOverrides(input: MergeInput): MergeResult {
   }
   let allowed = 0;
   const rest: SelectedEntry[] = [];
+  // Without overrides (the usual case) nothing is looked up: a million entries need not each make their Cidr.
+  const checking = allowSet.size > 0 || local.size > 0;
   for (const e of input.entries) {
-    if (allowSet.overlaps(e.cidr)) {
+    if (!checking) {
+      rest.push(e);
+      continue;
+    }
+    const cidr = e.cidr;
+    if (allowSet.overlaps(cidr)) {
       allowed++;
       continue;
     }
-    const mine = local.get(e.cidr.text);
-    if (mine && (e.expiresAt === null || (mine.expiresAt !== null && e.expiresAt > mine.expiresAt))) local.delete(e.cidr.text);
+    const mine = local.get(cidr.text);
+    if (mine && (e.expiresAt === null || (mine.expiresAt !== null && e.expiresAt > mine.expiresAt))) local.delete(cidr.text);
     else if (mine) continue;
     rest.push(e);
   }

@@ -26,8 +26,9 @@ export class SelectedColumns {
     const c = new SelectedColumns(new Uint32Array(n), new Uint8Array(n), new Uint8Array(n), new Float64Array(n), new Float64Array(n));
     for (let i = 0; i < n; i++) {
       const e = entries[i]!;
-      c.starts[i] = e.cidr.start;
-      c.prefixes[i] = e.cidr.prefix;
+      const cidr = e.cidr;
+      c.starts[i] = cidr.start;
+      c.prefixes[i] = cidr.prefix;
       c.reasons[i] = REASON_CODE[e.reason];
       c.scores[i] = e.score ?? NaN;
       c.expires[i] = e.expiresAt ?? NaN;
