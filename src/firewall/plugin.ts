@@ -35,7 +35,7 @@ export interface OwnedNames {
 
 /** Runs one command with an argument array and optional stdin. Never a shell. */
 export interface CommandRunner {
-  run(file: string, args: readonly string[], options?: { input?: string }): Promise<{ stdout: string; stderr: string }>;
+  run(file: string, args: readonly string[], options?: { input?: string | Buffer }): Promise<{ stdout: string; stderr: string }>;
 }
 
 export interface PluginOptions {

@@ -6,8 +6,13 @@
  * concatenation of what was written (a UTF-8 round trip; well-formed strings).
  */
 export class TextBuilder {
-  private buf = Buffer.allocUnsafe(1 << 16);
+  private buf: Buffer;
   private len = 0;
+
+  /** `expectedBytes`: the size the text will likely reach, so the buffer is not grown (and copied) on the way. */
+  constructor(expectedBytes = 1 << 16) {
+    this.buf = Buffer.allocUnsafe(Math.max(1 << 10, Math.ceil(expectedBytes)));
+  }
 
   private reserve(bytes: number): void {
     if (this.len + bytes <= this.buf.length) return;
@@ -65,6 +70,11 @@ export class TextBuilder {
     this.reserve(1);
     this.buf[this.len++] = c;
     return this;
+  }
+
+  /** The bytes written, without a copy (a view of the builder's buffer). */
+  toBuffer(): Buffer {
+    return this.buf.subarray(0, this.len);
   }
 
   toString(): string {

@@ -15,7 +15,7 @@ import { chainCounters, chainObjects, chainOwnership, failIfReferenced, removeOw
 import { iptablesSetRules } from '../xtables/rules.js';
 import { chainCheck, setHeaderCount } from '../xtables/check.js';
 import { hitsSetLines, readIpsetHits, unusedHitsSets } from './hits.js';
-import { ipsetSizing, parseIpsetSave, renderIpsetDelta, renderIpsetFull, type IpsetSaveParsed, type IpsetSizing } from './text.js';
+import { ipsetDeltaScript, ipsetFullScript, ipsetSizing, parseIpsetSave, type IpsetSaveParsed, type IpsetSizing } from './text.js';
 
 const NO_SUCH_SET = /does not exist/i;
 const SET_IN_USE = /in use/i;
@@ -189,7 +189,7 @@ export class IpsetPlugin extends KernelPlugin implements FirewallPlugin {
     // The temp set is normally absent, so nobody asks first (a process saved on every rebuild);
     // one left by a run killed mid-apply makes line 1 fail: it is removed and the script run again.
     for (let attempt = 0; ; attempt++) {
-      const input = renderIpsetFull({ setName: this.setName, tempName: this.tempName, sizing, setExists, after }, entries);
+      const input = ipsetFullScript({ setName: this.setName, tempName: this.tempName, sizing, setExists, after }, entries);
       try {
         await this.runner.run('ipset', ['restore'], { input });
         return;
@@ -206,7 +206,7 @@ export class IpsetPlugin extends KernelPlugin implements FirewallPlugin {
   }
 
   private async delta(diff: EntryDiff, previous: IpsetSaveParsed, sizing: IpsetSizing) {
-    const input = renderIpsetDelta(this.setName, diff.add, diff.del);
+    const input = ipsetDeltaScript(this.setName, diff.add, diff.del);
     try {
       await this.runner.run('ipset', ['-exist', 'restore'], { input });
     } catch (caught) {

@@ -64,13 +64,18 @@ export interface IpsetFullOptions {
  * entry means the swap never runs and the live set is untouched.
  */
 export function renderIpsetFull(o: IpsetFullOptions, entries: EntryColumns): string {
-  const t = new TextBuilder();
+  return ipsetFullScript(o, entries).toString();
+}
+
+/** What renderIpsetFull renders, as bytes for the command's stdin (a million lines: no string of them). */
+export function ipsetFullScript(o: IpsetFullOptions, entries: EntryColumns): Buffer {
+  const t = new TextBuilder(entries.length * (o.tempName.length + 34) + 4096);
   t.str(`${renderIpsetCreate(o.tempName, o.sizing)}\n${renderIpsetMarker(o.tempName)}\n`);
   writeIpsetAdds(t, o.tempName, entries);
   if (o.setExists) t.str(`swap ${o.tempName} ${o.setName}\ndestroy ${o.tempName}\n`);
   else t.str(`rename ${o.tempName} ${o.setName}\n`);
   for (const line of o.after ?? []) t.str(line).str('\n');
-  return t.toString();
+  return t.toBuffer();
 }
 
 /**
@@ -80,11 +85,16 @@ export function renderIpsetFull(o: IpsetFullOptions, entries: EntryColumns): str
  * default being 0). Dels first so the set never exceeds maxelem midway.
  */
 export function renderIpsetDelta(setName: string, add: EntryColumns, del: EntryColumns): string {
-  const t = new TextBuilder();
+  return ipsetDeltaScript(setName, add, del).toString();
+}
+
+/** What renderIpsetDelta renders, as bytes for the command's stdin. */
+export function ipsetDeltaScript(setName: string, add: EntryColumns, del: EntryColumns): Buffer {
+  const t = new TextBuilder((add.length + del.length) * (setName.length + 34) + 1024);
   const head = `del ${setName} `;
   for (let i = 0; i < del.length; i++) t.str(head).cidr(del.starts[i]!, del.prefixes[i]!).byte(10);
   writeIpsetAdds(t, setName, add);
-  return t.toString();
+  return t.toBuffer();
 }
 
 /** `create` options that take no value. */

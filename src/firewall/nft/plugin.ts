@@ -11,7 +11,7 @@ import type { ApplyOptions, ApplyResult, CommandRunner, DropCounters, HitCounter
 import { parseNftCounters } from './json.js';
 import { deltaReshapesIntervals, resolveOverlaps } from './overlaps.js';
 import { checkNftStructure, type NftStructure } from './structure.js';
-import { nftLayout, parseNftHits, parseNftSetJson, renderNftDelta, renderNftRecreate, renderNftRefill, type NftLayout, type NftSetParsed } from './text.js';
+import { nftLayout, parseNftHits, parseNftSetJson, nftDeltaScript, nftRecreateScript, nftRefillScript, type NftLayout, type NftSetParsed } from './text.js';
 
 /** How nft says a table or set does not exist. */
 const NO_SUCH_OBJECT = /No such file or directory/i;
@@ -92,7 +92,7 @@ export class NftablesPlugin extends KernelPlugin implements FirewallPlugin {
     return `nft table inet ${this.layout.table}`;
   }
 
-  private async transaction(script: string): Promise<void> {
+  private async transaction(script: string | Buffer): Promise<void> {
     await this.runner.run('nft', ['-f', '-'], { input: script });
   }
 
@@ -115,9 +115,9 @@ export class NftablesPlugin extends KernelPlugin implements FirewallPlugin {
     const reshapes = deltaReshapesIntervals(diff.add, diff.del);
     const mode = chooseMode(diff, currentEntries.length, wanted.length, !intact || (current?.nonCidr ?? 0) > 0 || reshapes);
 
-    if (!intact) await this.transaction(renderNftRecreate(this.layout, wanted));
-    else if (mode === 'full') await this.transaction(renderNftRefill(this.layout, wanted));
-    else if (mode === 'delta') await this.transaction(renderNftDelta(this.layout, diff.add, diff.del));
+    if (!intact) await this.transaction(nftRecreateScript(this.layout, wanted));
+    else if (mode === 'full') await this.transaction(nftRefillScript(this.layout, wanted));
+    else if (mode === 'delta') await this.transaction(nftDeltaScript(this.layout, diff.add, diff.del));
 
     return this.done(repairs, { what: 'nft table', fields: { table: this.layout.table, set: this.layout.set }, owned: [this.tableWhat] }, diff, mode, wanted.length);
   }

@@ -148,23 +148,33 @@ export function writeNftTable(t: TextBuilder, l: NftLayout, entries: EntryColumn
  * the old table or the new one, never an empty set.
  */
 export function renderNftRecreate(l: NftLayout, entries: EntryColumns): string {
-  const t = new TextBuilder();
+  return nftRecreateScript(l, entries).toString();
+}
+
+/** What renderNftRecreate renders, as bytes for nft's stdin. */
+export function nftRecreateScript(l: NftLayout, entries: EntryColumns): Buffer {
+  const t = new TextBuilder(entries.length * 34 + 8192);
   t.str(`add table inet ${l.table}\ndelete table inet ${l.table}\n`);
   writeNftTable(t, l, entries);
   t.byte(10);
-  return t.toString();
+  return t.toBuffer();
 }
 
 /** Full refill of an intact table: `flush set` + `add element` in one transaction (atomic, keeps the chains' counters). */
 export function renderNftRefill(l: NftLayout, entries: EntryColumns): string {
-  const t = new TextBuilder();
+  return nftRefillScript(l, entries).toString();
+}
+
+/** What renderNftRefill renders, as bytes for nft's stdin. */
+export function nftRefillScript(l: NftLayout, entries: EntryColumns): Buffer {
+  const t = new TextBuilder(entries.length * 34 + 1024);
   t.str(`flush set inet ${l.table} ${l.set}\n`);
   if (entries.length > 0) {
     t.str(`add element inet ${l.table} ${l.set} {\n`);
     writeNftElements(t, '\t', entries);
     t.str('\n}\n');
   }
-  return t.toString();
+  return t.toBuffer();
 }
 
 /**
@@ -175,7 +185,12 @@ export function renderNftRefill(l: NftLayout, entries: EntryColumns): string {
  * (older kernels do not update the timeout of an existing element on `add`).
  */
 export function renderNftDelta(l: NftLayout, add: EntryColumns, del: EntryColumns): string {
-  const t = new TextBuilder();
+  return nftDeltaScript(l, add, del).toString();
+}
+
+/** What renderNftDelta renders, as bytes for nft's stdin. */
+export function nftDeltaScript(l: NftLayout, add: EntryColumns, del: EntryColumns): Buffer {
+  const t = new TextBuilder((add.length + 2 * del.length) * 34 + 1024);
   const target = `inet ${l.table} ${l.set}`;
   if (del.length > 0) {
     for (const verb of ['add', 'delete']) {
@@ -192,7 +207,7 @@ export function renderNftDelta(l: NftLayout, add: EntryColumns, del: EntryColumn
     writeNftElements(t, '\t', add);
     t.str('\n}\n');
   }
-  return t.toString();
+  return t.toBuffer();
 }
 
 export interface NftSetParsed {
