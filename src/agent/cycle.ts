@@ -10,7 +10,8 @@ import { createScoring, type Scoring } from '../score/decay.js';
 import { selectEntries, type SelectedEntry, type Selection } from '../policy/select.js';
 import { selectionWithOverrides } from './overrides-apply.js';
 import { AGENT_VERSION } from '../version.js';
-import { recordCycle, reportCycle, type AppliedEntry } from './cycle-report.js';
+import { recordCycle, reportCycle } from './cycle-report.js';
+import { AppliedColumns, type AppliedList } from './applied-columns.js';
 import { pullAll, type PulledFeeds } from './pull-all.js';
 import { feedItemCap } from '../feed/pull.js';
 import { dropNewlyProtected, liveEntries, localProtectedSet, rememberApiIn } from './protect-applied.js';
@@ -186,14 +187,14 @@ export async function computePlan(deps: Omit<CycleDeps, 'state'> & { state: Plan
  * (kernel timeouts counted from `now`), and as the applied-set record keeps them. One pass, no
  * copy of the selection and no object per entry for the firewall.
  */
-export function toApplied(entries: readonly SelectedEntry[], now: number): { firewall: EntryColumns; applied: AppliedEntry[] } {
+export function toApplied(entries: readonly SelectedEntry[], now: number): { firewall: EntryColumns; applied: AppliedColumns } {
   const firewall = new EntryColumns(entries.length);
-  const applied: AppliedEntry[] = [];
+  const applied = new AppliedColumns(entries.length);
   for (const e of entries) {
     if (e.expiresAt !== null && e.expiresAt <= now) continue;
     const cidr = e.cidr;
     firewall.push(cidr.start, cidr.prefix, timeoutUntil(e.expiresAt, now));
-    applied.push({ cidr: cidr.text, reason: e.reason, expiresAt: e.expiresAt });
+    applied.push(cidr.start, cidr.prefix, e.reason, e.expiresAt);
   }
   return { firewall, applied };
 }
@@ -219,7 +220,7 @@ function persistPull({ feeds, ...plan }: PlanResult & { feeds: PulledFeeds }, st
 }
 
 /** The cycle's firewall step: the shrink guard, then apply the selection (or flush when running is off). */
-async function enforce(deps: CycleDeps, plugin: FirewallPlugin, plan: PlanResult, now: number): Promise<{ apply?: ApplyResult; entries: AppliedEntry[] }> {
+async function enforce(deps: CycleDeps, plugin: FirewallPlugin, plan: PlanResult, now: number): Promise<{ apply?: ApplyResult; entries: AppliedList }> {
   const { config, state, logger } = deps;
   if (!plan.settings.running) {
     logger.info('running is disabled in the stored configuration: removing the agent rules, still syncing and reporting');
@@ -275,7 +276,7 @@ export async function runCycle(deps: CycleDeps, plugin: FirewallPlugin): Promise
   const now = (deps.now ?? epochNow)();
   let plan: PlanResult | undefined;
   let fullPull = false;
-  let enforced: { apply?: ApplyResult; entries: AppliedEntry[] } | undefined;
+  let enforced: { apply?: ApplyResult; entries: AppliedList } | undefined;
   let error: WcfError | Error | undefined;
   let agentRecord: 'present' | 'deleted' | undefined;
   let saveCache: (() => void) | undefined;

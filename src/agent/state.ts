@@ -8,6 +8,7 @@ import { toCidr } from '../net/ipv4.js';
 import type { Settings, SettingSources } from '../config/server.js';
 import type { Reason, SkipReason } from '../policy/select.js';
 import { decodeAppliedRecord, encodeAppliedRecord } from './applied-record.js';
+import type { AppliedColumns } from './applied-columns.js';
 import { writeFileAtomic } from './atomic-file.js';
 import { readStateFile, UnsafeStateFile } from './state-file.js';
 import type { LastKnownApi } from './protected.js';
@@ -280,7 +281,8 @@ export class StateStore {
     this.writeJson(HIT_TOTALS_FILE, { v: 1, entries: totals });
   }
 
-  saveApplied(set: AppliedSet): void {
+  /** Entries as objects (read back, filtered) or as a cycle's columns. */
+  saveApplied(set: Omit<AppliedSet, 'entries'> & { entries: readonly AppliedSet['entries'][number][] | AppliedColumns }): void {
     const name = `applied-${set.plugin}.json`;
     this.appliedCounts.delete(set.plugin);
     this.writeJson(name, encodeAppliedRecord(set.ts, set.plugin, set.entries));
