@@ -1,7 +1,8 @@
-import { numberToIp } from '../net/ipv4.js';
+import { TextBuilder } from '../firewall/index.js';
 import type { Reason } from '../policy/select.js';
 import type { AppliedEntry } from './cycle-report.js';
 
+const SCRATCH = new TextBuilder(32);
 const REASONS: readonly Reason[] = ['score', 'manual', 'url', 'local'];
 const REASON_CODE: Readonly<Record<Reason, number>> = { score: 0, manual: 1, url: 2, local: 3 };
 
@@ -36,9 +37,9 @@ export class AppliedColumns {
     this.expires[i] = expiresAt ?? NaN;
   }
 
+  /** The CIDR text as one flat string (the report holds a million of them: a template's rope of pieces costs half as much again). */
   text(i: number): string {
-    const p = this.prefixes[i]!;
-    return p === 32 ? numberToIp(this.starts[i]!) : `${numberToIp(this.starts[i]!)}/${p}`;
+    return SCRATCH.reset().cidr(this.starts[i]!, this.prefixes[i]!).latin1();
   }
 
   reason(i: number): Reason {

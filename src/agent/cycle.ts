@@ -7,7 +7,7 @@ import { LOCAL_DEFAULT_SOURCES, resolveSettings, type Settings, type SettingSour
 import type { ThreatIntelApi } from '../api/threat-intel.js';
 import { EntryColumns, timeoutUntil, type ApplyResult, type FirewallPlugin } from '../firewall/index.js';
 import { createScoring, type Scoring } from '../score/decay.js';
-import { selectEntries, type SelectedEntry, type Selection } from '../policy/select.js';
+import { networkOf, selectEntries, type SelectedEntry, type Selection } from '../policy/select.js';
 import { selectionWithOverrides } from './overrides-apply.js';
 import { AGENT_VERSION } from '../version.js';
 import { recordCycle, reportCycle } from './cycle-report.js';
@@ -192,9 +192,9 @@ export function toApplied(entries: readonly SelectedEntry[], now: number): { fir
   const applied = new AppliedColumns(entries.length);
   for (const e of entries) {
     if (e.expiresAt !== null && e.expiresAt <= now) continue;
-    const cidr = e.cidr;
-    firewall.push(cidr.start, cidr.prefix, timeoutUntil(e.expiresAt, now));
-    applied.push(cidr.start, cidr.prefix, e.reason, e.expiresAt);
+    const { start, prefix } = networkOf(e);
+    firewall.push(start, prefix, timeoutUntil(e.expiresAt, now));
+    applied.push(start, prefix, e.reason, e.expiresAt);
   }
   return { firewall, applied };
 }

@@ -72,6 +72,17 @@ export class TextBuilder {
     return this;
   }
 
+  /** Start again (the buffer is kept). */
+  reset(): this {
+    this.len = 0;
+    return this;
+  }
+
+  /** What was written, as a flat string of its bytes (for ASCII: the text). */
+  latin1(): string {
+    return this.buf.toString('latin1', 0, this.len);
+  }
+
   /** The bytes written, without a copy (a view of the builder's buffer). */
   toBuffer(): Buffer {
     return this.buf.subarray(0, this.len);

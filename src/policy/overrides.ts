@@ -88,6 +88,9 @@ export interface MergeResult {
  */
 export function mergeOverrides(input: MergeInput): MergeResult {
   const live = activeOverrides(input.overrides, input.now);
+  const max = Math.max(0, input.maximumRules);
+  // No override in force (the usual case): the selection as it is, not copied (a million entries).
+  if (live.length === 0) return { entries: input.entries.length <= max ? (input.entries as SelectedEntry[]) : input.entries.slice(0, max), allowed: 0, refused: [] };
   const allows = live.filter((o) => o.action === 'allow');
   const allowSet = new RangeSet(allows.map((o) => o.cidr));
   const refused: MergeResult['refused'] = [];

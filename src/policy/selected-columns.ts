@@ -1,5 +1,5 @@
 import { fromNumber } from '../net/ipv4.js';
-import type { Reason, SelectedEntry } from './select.js';
+import { networkOf, type Reason, type SelectedEntry } from './select.js';
 
 const REASONS: readonly Reason[] = ['score', 'manual', 'url', 'local'];
 const REASON_CODE: Readonly<Record<Reason, number>> = { score: 0, manual: 1, url: 2, local: 3 };
@@ -26,9 +26,9 @@ export class SelectedColumns {
     const c = new SelectedColumns(new Uint32Array(n), new Uint8Array(n), new Uint8Array(n), new Float64Array(n), new Float64Array(n));
     for (let i = 0; i < n; i++) {
       const e = entries[i]!;
-      const cidr = e.cidr;
-      c.starts[i] = cidr.start;
-      c.prefixes[i] = cidr.prefix;
+      const { start, prefix } = networkOf(e);
+      c.starts[i] = start;
+      c.prefixes[i] = prefix;
       c.reasons[i] = REASON_CODE[e.reason];
       c.scores[i] = e.score ?? NaN;
       c.expires[i] = e.expiresAt ?? NaN;
