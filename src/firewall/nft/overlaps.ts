@@ -1,7 +1,5 @@
 import { CidrIndex, rangeToCidrs } from '../../net/cidr-index.js';
-import { compareCidr } from '../../net/ipv4.js';
-import { kernelColumns, kernelList, type KernelEntry } from '../entries.js';
-import type { EntryColumns } from '../entry-columns.js';
+import { EntryColumns } from '../entry-columns.js';
 
 /**
  * Whether an added element overlaps a deleted one other than itself (a wider
@@ -62,13 +60,6 @@ export function hasOverlap(entries: EntryColumns): boolean {
   return false;
 }
 
-interface OverlapNode {
-  readonly entry: KernelEntry;
-  /** Effective lifetime (Infinity = permanent). */
-  readonly life: number;
-  readonly children: OverlapNode[];
-}
-
 /**
  * Make entries non-overlapping for nft, keeping exactly ipset's semantics
  * ("an address is blocked while any entry covering it is alive").
@@ -90,42 +81,57 @@ interface OverlapNode {
  *
  * CIDRs nest or are disjoint, so this is a walk over the sorted list with a
  * stack of enclosing entries: O(n log n) for the sort, O(n) after. Without
- * overlaps (the normal case, checked in O(n)) the input comes back as it is.
+ * overlaps (checked in O(n)) the input comes back as it is. All on columns: a
+ * million entries with a few nested ones make no object per entry.
  */
 export function resolveOverlaps(columns: EntryColumns): EntryColumns {
   if (!hasOverlap(columns)) return columns;
-  // Overlaps are few and the sets holding them small (manual blocks inside scored networks):
-  // worked out on objects, then back to columns.
-  const sorted = kernelList(columns).sort((a, b) => compareCidr(a.cidr, b.cidr));
+  const n = columns.length;
+  const { starts, prefixes, timeouts } = columns;
+  // Sorted by address, then wider first: one exact number per network (start * 64 + prefix),
+  // sorted natively; each is found again by its network to read its timeout.
+  const keys = new Float64Array(n);
+  for (let i = 0; i < n; i++) keys[i] = starts[i]! * 64 + prefixes[i]!;
+  keys.sort();
+  const index = new CidrIndex(n);
+  for (let i = 0; i < n; i++) index.add(starts[i]!, prefixes[i]!, i);
+  const endOf = (i: number) => starts[i]! + 2 ** (32 - prefixes[i]!) - 1;
+  const lifeOf = (i: number) => (Number.isNaN(timeouts[i]!) ? Infinity : timeouts[i]!);
 
-  const roots: OverlapNode[] = [];
-  const stack: OverlapNode[] = [];
-  for (const entry of sorted) {
-    while (stack.length > 0 && stack[stack.length - 1]!.entry.cidr.end < entry.cidr.start) stack.pop();
-    const parent = stack[stack.length - 1];
-    const life = entry.timeout ?? Infinity;
-    if (parent && life <= parent.life) continue; // covered by a wider entry that lives at least as long
-    const node: OverlapNode = { entry, life, children: [] };
-    (parent ? parent.children : roots).push(node);
-    stack.push(node);
-  }
-
-  const out: KernelEntry[] = [];
-  const emit = (node: OverlapNode): void => {
-    if (node.children.length === 0) {
-      out.push(node.entry);
-      return;
-    }
-    const { start, end } = node.entry.cidr;
-    const timeout = node.entry.timeout;
-    let cursor = start;
-    for (const child of node.children) {
-      if (child.entry.cidr.start > cursor) for (const c of rangeToCidrs(cursor, child.entry.cidr.start - 1)) out.push({ cidr: c, timeout });
-      emit(child);
-      cursor = child.entry.cidr.end + 1;
-    }
-    if (cursor <= end) for (const c of rangeToCidrs(cursor, end)) out.push({ cidr: c, timeout });
+  const out = new EntryColumns(n);
+  const emitRange = (from: number, to: number, timeout: number) => {
+    for (const c of rangeToCidrs(from, to)) out.push(c.start, c.prefix, Number.isNaN(timeout) ? undefined : timeout);
   };
-  for (const r of roots) emit(r);
-  return kernelColumns(out, out.length);
+  // The enclosing entries kept so far, and for each the next address of it not yet emitted
+  // (only moved once a narrower entry inside it is kept, which splits it).
+  const stack: number[] = [];
+  const cursor: number[] = [];
+  const split: boolean[] = [];
+  const close = () => {
+    const top = stack.pop()!;
+    const from = cursor.pop()!;
+    if (!split.pop()) out.push(starts[top]!, prefixes[top]!, columns.timeoutAt(top));
+    else if (from <= endOf(top)) emitRange(from, endOf(top), timeouts[top]!);
+  };
+  for (let k = 0; k < n; k++) {
+    const key = keys[k]!;
+    const prefix = key % 64;
+    const start = (key - prefix) / 64;
+    const i = index.get(start, prefix);
+    while (stack.length > 0 && endOf(stack[stack.length - 1]!) < start) close();
+    const depth = stack.length - 1;
+    const parent = depth >= 0 ? stack[depth]! : -1;
+    if (parent !== -1 && lifeOf(i) <= lifeOf(parent)) continue; // covered by a wider entry that lives at least as long
+    if (parent !== -1) {
+      // The narrower entry outlives its cover: the cover is emitted around it.
+      if (cursor[depth]! < start) emitRange(cursor[depth]!, start - 1, timeouts[parent]!);
+      cursor[depth] = endOf(i) + 1;
+      split[depth] = true;
+    }
+    stack.push(i);
+    cursor.push(start);
+    split.push(false);
+  }
+  while (stack.length > 0) close();
+  return out;
 }
