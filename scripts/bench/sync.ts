@@ -257,7 +257,8 @@ export async function benchSync(o: SyncBenchOptions): Promise<SyncFigure[]> {
  * since (score entries leave by their timeout, the last ones within seconds of the apply).
  */
 async function checkKernel(ns: BenchNetns, stateDir: string, n: number, applied: number): Promise<void> {
-  const inKernel = await kernelCount(ns);
+  // The header counts the set's ownership marker element too (see src/firewall/ownership.ts).
+  const inKernel = (await kernelCount(ns)) - 1;
   const now = Date.now() / 1000;
   const saved = JSON.parse(readFileSync(join(stateDir, 'applied-ipset.json'), 'utf8')) as { entries: { expiresAt: number | null }[] };
   if (saved.entries.length !== applied) throw new Error(`sync ${n}: ${applied} reported applied, ${saved.entries.length} in applied-ipset.json`);
