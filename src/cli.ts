@@ -1,13 +1,11 @@
-#!/usr/bin/env -S node --max-semi-space-size=4 --expose-gc
+#!/usr/bin/env -S node --max-semi-space-size=4
 // The flags on the line above are the agent's Node flags, here and in the single binary
 // (scripts/build-binary.sh copies them into the blob's execArgv). --max-semi-space-size=4:
 // V8 otherwise lets the young generation grow to 64 MB per semi-space (134 MB committed and
 // touched), the largest single item of the agent's memory at a million indicators. 16 MB took
 // ~70 MB off the peak there; 4 MB takes another ~20-30 MB off the daemon at 10k and 100k with
 // the 1M full sync as fast (medians of 3 within 1%). 1 MB saves a little more but made the 1M
-// cycle ~10% slower (npm run bench -- --only daemon, README Performance). --expose-gc: the
-// daemon asks for a memory-reducing collection after each cycle (src/agent/release-memory.ts);
-// without it Node 24 kept a million-entry cycle's garbage and freed pages, over 1 GB.
+// cycle ~10% slower (npm run bench -- --only daemon, README Performance).
 //
 // This entry imports nothing but the version check: on a Node too old for the agent's
 // libraries, loading them fails with a stack trace from deep inside undici. The rest is
