@@ -1,5 +1,6 @@
-import { TextBuilder } from '../firewall/index.js';
-import type { Reason } from '../policy/select.js';
+import { EntryColumns, TextBuilder, timeoutUntil } from '../firewall/index.js';
+import { networkOf } from '../policy/score-entry.js';
+import type { Reason, SelectedEntry } from '../policy/select.js';
 import type { AppliedEntry } from './cycle-report.js';
 
 const SCRATCH = new TextBuilder(32);
@@ -76,4 +77,21 @@ export function appliedTexts(list: AppliedList): string[] {
   const out: string[] = [];
   for (let i = 0; i < list.length; i++) out.push(list.text(i));
   return out;
+}
+
+/**
+ * What the apply at `now` sends: the selected entries not expired by then, as firewall columns
+ * (kernel timeouts counted from `now`), and as the applied-set record keeps them. One pass, no
+ * copy of the selection and no object per entry for the firewall.
+ */
+export function toApplied(entries: readonly SelectedEntry[], now: number): { firewall: EntryColumns; applied: AppliedColumns } {
+  const firewall = new EntryColumns(entries.length);
+  const applied = new AppliedColumns(entries.length);
+  for (const e of entries) {
+    if (e.expiresAt !== null && e.expiresAt <= now) continue;
+    const { start, prefix } = networkOf(e);
+    firewall.push(start, prefix, timeoutUntil(e.expiresAt, now));
+    applied.push(start, prefix, e.reason, e.expiresAt);
+  }
+  return { firewall, applied };
 }

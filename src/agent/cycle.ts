@@ -5,13 +5,13 @@ import type { AgentConfig } from '../config/load.js';
 import { localSettings } from '../config/local-settings.js';
 import { LOCAL_DEFAULT_SOURCES, resolveSettings, type Settings, type SettingSources } from '../config/server.js';
 import type { ThreatIntelApi } from '../api/threat-intel.js';
-import { EntryColumns, timeoutUntil, type ApplyResult, type FirewallPlugin } from '../firewall/index.js';
+import type { ApplyResult, FirewallPlugin } from '../firewall/index.js';
 import { createScoring, type Scoring } from '../score/decay.js';
-import { networkOf, selectEntries, type SelectedEntry, type Selection } from '../policy/select.js';
+import { selectEntries, type SelectedEntry, type Selection } from '../policy/select.js';
 import { selectionWithOverrides } from './overrides-apply.js';
 import { AGENT_VERSION } from '../version.js';
 import { recordCycle, reportCycle } from './cycle-report.js';
-import { AppliedColumns, type AppliedList } from './applied-columns.js';
+import { toApplied, type AppliedList } from './applied-columns.js';
 import { pullAll, type PulledFeeds } from './pull-all.js';
 import { feedItemCap } from '../feed/pull.js';
 import { dropNewlyProtected, liveEntries, localProtectedSet, rememberApiIn } from './protect-applied.js';
@@ -180,23 +180,6 @@ export async function computePlan(deps: Omit<CycleDeps, 'state'> & { state: Plan
     },
     feeds,
   };
-}
-
-/**
- * What the apply at `now` sends: the selected entries not expired by then, as firewall columns
- * (kernel timeouts counted from `now`), and as the applied-set record keeps them. One pass, no
- * copy of the selection and no object per entry for the firewall.
- */
-export function toApplied(entries: readonly SelectedEntry[], now: number): { firewall: EntryColumns; applied: AppliedColumns } {
-  const firewall = new EntryColumns(entries.length);
-  const applied = new AppliedColumns(entries.length);
-  for (const e of entries) {
-    if (e.expiresAt !== null && e.expiresAt <= now) continue;
-    const { start, prefix } = networkOf(e);
-    firewall.push(start, prefix, timeoutUntil(e.expiresAt, now));
-    applied.push(start, prefix, e.reason, e.expiresAt);
-  }
-  return { firewall, applied };
 }
 
 export { liveEntries };

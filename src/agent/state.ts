@@ -1,5 +1,5 @@
 import { HIT_TOTALS_FILE, parseHitTotals, type HitTotals } from './hit-totals.js';
-import { lstatSync, mkdirSync, renameSync, unlinkSync, type Stats } from 'node:fs';
+import { mkdirSync, renameSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { StateError } from '../errors.js';
 import type { Logger } from '../log.js';
@@ -9,6 +9,7 @@ import type { Settings, SettingSources } from '../config/server.js';
 import type { Reason, SkipReason } from '../policy/select.js';
 import { decodeAppliedRecord, encodeAppliedRecord } from './applied-record.js';
 import type { AppliedColumns } from './applied-columns.js';
+import { AppliedCounts, fileVersion } from './applied-count.js';
 import { writeFileAtomic } from './atomic-file.js';
 import { readStateFile, UnsafeStateFile } from './state-file.js';
 import type { LastKnownApi } from './protected.js';
@@ -114,7 +115,7 @@ export class StateStore {
   private readonly logger: Logger;
   private smallState: SmallState;
   /** Entries of each applied record as last read or written here, with the file version they belong to. */
-  private readonly appliedCounts = new Map<string, { version: string; count: number }>();
+  private readonly appliedCounts = new AppliedCounts();
 
   constructor(dir: string, logger: Logger) {
     this.dir = dir;
@@ -252,24 +253,9 @@ export class StateStore {
     return fileVersion(join(this.dir, `applied-${plugin}.json`)) !== undefined;
   }
 
-  /**
-   * How many entries the applied record holds (what the shrink guard compares with), or
-   * undefined when there is none. At a million entries the record is ~65 MB and a million
-   * objects once parsed, so the count is remembered with the file's version (inode, size,
-   * mtime): a daemon reads back its own record's count without parsing it every cycle, and
-   * a record written by another process (a manual sync) is read once.
-   */
+  /** How many entries the applied record holds (the shrink guard's count; see AppliedCounts), or undefined when there is none. */
   appliedCount(plugin: string): number | undefined {
-    const name = `applied-${plugin}.json`;
-    const version = fileVersion(join(this.dir, name));
-    const known = this.appliedCounts.get(plugin);
-    if (version !== undefined && known?.version === version) return known.count;
-    const count = this.loadApplied(plugin)?.entries.length;
-    // Versioned after the read: a file set aside (or replaced) meanwhile is not cached under the old one.
-    const after = fileVersion(join(this.dir, name));
-    if (count !== undefined && after !== undefined && after === version) this.appliedCounts.set(plugin, { version: after, count });
-    else this.appliedCounts.delete(plugin);
-    return count;
+    return this.appliedCounts.count(join(this.dir, `applied-${plugin}.json`), () => this.loadApplied(plugin)?.entries.length);
   }
 
   /** The running totals of the kernel's hit counters (see hit-totals.ts); empty when none were saved. */
@@ -284,22 +270,8 @@ export class StateStore {
   /** Entries as objects (read back, filtered) or as a cycle's columns. */
   saveApplied(set: Omit<AppliedSet, 'entries'> & { entries: readonly AppliedSet['entries'][number][] | AppliedColumns }): void {
     const name = `applied-${set.plugin}.json`;
-    this.appliedCounts.delete(set.plugin);
-    this.writeJson(name, encodeAppliedRecord(set.ts, set.plugin, set.entries));
-    const version = fileVersion(join(this.dir, name));
-    if (version !== undefined) this.appliedCounts.set(set.plugin, { version, count: set.entries.length });
+    this.appliedCounts.writing(join(this.dir, name), set.entries.length, () => this.writeJson(name, encodeAppliedRecord(set.ts, set.plugin, set.entries)));
   }
-}
-
-/** A regular file's identity and version (inode, size, mtime), or undefined when there is no regular file. */
-function fileVersion(path: string): string | undefined {
-  let st: Stats;
-  try {
-    st = lstatSync(path);
-  } catch {
-    return undefined;
-  }
-  return st.isFile() ? `${st.ino}:${st.size}:${st.mtimeMs}` : undefined;
 }
 
 /**

@@ -2,6 +2,7 @@ import { RangeSet, compareCidr, fromNumber, parseCidr, type Cidr } from '../net/
 import { IndicatorMap, type Indicator } from '../feed/indicator.js';
 import type { Scoring } from '../score/decay.js';
 import type { ProtectedSet } from './protect.js';
+import { ScoreEntry } from './score-entry.js';
 
 /**
  * Why an entry is blocked: a manual decision (filter 2), the IPv4-literal host of a URL from the URL
@@ -90,48 +91,6 @@ export function expiryOf(scoring: Scoring, score: number, ts: number, now: numbe
   const age = now - ts;
   const secs = scoring.secondsUntilBelow(score, Math.max(0, age), threshold);
   return secs === null ? null : now + secs + Math.max(0, -age);
-}
-
-/**
- * A score entry as the selection hands it on: up to a million of them live
- * through a cycle, so each holds its network as two numbers and makes its
- * Cidr (with the text) only when asked. A plain object with a Cidr and its
- * text cost ~230 bytes an entry; this ~70. Callers that read `cidr` more than
- * once per entry keep it in a local.
- */
-class ScoreEntry implements SelectedEntry {
-  constructor(
-    readonly start: number,
-    readonly prefix: number,
-    readonly score: number,
-    readonly expiresAt: number | null,
-  ) {}
-
-  get cidr(): Cidr {
-    return fromNumber(this.start, this.prefix);
-  }
-
-  /** The network address and prefix (this object itself: no allocation). */
-  get network(): { readonly start: number; readonly prefix: number } {
-    return this;
-  }
-
-  get reason(): 'score' {
-    return 'score';
-  }
-
-  /** As a plain entry (what JSON and spreads see). */
-  toJSON(): { cidr: Cidr; reason: 'score'; score: number; expiresAt: number | null } {
-    return { cidr: this.cidr, reason: 'score', score: this.score, expiresAt: this.expiresAt };
-  }
-}
-
-/**
- * The network of a selected entry as its two numbers, without making a Cidr
- * (and its text) for a score entry: what a million-entry apply reads.
- */
-export function networkOf(e: SelectedEntry): { readonly start: number; readonly prefix: number } {
-  return e instanceof ScoreEntry ? e.network : e.cidr;
 }
 
 function byIpAscending(a: { cidr: Cidr }, b: { cidr: Cidr }): number {

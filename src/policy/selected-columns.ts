@@ -1,5 +1,6 @@
 import { fromNumber } from '../net/ipv4.js';
-import { networkOf, type Reason, type SelectedEntry } from './select.js';
+import type { Reason, SelectedEntry } from './select.js';
+import { networkOf } from './score-entry.js';
 
 const REASONS: readonly Reason[] = ['score', 'manual', 'url', 'local'];
 const REASON_CODE: Readonly<Record<Reason, number>> = { score: 0, manual: 1, url: 2, local: 3 };

@@ -102,3 +102,21 @@ describe('the record written from a cycle’s columns', () => {
     );
   });
 });
+
+describe('the applied record’s count (the shrink guard’s)', () => {
+  it('follows the file: its own writes, another process’s writes, and a removed record', () => {
+    const { s, dir } = store();
+    const other = new StateStore(dir, pino({ level: 'silent' }));
+    const entries = (n: number) => Array.from({ length: n }, (_, i) => ({ cidr: `192.0.2.${i}`, reason: 'score' as const, expiresAt: null }));
+    expect(s.appliedCount('ipset')).toBeUndefined();
+    expect(s.hasApplied('ipset')).toBe(false);
+    s.saveApplied({ ts: 1, plugin: 'ipset', entries: entries(5) });
+    expect(s.appliedCount('ipset')).toBe(5);
+    expect(other.appliedCount('ipset')).toBe(5); // read from the file
+    other.saveApplied({ ts: 2, plugin: 'ipset', entries: entries(3) }); // a manual sync
+    expect(s.appliedCount('ipset')).toBe(3);
+    rmSync(join(dir, 'applied-ipset.json'));
+    expect(s.appliedCount('ipset')).toBeUndefined();
+    expect(s.hasApplied('ipset')).toBe(false);
+  });
+});
