@@ -11,6 +11,7 @@
 import { execa } from 'execa';
 import { parseArgs } from 'node:util';
 import { renderNftRecreate } from '../src/firewall/nft/text.js';
+import { kernelColumns } from '../src/firewall/entries.js';
 import { iptablesSetRules } from '../src/firewall/xtables/rules.js';
 import { toCidr } from '../src/net/ipv4.js';
 
@@ -51,7 +52,7 @@ async function teardown(): Promise<void> {
 
 type Variant = { name: string; load(): Promise<void>; unload(): Promise<void>; dropped(): Promise<number> };
 
-const entries = [{ cidr: toCidr(BLOCKED)!, timeout: undefined }];
+const entries = kernelColumns([{ cidr: toCidr(BLOCKED)!, timeout: undefined }]);
 const layout = { table: 'wcf_agent', set: 'wcf-blocklist', hooks: ['input' as const], action: 'DROP' as const, logBlocked: false, direction: 'inbound' as const };
 
 function nftVariant(counting: boolean): Variant {

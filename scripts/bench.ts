@@ -42,7 +42,7 @@ import { barChart, formatMs, formatTickMs } from './bench/chart.js';
 import { benchNaive, type NaiveFigure } from './bench/naive.js';
 import { cleanupNow, createBenchNetns, onExit, useBenchNetns } from './bench/netns.js';
 import { log, sizeLabel } from './bench/stats.js';
-import { benchSync, SCORE_THRESHOLD, type SyncFigure } from './bench/sync.js';
+import { benchSync, SCORE_THRESHOLD, useSyncEntry, type SyncFigure } from './bench/sync.js';
 import { benchDaemon, idleCpu, useAgentEntry, type AgentForm, type DaemonFigure, type IdleFigure } from './bench/daemon.js';
 import { benchPeers, type PeerFigure } from './bench/peers.js';
 import { daemonChart, memoryRows, memoryTargets, peerCharts } from './bench/memory-report.js';
@@ -102,7 +102,7 @@ function parseOptions() {
         '       (idle and peers run only when --only names them)\n' +
         '       npm run bench -- --from results/bench.json [--out DIR]   tables and charts again from saved results\n' +
         '       daemon: [--daemon-sizes 10000,100000,1000000] [--daemon-plugins nftables,ipset] [--all-selected-sizes 1000000]\n' +
-        '               [--cycles 3] [--gap-ms 4000] [--agent node|binary] [--entry dist/cli.js (another build, to compare)]\n' +
+        '               [--cycles 3] [--gap-ms 4000] [--agent node|binary] [--entry dist/cli.js (another build, to compare; sync too)]\n' +
         '       idle (opt-in): [--idle-minutes 10]; peers (opt-in, CrowdSec): [--peer-sizes 10000,100000]\n' +
         '--quick = --sizes 10000,100000 --runs 1 --naive-sizes 1000 (flags given explicitly still win)\n',
     );
@@ -162,7 +162,10 @@ async function runGroup(o: Options, group: Group, nsName: string): Promise<Group
   const ns = useBenchNetns(nsName);
   const want = (f: FigureName) => o.only.includes(f);
   const r = emptyResult();
-  if (o.entry) useAgentEntry(o.entry);
+  if (o.entry) {
+    useAgentEntry(o.entry);
+    useSyncEntry(o.entry);
+  }
   if (group === 'sync') {
     const nodeArgs = o.cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${join(o.out, 'prof')}`] : [];
     r.sync = await benchSync({ ns, sizes: o.sizes, incrementalSizes: want('incremental') ? o.incrementalSizes : [], runs: o.runs, nodeArgs });

@@ -8,7 +8,8 @@ import pino from 'pino';
 import { IpsetPlugin } from '../../src/firewall/ipset/plugin.js';
 import { NftablesPlugin } from '../../src/firewall/nft/plugin.js';
 import { normalizeEntries } from '../../src/firewall/entries.js';
-import { ipsetSizing, pushIpsetAdds, renderIpsetCreate } from '../../src/firewall/ipset/text.js';
+import { ipsetSizing, renderIpsetCreate, writeIpsetAdds } from '../../src/firewall/ipset/text.js';
+import { TextBuilder } from '../../src/firewall/text-builder.js';
 import { resolveOverlaps } from '../../src/firewall/nft/overlaps.js';
 import { nftHooks, renderNftRecreate } from '../../src/firewall/nft/text.js';
 import type { CommandRunner, FirewallEntry, FirewallPlugin, PluginOptions } from '../../src/firewall/plugin.js';
@@ -88,10 +89,10 @@ export async function benchApply(o: ApplyBenchOptions): Promise<ApplyResult[]> {
     // plugin is timed (its heap size weighs on the plugin's garbage collection).
     const ipsetText = () => {
       const normalized = normalizeEntries(entries);
-      const lines = [renderIpsetCreate('bench-bare', ipsetSizing(n, normalized.length))];
-      pushIpsetAdds(lines, 'bench-bare', normalized);
-      lines.push('');
-      return lines.join('\n');
+      const t = new TextBuilder();
+      t.str(renderIpsetCreate('bench-bare', ipsetSizing(n, normalized.length))).byte(10);
+      writeIpsetAdds(t, 'bench-bare', normalized);
+      return t.toString();
     };
     const nftText = () =>
       renderNftRecreate(

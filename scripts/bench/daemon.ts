@@ -1,7 +1,7 @@
 /**
  * The daemon as production runs it: `wcf-agent run` (node dist/cli.js with the agent's Node
- * flags, or the single binary) against the simulator in its own process, rules in the
- * benchmark namespace (config `netns`). Memory comes from the agent's own /proc/PID/status:
+ * flags, or the single binary; with the systemd unit's environment) against the simulator in
+ * its own process, rules in the benchmark namespace (config `netns`). Memory comes from the agent's own /proc/PID/status:
  *
  * - `firstCycleMs`: the first cycle's duration as the daemon logs it (a full pull and apply);
  * - `heldMB`: VmRSS half-way between cycles, after each of the first `cycles` cycles (what the
@@ -89,9 +89,23 @@ export interface Daemon {
   stop(): Promise<void>;
 }
 
+/** The environment the systemd unit gives the daemon (its `Environment=` lines), so the bench runs it as production does. */
+export function unitEnvironment(unit = join(ROOT, 'systemd/wcf-agent.service')): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const line of readFileSync(unit, 'utf8').split('\n')) {
+    if (!line.startsWith('Environment=')) continue;
+    for (const pair of line.slice('Environment='.length).trim().split(/\s+/)) {
+      const eq = pair.indexOf('=');
+      if (eq > 0) env[pair.slice(0, eq)] = pair.slice(eq + 1);
+    }
+  }
+  return env;
+}
+
 export function startDaemon(form: AgentForm, configPath: string, minuteMs: number): Daemon {
   const [cmd, args] = agentCommand(form, ['run', '--config', configPath]);
-  const child = spawn(cmd, args, { env: { ...process.env, WCF_LOG_LEVEL: 'info', WCF_AGENT_MINUTE_MS: String(minuteMs) }, stdio: ['ignore', 'ignore', 'pipe'] });
+  const env = { ...process.env, ...unitEnvironment(), WCF_LOG_LEVEL: 'info', WCF_AGENT_MINUTE_MS: String(minuteMs) };
+  const child = spawn(cmd, args, { env, stdio: ['ignore', 'ignore', 'pipe'] });
   const forget = onExit(() => child.kill('SIGKILL'));
   child.once('exit', forget);
   const waiting: Array<{ resolve: (v: { applied: number; ms: number }) => void; reject: (e: Error) => void }> = [];

@@ -23,6 +23,11 @@ import { warmIncrementalCycles } from './warm.js';
 
 const ROOT = join(import.meta.dirname, '../..');
 const CLI = join(ROOT, 'dist/cli.js');
+/** The build `sync --once` runs (`--entry`: another one, to compare two). */
+let cli = CLI;
+export function useSyncEntry(path: string): void {
+  cli = path;
+}
 
 /**
  * The Node flags the agent runs with: those of its shebang (`#!/usr/bin/env -S node FLAGS`),
@@ -94,7 +99,7 @@ function parseSyncOutput(out: string): Record<string, unknown> {
 /** `sync --once` under GNU time: wall time, exit code, outputs, peak RSS. */
 async function timeCli(configPath: string, json: boolean, extraNodeArgs: readonly string[]) {
   const rssFile = join(tmpdir(), `wcf-bench-rss-${process.pid}`);
-  const args = ['-f', '%M', '-o', rssFile, process.execPath, ...agentNodeFlags(), ...extraNodeArgs, CLI, 'sync', '--once', ...(json ? ['--json'] : []), '--config', configPath];
+  const args = ['-f', '%M', '-o', rssFile, process.execPath, ...agentNodeFlags(cli), ...extraNodeArgs, cli, 'sync', '--once', ...(json ? ['--json'] : []), '--config', configPath];
   const t0 = performance.now();
   const { code, stdout, stderr } = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
     // Own process group, so stopping the benchmark kills GNU time, the agent and its commands together.
@@ -252,7 +257,8 @@ export async function benchSync(o: SyncBenchOptions): Promise<SyncFigure[]> {
  * since (score entries leave by their timeout, the last ones within seconds of the apply).
  */
 async function checkKernel(ns: BenchNetns, stateDir: string, n: number, applied: number): Promise<void> {
-  const inKernel = await kernelCount(ns);
+  // The header counts the set's ownership marker element too (see src/firewall/ownership.ts).
+  const inKernel = (await kernelCount(ns)) - 1;
   const now = Date.now() / 1000;
   const saved = JSON.parse(readFileSync(join(stateDir, 'applied-ipset.json'), 'utf8')) as { entries: { expiresAt: number | null }[] };
   if (saved.entries.length !== applied) throw new Error(`sync ${n}: ${applied} reported applied, ${saved.entries.length} in applied-ipset.json`);

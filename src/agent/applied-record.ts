@@ -16,6 +16,9 @@
  * whole, so an upgrade restores what was applied.
  */
 
+import { TextBuilder } from '../firewall/index.js';
+import { AppliedColumns } from './applied-columns.js';
+
 export interface AppliedRecordEntry {
   cidr: string;
   reason: string;
@@ -28,10 +31,14 @@ const NL = 0x0a;
 const CLOSE_BRACKET = 0x5d;
 
 /** The record as UTF-8 chunks, for an atomic write that takes them one after the other. */
-export function* encodeAppliedRecord(ts: number, plugin: string, entries: readonly AppliedRecordEntry[]): Generator<Buffer> {
+export function* encodeAppliedRecord(ts: number, plugin: string, entries: readonly AppliedRecordEntry[] | AppliedColumns): Generator<Buffer> {
   yield Buffer.from(`${JSON.stringify({ ts, plugin }).slice(0, -1)},"entries":[\n`);
   for (let i = 0; i < entries.length; i += ENTRIES_PER_CHUNK) {
     const end = Math.min(entries.length, i + ENTRIES_PER_CHUNK);
+    if (entries instanceof AppliedColumns) {
+      yield columnLines(entries, i, end);
+      continue;
+    }
     let text = '';
     for (let j = i; j < end; j++) {
       const e = entries[j]!;
@@ -41,6 +48,24 @@ export function* encodeAppliedRecord(ts: number, plugin: string, entries: readon
     yield Buffer.from(text);
   }
   yield Buffer.from(']}\n');
+}
+
+/**
+ * Entries [from, to) of columns as the lines above, byte for byte what
+ * JSON.stringify writes for each entry (the CIDR and the reason need no
+ * escaping; a number is written as String(n), as JSON does), without a string
+ * per entry. The builder is a fresh one per chunk: the caller writes it out.
+ */
+function columnLines(c: AppliedColumns, from: number, to: number): Buffer {
+  const t = new TextBuilder((to - from) * 64);
+  for (let j = from; j < to; j++) {
+    t.str('{"cidr":"').cidr(c.starts[j]!, c.prefixes[j]!).str('","reason":"').str(c.reason(j)).str('","expiresAt":');
+    const e = c.expiresAt(j);
+    if (e === null) t.str('null');
+    else t.num(e);
+    t.str(j < c.length - 1 ? '},\n' : '}\n');
+  }
+  return t.toBuffer();
 }
 
 /** The fixed parts of an entry line as the writer makes it. */

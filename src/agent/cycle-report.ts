@@ -5,6 +5,7 @@ import type { Settings } from '../config/server.js';
 import type { PluginName } from '../firewall/index.js';
 import type { Reason, Selection } from '../policy/select.js';
 import { AGENT_VERSION } from '../version.js';
+import { appliedTexts, countByReason, type AppliedList } from './applied-columns.js';
 import type { CycleDeps } from './cycle.js';
 import type { CycleRecord, StateStore } from './state.js';
 
@@ -17,12 +18,6 @@ export interface AppliedEntry {
 
 const NO_SKIPS: Selection['skipped'] = { allowlist: 0, too_wide: 0, whitelist: 0, threshold: 0, cap: 0 };
 
-function countByReason(entries: readonly { reason: Reason }[]): Record<Reason, number> {
-  const out: Record<Reason, number> = { manual: 0, url: 0, score: 0, local: 0 };
-  for (const e of entries) out[e.reason]++;
-  return out;
-}
-
 /** The cycle's record (status, metrics), stored in the state. */
 export function recordCycle(c: {
   state: StateStore;
@@ -30,7 +25,7 @@ export function recordCycle(c: {
   now: number;
   started: number;
   error: WcfError | Error | undefined;
-  current: readonly AppliedEntry[];
+  current: AppliedList;
   skipped: Selection['skipped'] | undefined;
   fullPull: boolean;
   running: boolean;
@@ -59,7 +54,7 @@ export function recordCycle(c: {
 /** Send the state report, unless the record is deleted or the agent is stopping. True when the server stored it. */
 export async function reportCycle(
   deps: Pick<CycleDeps, 'config' | 'api' | 'logger'>,
-  c: { plugin: PluginName; record: CycleRecord; settings: Settings; current: readonly AppliedEntry[]; now: number; error: WcfError | Error | undefined; agentRecord: 'present' | 'deleted' | undefined },
+  c: { plugin: PluginName; record: CycleRecord; settings: Settings; current: AppliedList; now: number; error: WcfError | Error | undefined; agentRecord: 'present' | 'deleted' | undefined },
 ): Promise<boolean> {
   const { logger } = deps;
   if (c.agentRecord === 'deleted') {
@@ -75,7 +70,7 @@ export async function reportCycle(
     hostanme: hostname(),
     plugin: c.plugin,
     code: c.record.code,
-    blacklist: c.current.map((e) => e.cidr),
+    blacklist: appliedTexts(c.current),
     maximum_rules: c.settings.maximum_rules,
     score_threshold: c.settings.score_threshold,
     sync_time: String(c.settings.sync_time),

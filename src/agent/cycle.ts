@@ -5,12 +5,13 @@ import type { AgentConfig } from '../config/load.js';
 import { localSettings } from '../config/local-settings.js';
 import { LOCAL_DEFAULT_SOURCES, resolveSettings, type Settings, type SettingSources } from '../config/server.js';
 import type { ThreatIntelApi } from '../api/threat-intel.js';
-import { timeoutUntil, type ApplyResult, type FirewallEntry, type FirewallPlugin } from '../firewall/index.js';
+import type { ApplyResult, FirewallPlugin } from '../firewall/index.js';
 import { createScoring, type Scoring } from '../score/decay.js';
 import { selectEntries, type SelectedEntry, type Selection } from '../policy/select.js';
 import { selectionWithOverrides } from './overrides-apply.js';
 import { AGENT_VERSION } from '../version.js';
-import { recordCycle, reportCycle, type AppliedEntry } from './cycle-report.js';
+import { recordCycle, reportCycle } from './cycle-report.js';
+import { toApplied, type AppliedList } from './applied-columns.js';
 import { pullAll, type PulledFeeds } from './pull-all.js';
 import { feedItemCap } from '../feed/pull.js';
 import { dropNewlyProtected, liveEntries, localProtectedSet, rememberApiIn } from './protect-applied.js';
@@ -181,11 +182,6 @@ export async function computePlan(deps: Omit<CycleDeps, 'state'> & { state: Plan
   };
 }
 
-/** The selection as firewall entries, with kernel timeouts counted from `now`. */
-export function toFirewallEntries(selection: Selection, now: number): FirewallEntry[] {
-  return selection.entries.map((e) => ({ cidr: e.cidr, timeoutSeconds: timeoutUntil(e.expiresAt, now) }));
-}
-
 export { liveEntries };
 
 /**
@@ -207,19 +203,19 @@ function persistPull({ feeds, ...plan }: PlanResult & { feeds: PulledFeeds }, st
 }
 
 /** The cycle's firewall step: the shrink guard, then apply the selection (or flush when running is off). */
-async function enforce(deps: CycleDeps, plugin: FirewallPlugin, plan: PlanResult, now: number): Promise<{ apply?: ApplyResult; entries: AppliedEntry[] }> {
+async function enforce(deps: CycleDeps, plugin: FirewallPlugin, plan: PlanResult, now: number): Promise<{ apply?: ApplyResult; entries: AppliedList }> {
   const { config, state, logger } = deps;
   if (!plan.settings.running) {
     logger.info('running is disabled in the stored configuration: removing the agent rules, still syncing and reporting');
     await plugin.flush();
     return { entries: [] };
   }
-  const last = state.loadApplied(plugin.name);
+  const lastCount = state.appliedCount(plugin.name);
   // Entries as counted when applied, not filtered by the clock: after a forward clock step every
   // timed entry looks expired, and a guard comparing against 0 would let an emptied feed through.
   const verdict = deps.force
     ? { allow: true, pending: undefined }
-    : checkShrink(last?.entries.length ?? 0, plan.selection.entries.length, config.shrink_guard_ratio, state.small.pendingShrink, now);
+    : checkShrink(lastCount ?? 0, plan.selection.entries.length, config.shrink_guard_ratio, state.small.pendingShrink, now);
   state.update({ pendingShrink: verdict.pending });
   if (!verdict.allow) throw new GuardError(verdict.message!);
   if ('message' in verdict && verdict.message) logger.warn(verdict.message);
@@ -228,10 +224,10 @@ async function enforce(deps: CycleDeps, plugin: FirewallPlugin, plan: PlanResult
   // and the next cycle saw every timeout as changed), and an entry whose expiry passed during
   // the pull is left out (the kernel would drop it within the second anyway).
   const applyAt = (deps.now ?? epochNow)();
-  const selected = { ...plan.selection, entries: plan.selection.entries.filter((e) => e.expiresAt === null || e.expiresAt > applyAt) };
+  const { firewall, applied } = toApplied(plan.selection.entries, applyAt);
   // The set is sized for the maximum_rules in force (the server's), not config.json's.
-  const apply = await plugin.apply(toFirewallEntries(selected, applyAt), { capacity: plan.settings.maximum_rules, appliedBefore: last !== undefined });
-  return { apply, entries: selected.entries.map((e) => ({ cidr: e.cidr.text, reason: e.reason, expiresAt: e.expiresAt })) };
+  const apply = await plugin.apply(firewall, { capacity: plan.settings.maximum_rules, appliedBefore: lastCount !== undefined });
+  return { apply, entries: applied };
 }
 
 /** Record what the apply left marked as the agent's (cleared when running is off and the objects were flushed). */
@@ -263,7 +259,7 @@ export async function runCycle(deps: CycleDeps, plugin: FirewallPlugin): Promise
   const now = (deps.now ?? epochNow)();
   let plan: PlanResult | undefined;
   let fullPull = false;
-  let enforced: { apply?: ApplyResult; entries: AppliedEntry[] } | undefined;
+  let enforced: { apply?: ApplyResult; entries: AppliedList } | undefined;
   let error: WcfError | Error | undefined;
   let agentRecord: 'present' | 'deleted' | undefined;
   let saveCache: (() => void) | undefined;

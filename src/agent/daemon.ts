@@ -17,6 +17,7 @@ import { FastPath } from './fast-path.js';
 import { markDaemon, unmarkDaemon } from './daemon-presence.js';
 import { restoreWithOverrides } from './overrides-apply.js';
 import { AppliedMemory } from './applied-memory.js';
+import { releaseCycleMemory } from './release-memory.js';
 import { Watcher } from './watcher.js';
 
 export interface DaemonParts {
@@ -102,7 +103,8 @@ export class Daemon {
     const random = opts.random ?? Math.random;
     this.scheduler = new Scheduler({
       logger: this.logger,
-      run: () => this.cycle(),
+      // Once the cycle's frame is gone: what it left (its plan included) is then garbage.
+      run: () => this.cycle().finally(releaseCycleMemory),
       delayAfter: (ok) =>
         nextCycleDelayMs({
           ok,

@@ -29,9 +29,11 @@ export interface DecisionPollDeps {
  * cycle (or poll) applied, the last selection is rebased on them and applied
  * with the local overrides, through the protected set, without pulling the
  * score feed. The caller holds the agent lock and the daemon's writer.
- * Answers the new base when something was applied, else undefined.
+ * Answers the new base when something was applied, else undefined. `base` is asked for only
+ * then (the daemon keeps it as columns: a million entries made into objects at every poll
+ * would be hundreds of MB of garbage).
  */
-export async function pollDecisions(deps: DecisionPollDeps, base: readonly SelectedEntry[], now: number): Promise<SelectedEntry[] | undefined> {
+export async function pollDecisions(deps: DecisionPollDeps, base: () => readonly SelectedEntry[], now: number): Promise<SelectedEntry[] | undefined> {
   const { config, api, state, logger, settings } = deps;
   const previous = loadDecisionsCache(state.dir, logger);
   // Nothing to rebase on before the first successful cycle, which pulls the decisions itself.
@@ -49,7 +51,7 @@ export async function pollDecisions(deps: DecisionPollDeps, base: readonly Selec
   if (sameDecisions(previous.manualBlocks, manual.items) && sameDecisions(previous.whitelist, white.items)) return undefined;
   const protectedSet = await localProtectedSet(config, state, logger, { offline: true });
   const next = rebaseOnDecisions({
-    base,
+    base: base(),
     manualBlocks: manual.items.values(),
     whitelist: white.items.values(),
     protectedSet,

@@ -2,6 +2,7 @@ import { errorMessage, LockHeldError, type WcfError } from '../errors.js';
 import type { Settings } from '../config/server.js';
 import type { Logger } from '../log.js';
 import type { SelectedEntry } from '../policy/select.js';
+import { SelectedColumns } from '../policy/selected-columns.js';
 import { listenControl, type ControlServer } from './control-socket.js';
 import type { CycleOutcome } from './cycle.js';
 import type { DaemonParts } from './daemon.js';
@@ -31,7 +32,8 @@ export interface FastPathOptions {
  * selection without overrides (`base`).
  */
 export class FastPath {
-  private base: SelectedEntry[] | undefined;
+  /** Kept as columns between cycles (a million entries as objects would cost ~200 MB); entries again when used. */
+  private base: SelectedColumns | undefined;
   private control: ControlServer | undefined;
   private pollTimer: NodeJS.Timeout | undefined;
   private expiryTimer: NodeJS.Timeout | undefined;
@@ -62,7 +64,7 @@ export class FastPath {
    * shrink guard held back, or whose apply failed, must not reach the kernel through an override.
    */
   onCycle(outcome: CycleOutcome): void {
-    if (outcome.plan && outcome.apply) this.base = outcome.plan.base;
+    if (outcome.plan && outcome.apply) this.base = SelectedColumns.of(outcome.plan.base);
     this.armExpiry();
   }
 
@@ -95,11 +97,11 @@ export class FastPath {
   }
 
   private currentBase(now: number): SelectedEntry[] {
-    if (!this.base) {
-      const { state, plugin } = this.o.parts();
-      this.base = baseFromApplied(state.loadApplied(plugin.name), now);
-    }
-    return this.base;
+    if (this.base) return this.base.toEntries();
+    const { state, plugin } = this.o.parts();
+    const base = baseFromApplied(state.loadApplied(plugin.name), now);
+    this.base = SelectedColumns.of(base);
+    return base;
   }
 
   /** Re-apply when the next local allow ends, so what it held out is blocked again at once. */
@@ -135,9 +137,9 @@ export class FastPath {
       const now = Math.floor(Date.now() / 1000);
       try {
         const next = await withLock(parts.config.state_dir, () =>
-          pollDecisions({ ...parts, logger: this.o.logger, settings: this.o.settings() }, this.currentBase(now), now),
+          pollDecisions({ ...parts, logger: this.o.logger, settings: this.o.settings() }, () => this.currentBase(now), now),
         );
-        if (next) this.base = next;
+        if (next) this.base = SelectedColumns.of(next);
       } catch (err) {
         // The next poll or cycle tries again; a failing API is the cycle's to report.
         this.o.logger.debug({ code: (err as WcfError).code }, `decision poll failed: ${errorMessage(err)}`);

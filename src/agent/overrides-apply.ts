@@ -97,7 +97,7 @@ export async function applyLocal(deps: LocalApplyDeps, base: readonly SelectedEn
   const { kept, removed } = filterProtected(merged.entries, protectedSet, (e) => e.cidr);
   logRemoved(logger, removed.map((r) => ({ entry: toApplied(r.entry), member: r.member })), 'local apply');
   const live = kept.filter((e) => e.expiresAt === null || e.expiresAt > now);
-  const appliedBefore = state.loadApplied(plugin.name) !== undefined;
+  const appliedBefore = state.appliedCount(plugin.name) !== undefined;
   const apply = await plugin.apply(
     live.map((e) => ({ cidr: e.cidr, timeoutSeconds: timeoutUntil(e.expiresAt, now) })),
     { capacity: settings.maximum_rules, appliedBefore },

@@ -22,12 +22,13 @@ export async function reassertMissing(
   logger: Logger,
   now: number,
 ): Promise<ApplyResult | undefined> {
-  if (!settings.running) return undefined;
-  const last = state.loadApplied(plugin.name);
-  if (!last) return undefined;
+  if (!settings.running || !state.hasApplied(plugin.name)) return undefined;
   try {
     const missing = (await plugin.objects()).filter((o) => o.state === 'absent').map((o) => o.what);
     if (missing.length === 0) return undefined;
+    // Read only now: at a million entries the record is a million objects, needed only for a repair.
+    const last = state.loadApplied(plugin.name);
+    if (!last) return undefined;
     // Through the protected set as it is now, like every other write: an address that became
     // protected since the last apply (the API moved to it, an allowlist edit) does not come back.
     const { kept, removed } = filterApplied(last, await protectedSet, now);

@@ -8,6 +8,8 @@ import { toCidr } from '../net/ipv4.js';
 import type { Settings, SettingSources } from '../config/server.js';
 import type { Reason, SkipReason } from '../policy/select.js';
 import { decodeAppliedRecord, encodeAppliedRecord } from './applied-record.js';
+import type { AppliedColumns } from './applied-columns.js';
+import { AppliedCounts, fileVersion } from './applied-count.js';
 import { writeFileAtomic } from './atomic-file.js';
 import { readStateFile, UnsafeStateFile } from './state-file.js';
 import type { LastKnownApi } from './protected.js';
@@ -112,6 +114,8 @@ export class StateStore {
   readonly dir: string;
   private readonly logger: Logger;
   private smallState: SmallState;
+  /** Entries of each applied record as last read or written here, with the file version they belong to. */
+  private readonly appliedCounts = new AppliedCounts();
 
   constructor(dir: string, logger: Logger) {
     this.dir = dir;
@@ -244,6 +248,16 @@ export class StateStore {
     return { ts: raw.ts, plugin: String(raw.plugin), entries };
   }
 
+  /** Whether an applied record is there (not whether it is readable: loadApplied says that). */
+  hasApplied(plugin: string): boolean {
+    return fileVersion(join(this.dir, `applied-${plugin}.json`)) !== undefined;
+  }
+
+  /** How many entries the applied record holds (the shrink guard's count; see AppliedCounts), or undefined when there is none. */
+  appliedCount(plugin: string): number | undefined {
+    return this.appliedCounts.count(join(this.dir, `applied-${plugin}.json`), () => this.loadApplied(plugin)?.entries.length);
+  }
+
   /** The running totals of the kernel's hit counters (see hit-totals.ts); empty when none were saved. */
   loadHitTotals(): HitTotals {
     return parseHitTotals(this.readJson(HIT_TOTALS_FILE));
@@ -253,8 +267,10 @@ export class StateStore {
     this.writeJson(HIT_TOTALS_FILE, { v: 1, entries: totals });
   }
 
-  saveApplied(set: AppliedSet): void {
-    this.writeJson(`applied-${set.plugin}.json`, encodeAppliedRecord(set.ts, set.plugin, set.entries));
+  /** Entries as objects (read back, filtered) or as a cycle's columns. */
+  saveApplied(set: Omit<AppliedSet, 'entries'> & { entries: readonly AppliedSet['entries'][number][] | AppliedColumns }): void {
+    const name = `applied-${set.plugin}.json`;
+    this.appliedCounts.writing(join(this.dir, name), set.entries.length, () => this.writeJson(name, encodeAppliedRecord(set.ts, set.plugin, set.entries)));
   }
 }
 

@@ -150,11 +150,12 @@ export class Watcher {
   /** Repairs what the cheap check finds missing; answers the wait when the flapping guard holds the repair back. */
   private async repairIfNeeded(changes: readonly RulesetChange[]): Promise<number | undefined> {
     const { plugin, memory, logger } = this.opts;
-    const last = memory.entriesNow(Date.now());
-    if (!last || this.stopped) return; // nothing applied by this process yet: the cycle installs
+    // Counted on the remembered columns: this runs every few seconds, and a million entries
+    // made into objects each time was hundreds of MB of garbage between cycles.
+    const lasting = memory.lastingCount(Date.now(), ENTRY_SLACK_S);
+    if (lasting === undefined || this.stopped) return; // nothing applied by this process yet: the cycle installs
     const checked = await plugin.check!();
     const missing = [...checked.missing];
-    const lasting = last.entries.filter((e) => e.timeoutSeconds === undefined || e.timeoutSeconds > ENTRY_SLACK_S).length;
     // The header count only tells a set emptied (ipset flush) from one that is not; smaller
     // differences (entries left out by the protected filter, timeouts a second apart) are the cycle's.
     const emptied = checked.entries !== undefined && checked.entries < lasting * EMPTIED_RATIO;
@@ -175,16 +176,17 @@ export class Watcher {
       return wait;
     }
     let result: ApplyResult | undefined;
-    let now = last;
+    let now: { entries: FirewallEntry[]; capacity: number } | undefined;
     await this.opts.locked(async () => {
-      // Taken again now: the remaining timeouts as of the write, never longer.
-      now = memory.entriesNow(Date.now()) ?? last;
+      // Taken now: the remaining timeouts as of the write, never longer.
+      now = memory.entriesNow(Date.now());
+      if (!now) return; // flushed meanwhile (running turned off): nothing to put back
       // A fresh read for this apply: a read the last cycle started (before the removal) must not stand for the kernel now.
       plugin.prefetch?.();
       const entries = await this.opts.protect(now.entries);
       result = await plugin.apply(entries, { capacity: now.capacity, appliedBefore: true, callerLogsRepairs: true });
     });
-    if (!result) return undefined;
+    if (!result || !now) return undefined;
     const at = Date.now();
     if (result.repaired.length === 0 && result.mode === 'none') {
       // Put back in the meantime (by the other tool itself): nothing was repaired.

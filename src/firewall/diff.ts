@@ -1,6 +1,5 @@
-import { toCidr } from '../net/ipv4.js';
 import { CidrIndex } from '../net/cidr-index.js';
-import type { KernelEntry } from './entries.js';
+import { EntryColumns } from './entry-columns.js';
 
 /**
  * A kernel timeout is "the same" as the wanted one within this many seconds.
@@ -27,10 +26,10 @@ export const DELTA_MAX_CHANGES = 500_000;
 export const DELTA_MAX_RATIO = 0.5;
 
 export interface EntryDiff {
-  /** New entries and entries whose timeout changes (to be (re-)added with the wanted timeout). */
-  readonly add: KernelEntry[];
-  /** CIDRs present now and not wanted. */
-  readonly del: string[];
+  /** New entries and entries whose timeout changes (to be (re-)added with the wanted timeout), in wanted order. */
+  readonly add: EntryColumns;
+  /** Entries present now and not wanted, in the kernel's order. */
+  readonly del: EntryColumns;
   readonly added: number;
   readonly updated: number;
   readonly removed: number;
@@ -41,61 +40,63 @@ export function timeoutsDiffer(current: number | undefined, wanted: number | und
   return Math.abs(current - wanted) > TIMEOUT_TOLERANCE_S;
 }
 
+/** The same test on columns' values (NaN = no timeout). */
+function differs(current: number, wanted: number): boolean {
+  const cn = Number.isNaN(current);
+  const wn = Number.isNaN(wanted);
+  if (cn || wn) return cn !== wn;
+  return Math.abs(current - wanted) > TIMEOUT_TOLERANCE_S;
+}
+
+const SAME = 1;
+const CHANGED = 2;
+
 /**
- * Compare the kernel's entries (CIDR -> remaining seconds) with the wanted ones (distinct CIDRs).
+ * Compare the kernel's entries (remaining seconds) with the wanted ones (distinct networks), both
+ * as columns, by network address and prefix (a typed hash over the wanted ones: no string per entry).
  * `readAgeS`: seconds since the kernel was read (a read made while the API calls ran); the
  * remaining times have run down by that much since, and are compared as they are now.
  */
-export function diffEntries(current: ReadonlyMap<string, number | undefined>, wanted: readonly KernelEntry[], readAgeS = 0): EntryDiff {
-  if (current.size === 0) {
+export function diffEntries(current: EntryColumns, wanted: EntryColumns, readAgeS = 0): EntryDiff {
+  if (current.length === 0) {
     // First fill: everything is new (no bookkeeping needed for a million entries).
-    return { add: [...wanted], del: [], added: wanted.length, updated: 0, removed: 0 };
+    return { add: wanted, del: new EntryColumns(1), added: wanted.length, updated: 0, removed: 0 };
   }
-  const add: KernelEntry[] = [];
-  const del: string[] = [];
-  let added = 0;
-  let updated = 0;
-  let matched = 0;
-  for (const e of wanted) {
-    const key = e.cidr.text;
-    const remaining = current.get(key);
-    if (remaining === undefined && !current.has(key)) {
-      add.push(e);
-      added++;
+  const index = new CidrIndex(wanted.length);
+  for (let i = 0; i < wanted.length; i++) index.add(wanted.starts[i]!, wanted.prefixes[i]!, i);
+  // Per wanted entry: 0 = not in the kernel, SAME, or CHANGED (its timeout differs).
+  const seen = new Uint8Array(wanted.length);
+  const del = new EntryColumns(1024);
+  for (let i = 0; i < current.length; i++) {
+    const start = current.starts[i]!;
+    const prefix = current.prefixes[i]!;
+    const j = index.get(start, prefix);
+    if (j === -1) {
+      del.push(start, prefix, undefined);
       continue;
     }
-    matched++;
-    if (timeoutsDiffer(remaining === undefined ? undefined : remaining - readAgeS, e.timeout)) {
-      add.push(e);
-      updated++;
-    }
+    if (seen[j] !== 0) continue; // listed twice: the first one decides
+    seen[j] = differs(current.timeouts[i]! - readAgeS, wanted.timeouts[j]!) ? CHANGED : SAME;
   }
-  if (matched < current.size) {
-    // Kernel keys are canonical text, so nearly every kept key is found by its text
-    // (whose hash the lookups above already computed); only the others are parsed
-    // and looked up by network, which is what decides.
-    const wantedTexts = new Set<string>();
-    for (const e of wanted) wantedTexts.add(e.cidr.text);
-    let index: CidrIndex | undefined;
-    for (const key of current.keys()) {
-      if (wantedTexts.has(key)) continue;
-      if (!index) {
-        index = new CidrIndex(wanted.length);
-        for (let i = 0; i < wanted.length; i++) index.add(wanted[i]!.cidr.start, wanted[i]!.cidr.prefix, i);
-      }
-      const c = toCidr(key);
-      if (!c || index.get(c.start, c.prefix) === -1) del.push(key);
-    }
+  const add = new EntryColumns(1024);
+  let added = 0;
+  let updated = 0;
+  for (let j = 0; j < wanted.length; j++) {
+    const s = seen[j]!;
+    if (s === SAME) continue;
+    if (s === 0) added++;
+    else updated++;
+    add.push(wanted.starts[j]!, wanted.prefixes[j]!, wanted.timeoutAt(j));
   }
   return { add, del, added, updated, removed: del.length };
 }
 
-export function changeCount(d: EntryDiff): number {
+export function changeCount(d: Pick<EntryDiff, 'added' | 'updated' | 'removed'>): number {
   return d.added + d.updated + d.removed;
 }
 
 /** `none` when nothing changes, `full` for first fills, forced rebuilds and large changes, else `delta`. */
-export function chooseMode(d: EntryDiff, currentSize: number, wantedSize: number, forceFull: boolean): 'full' | 'delta' | 'none' {
+export function chooseMode(d: Pick<EntryDiff, 'added' | 'updated' | 'removed'>, currentSize: number, wantedSize: number, forceFull: boolean): 'full' | 'delta' | 'none' {
   const changes = changeCount(d);
   if (forceFull) return 'full';
   if (changes === 0) return 'none';

@@ -5,11 +5,13 @@ import type { Logger } from 'pino';
 import { FirewallError, errorMessage } from '../errors.js';
 import { directionHooks } from './direction.js';
 import { diffEntries } from './diff.js';
-import { normalizeEntries, sortCidrTexts, type KernelEntry } from './entries.js';
-import { ipsetSizing, parseIpsetSave, pushIpsetAdds, renderIpsetCreate } from './ipset/text.js';
+import { columnsToMap, listingColumns, normalizeEntries, sortCidrTexts } from './entries.js';
+import type { EntryColumns, FirewallEntries } from './entry-columns.js';
+import { ipsetSizing, parseIpsetSave, renderIpsetCreate, writeIpsetAdds } from './ipset/text.js';
 import { resolveOverlaps } from './nft/overlaps.js';
-import { nftLayout, parseNftScriptElements, pushNftTable } from './nft/text.js';
-import type { ApplyOptions, ApplyResult, DropCounters, FirewallEntry, FirewallPlugin, HitCounter, OwnedObject, PluginOptions } from './plugin.js';
+import { nftLayout, parseNftScriptElements, writeNftTable } from './nft/text.js';
+import { TextBuilder } from './text-builder.js';
+import type { ApplyOptions, ApplyResult, DropCounters, FirewallPlugin, HitCounter, OwnedObject, PluginOptions } from './plugin.js';
 import { iptablesSetRules } from './xtables/rules.js';
 
 /** Where dry-run writes when the options name no file. */
@@ -40,29 +42,27 @@ export class DryRunPlugin implements FirewallPlugin {
     this.log = options.logger;
   }
 
-  private render(entries: readonly KernelEntry[], now: number, capacity: number): string {
+  private render(entries: EntryColumns, now: number, capacity: number): string {
     const { names } = this.options;
-    const out: string[] = [
-      `# wcf-agent dry-run ${new Date(now * 1000).toISOString()} (epoch ${now}): ${entries.length} entries, nothing applied to the kernel`,
-    ];
+    const t = new TextBuilder();
+    const line = (text: string) => t.str(text).byte(10);
+    line(`# wcf-agent dry-run ${new Date(now * 1000).toISOString()} (epoch ${now}): ${entries.length} entries, nothing applied to the kernel`);
     if (this.format === 'nft') {
-      out.push(`add table inet ${names.tableName}`, `delete table inet ${names.tableName}`);
-      pushNftTable(
-        out,
-        nftLayout(this.options),
-        entries,
-      );
+      line(`add table inet ${names.tableName}`);
+      line(`delete table inet ${names.tableName}`);
+      writeNftTable(t, nftLayout(this.options), entries);
+      t.byte(10);
     } else {
       const direction = this.options.direction ?? 'both';
-      out.push('# iptables rules that would use the set (iptables-restore --noflush, table filter):');
-      out.push(`#   :${names.chainName} - [0:0]`);
-      for (const r of iptablesSetRules(names.chainName, names.setName, this.options.action, this.options.logBlocked, direction)) out.push(`#   ${r}`);
-      for (const h of directionHooks(this.options.hookChains, direction)) out.push(`#   -I ${h} 1 -j ${names.chainName}`);
-      out.push(`${renderIpsetCreate(names.setName, ipsetSizing(capacity, entries.length))} -exist`, `flush ${names.setName}`);
-      pushIpsetAdds(out, names.setName, entries);
+      line('# iptables rules that would use the set (iptables-restore --noflush, table filter):');
+      line(`#   :${names.chainName} - [0:0]`);
+      for (const r of iptablesSetRules(names.chainName, names.setName, this.options.action, this.options.logBlocked, direction)) line(`#   ${r}`);
+      for (const h of directionHooks(this.options.hookChains, direction)) line(`#   -I ${h} 1 -j ${names.chainName}`);
+      line(`${renderIpsetCreate(names.setName, ipsetSizing(capacity, entries.length))} -exist`);
+      line(`flush ${names.setName}`);
+      writeIpsetAdds(t, names.setName, entries);
     }
-    out.push('');
-    return out.join('\n');
+    return t.toString();
   }
 
   /** What the last write held: CIDR -> seconds left now (undefined = permanent). */
@@ -79,7 +79,7 @@ export class DryRunPlugin implements FirewallPlugin {
         throw new FirewallError(`cannot read dry-run output ${this.output}: ${errorMessage(err)}`, { cause: err });
       }
     }
-    const entries = this.format === 'nft' ? parseNftScriptElements(text) : parseIpsetSave(text, this.options.names.setName).entries;
+    const entries = this.format === 'nft' ? parseNftScriptElements(text) : columnsToMap(parseIpsetSave(text, this.options.names.setName).entries);
     // Timeouts in the file count from when it was written.
     const written = Number(HEADER_RE.exec(text)?.[1] ?? NaN);
     const elapsed = Number.isFinite(written) ? Math.max(0, Math.floor(Date.now() / 1000) - written) : 0;
@@ -107,11 +107,11 @@ export class DryRunPlugin implements FirewallPlugin {
     }
   }
 
-  async apply(entries: readonly FirewallEntry[], options: ApplyOptions): Promise<ApplyResult> {
+  async apply(entries: FirewallEntries, options: ApplyOptions): Promise<ApplyResult> {
     const normalized = normalizeEntries(entries);
     const wanted = this.format === 'nft' ? resolveOverlaps(normalized) : normalized;
     const previous = await this.readBack();
-    const diff = diffEntries(previous, wanted);
+    const diff = diffEntries(listingColumns(previous), wanted);
     const now = Math.floor(Date.now() / 1000);
     const text = this.render(wanted, now, options.capacity);
     await this.write(text);

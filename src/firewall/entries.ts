@@ -1,7 +1,7 @@
 import { FirewallError } from '../errors.js';
 import { CidrIndex } from '../net/cidr-index.js';
 import { compareCidr, toCidr, type Cidr } from '../net/ipv4.js';
-import type { FirewallEntry } from './plugin.js';
+import { asColumns, EntryColumns, type FirewallEntries } from './entry-columns.js';
 
 /**
  * Entries as every backend hands them to the kernel: validated, de-duplicated,
@@ -39,30 +39,67 @@ export function kernelTimeout(seconds: number | undefined): number | undefined {
 
 /**
  * De-duplicate entries (input order kept) and turn their timeouts into
- * kernel seconds. For duplicates the longest timeout wins (permanent beats
- * any timeout). The CIDRs were parsed at the edge, so only canonical text can
- * reach a restore script; a NaN timeout throws FirewallError before any
- * command runs.
+ * kernel seconds (NaN = permanent). For duplicates the longest timeout wins
+ * (permanent beats any timeout). The CIDRs were parsed at the edge, so only
+ * canonical networks can reach a restore script; a NaN timeout throws
+ * FirewallError before any command runs. Columns in, columns out: no object
+ * per entry.
  */
-export function normalizeEntries(entries: readonly FirewallEntry[]): KernelEntry[] {
-  const out: KernelEntry[] = [];
-  const index = new CidrIndex(entries.length);
-  for (let i = 0; i < entries.length; i++) {
-    const e = entries[i]!;
-    const cidr = e.cidr;
-    let timeout: number | undefined;
-    try {
-      timeout = kernelTimeout(e.timeoutSeconds);
-    } catch {
-      throw new FirewallError(`refusing to apply entry ${i} (${cidr.text}): timeout is not a number`);
-    }
-    const prev = index.add(cidr.start, cidr.prefix, out.length);
-    if (prev === -1) out.push({ cidr, timeout });
+export function normalizeEntries(input: FirewallEntries): EntryColumns {
+  const entries = asColumns(input);
+  const n = entries.length;
+  const out = new EntryColumns(n);
+  const index = new CidrIndex(n);
+  const { starts, prefixes, timeouts } = entries;
+  for (let i = 0; i < n; i++) {
+    const start = starts[i]!;
+    const prefix = prefixes[i]!;
+    const t = timeouts[i]!;
+    const timeout = Number.isNaN(t) ? NaN : kernelSeconds(t);
+    const prev = index.add(start, prefix, out.length);
+    if (prev === -1) out.push(start, prefix, Number.isNaN(timeout) ? undefined : timeout);
     else {
-      const p = out[prev]!;
-      if (p.timeout !== undefined && (timeout === undefined || timeout > p.timeout)) out[prev] = { cidr: p.cidr, timeout };
+      const p = out.timeouts[prev]!;
+      if (!Number.isNaN(p) && (Number.isNaN(timeout) || timeout > p)) out.timeouts[prev] = timeout;
     }
   }
+  return out;
+}
+
+/** kernelTimeout for a number (not NaN: EntryColumns refuses NaN timeouts when it is built). */
+function kernelSeconds(seconds: number): number {
+  if (seconds >= MAX_KERNEL_TIMEOUT_S) return MAX_KERNEL_TIMEOUT_S;
+  return seconds <= 1 ? 1 : Math.ceil(seconds);
+}
+
+/** Kernel entries as objects (the backends whose sets are small: iptables, the nft overlap split). */
+export function kernelList(cols: EntryColumns): KernelEntry[] {
+  const out: KernelEntry[] = [];
+  for (let i = 0; i < cols.length; i++) out.push({ cidr: cols.cidr(i), timeout: cols.timeoutAt(i) });
+  return out;
+}
+
+/** Kernel entries as columns. */
+export function kernelColumns(list: Iterable<KernelEntry>, count = 16): EntryColumns {
+  const out = new EntryColumns(count);
+  for (const e of list) out.push(e.cidr.start, e.cidr.prefix, e.timeout);
+  return out;
+}
+
+/** A kernel listing (CIDR text -> remaining seconds) as columns; entries that are not canonical CIDRs are left out. */
+export function listingColumns(listing: ReadonlyMap<string, number | undefined>): EntryColumns {
+  const out = new EntryColumns(listing.size);
+  for (const [text, t] of listing) {
+    const c = toCidr(text);
+    if (c) out.push(c.start, c.prefix, t);
+  }
+  return out;
+}
+
+/** Columns as CIDR text -> seconds (undefined = none): what listTimeouts answers. */
+export function columnsToMap(cols: EntryColumns): Map<string, number | undefined> {
+  const out = new Map<string, number | undefined>();
+  for (let i = 0; i < cols.length; i++) out.set(cols.text(i), cols.timeoutAt(i));
   return out;
 }
 

@@ -20,11 +20,11 @@ export function formatCommand(file: string, args: readonly string[]): string {
   return [file, ...args].map((a) => (/^[A-Za-z0-9_@%+=:,./-]+$/.test(a) ? a : `'${a.replace(/'/g, `'\\''`)}'`)).join(' ');
 }
 
-function countLines(text: string): number {
+function countLines(text: string | Buffer): number {
   let n = 0;
   let i = -1;
   while ((i = text.indexOf('\n', i + 1)) !== -1) n++;
-  return text.length > 0 && !text.endsWith('\n') ? n + 1 : n;
+  return text.length > 0 && text.lastIndexOf('\n') !== text.length - 1 ? n + 1 : n;
 }
 
 /** The command prefix that runs a firewall command inside network namespace `netns` (none: the host's own). */
@@ -82,7 +82,7 @@ export function stderrMatches(err: unknown, pattern: RegExp): boolean {
  * "Error occurred at line: 3") to a FirewallError, so the message names the
  * entry, not just a line number in a million-line script.
  */
-export function withFailingLine(err: unknown, input: string, pattern: RegExp): unknown {
+export function withFailingLine(err: unknown, input: string | Buffer, pattern: RegExp): unknown {
   if (!(err instanceof FirewallError)) return err;
   const m = pattern.exec(err.stderr ?? '');
   const n = m ? Number(m[1]) : NaN;
@@ -94,7 +94,8 @@ export function withFailingLine(err: unknown, input: string, pattern: RegExp): u
   }
   if (start === -1) return err;
   const end = input.indexOf('\n', start);
-  const line = input.slice(start, end === -1 ? undefined : end).slice(0, 200);
+  const stop = end === -1 ? input.length : end;
+  const line = (typeof input === 'string' ? input.slice(start, stop) : input.toString('utf8', start, stop)).slice(0, 200);
   return new FirewallError(`${err.message} (input line ${n}: ${JSON.stringify(line)})`, {
     command: err.command,
     stderr: err.stderr,

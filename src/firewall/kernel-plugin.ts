@@ -1,7 +1,8 @@
 import type { Logger } from 'pino';
 import type { EntryDiff } from './diff.js';
 import { Serial } from './exec.js';
-import type { ApplyOptions, ApplyResult, FirewallEntry } from './plugin.js';
+import type { ApplyOptions, ApplyResult } from './plugin.js';
+import type { FirewallEntries } from './entry-columns.js';
 
 /**
  * What one apply found missing or altered. Creations on a first install (no
@@ -36,7 +37,7 @@ export abstract class KernelPlugin {
 
   constructor(protected readonly log: Logger) {}
 
-  apply(entries: readonly FirewallEntry[], options: ApplyOptions): Promise<ApplyResult> {
+  apply(entries: FirewallEntries, options: ApplyOptions): Promise<ApplyResult> {
     return this.serial.run(() => this.applyNow(entries, options));
   }
 
@@ -44,7 +45,7 @@ export abstract class KernelPlugin {
     return this.serial.run(() => this.flushNow());
   }
 
-  protected abstract applyNow(entries: readonly FirewallEntry[], options: ApplyOptions): Promise<ApplyResult>;
+  protected abstract applyNow(entries: FirewallEntries, options: ApplyOptions): Promise<ApplyResult>;
   protected abstract flushNow(): Promise<void>;
 
   /** Start an apply's repair list; `nothingExists`: none of the agent's objects is in the kernel. */
@@ -53,7 +54,7 @@ export abstract class KernelPlugin {
   }
 
   /** Log the apply's outcome (created / repaired / changed) and build its result. */
-  protected done(repairs: Repairs, created: { what: string; fields: object; owned: readonly string[] }, diff: EntryDiff, mode: ApplyResult['mode'], size: number): ApplyResult {
+  protected done(repairs: Repairs, created: { what: string; fields: object; owned: readonly string[] }, diff: Pick<EntryDiff, 'added' | 'updated' | 'removed'>, mode: ApplyResult['mode'], size: number): ApplyResult {
     this.appliedOnce = true;
     if (repairs.fresh) this.log.info(created.fields, `created ${created.what}`);
     if (repairs.list.length > 0 && !repairs.callerLogs) this.log.warn({ repaired: repairs.list }, 'firewall objects were missing or altered and have been re-created');

@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { Cidr } from '../net/ipv4.js';
 import type { Direction, Side } from './direction.js';
+import type { FirewallEntries } from './entry-columns.js';
 
 /**
  * The firewall plugin interface: everything code outside src/firewall/ may ask
@@ -34,7 +35,7 @@ export interface OwnedNames {
 
 /** Runs one command with an argument array and optional stdin. Never a shell. */
 export interface CommandRunner {
-  run(file: string, args: readonly string[], options?: { input?: string }): Promise<{ stdout: string; stderr: string }>;
+  run(file: string, args: readonly string[], options?: { input?: string | Buffer }): Promise<{ stdout: string; stderr: string }>;
 }
 
 export interface PluginOptions {
@@ -122,9 +123,10 @@ export interface FirewallPlugin {
    * on failure the previously applied set stays in place and a FirewallError
    * is thrown. Creates and repairs owned objects as needed. This is also the
    * entry point for re-asserting a last applied set (start-up restore, or a
-   * watcher between cycles): the same checks and the same writes.
+   * watcher between cycles): the same checks and the same writes. Entries
+   * come as columns (the cycle's million) or as a list (small callers).
    */
-  apply(entries: readonly FirewallEntry[], options: ApplyOptions): Promise<ApplyResult>;
+  apply(entries: FirewallEntries, options: ApplyOptions): Promise<ApplyResult>;
   /**
    * Optional: start reading the owned objects' current state now (read-only),
    * for an apply that follows within seconds. The cycle calls it before its API

@@ -6,8 +6,13 @@
  * concatenation of what was written (a UTF-8 round trip; well-formed strings).
  */
 export class TextBuilder {
-  private buf = Buffer.allocUnsafe(1 << 16);
+  private buf: Buffer;
   private len = 0;
+
+  /** `expectedBytes`: the size the text will likely reach, so the buffer is not grown (and copied) on the way. */
+  constructor(expectedBytes = 1 << 16) {
+    this.buf = Buffer.allocUnsafe(Math.max(1 << 10, Math.ceil(expectedBytes)));
+  }
 
   private reserve(bytes: number): void {
     if (this.len + bytes <= this.buf.length) return;
@@ -47,6 +52,40 @@ export class TextBuilder {
     for (let k = this.len + digits - 1, x = n; k >= this.len; k--, x = Math.floor(x / 10)) this.buf[k] = 48 + (x % 10);
     this.len += digits;
     return this;
+  }
+
+  /** An address in dotted quad, octet by octet (no string). */
+  ipv4(n: number): this {
+    return this.num(n >>> 24).byte(46).num((n >>> 16) & 255).byte(46).num((n >>> 8) & 255).byte(46).num(n & 255);
+  }
+
+  /** A network as its canonical text (`a.b.c.d` for a /32, else `a.b.c.d/p`). */
+  cidr(start: number, prefix: number): this {
+    this.ipv4(start);
+    return prefix === 32 ? this : this.byte(47).num(prefix);
+  }
+
+  /** One ASCII byte. */
+  byte(c: number): this {
+    this.reserve(1);
+    this.buf[this.len++] = c;
+    return this;
+  }
+
+  /** Start again (the buffer is kept). */
+  reset(): this {
+    this.len = 0;
+    return this;
+  }
+
+  /** What was written, as a flat string of its bytes (for ASCII: the text). */
+  latin1(): string {
+    return this.buf.toString('latin1', 0, this.len);
+  }
+
+  /** The bytes written, without a copy (a view of the builder's buffer). */
+  toBuffer(): Buffer {
+    return this.buf.subarray(0, this.len);
   }
 
   toString(): string {

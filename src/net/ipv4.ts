@@ -161,3 +161,41 @@ export function toCidr(text: string): Cidr | undefined {
   if (value % size !== 0) return slowCidr(text); // host bits set: let parseCidr clear them
   return { text, start: value, end: value + size - 1, prefix };
 }
+
+/**
+ * toCidr of text[from, to) into `out` (network address and prefix), true when
+ * it is one. A canonical address (`a.b.c.d`, no leading zeros) is read from
+ * the text in place, with no string made for it: a kernel listing of a million
+ * entries parses without a string or object per entry. Anything else goes
+ * through toCidr on the slice, so both always agree.
+ */
+export function cidrAt(text: string, from: number, to: number, out: { start: number; prefix: number }): boolean {
+  let value = 0;
+  let octet = 0;
+  let digits = 0;
+  let dots = 0;
+  let i = from;
+  for (; i < to; i++) {
+    const c = text.charCodeAt(i);
+    if (c >= 48 && c <= 57) {
+      if (digits > 0 && octet === 0) break; // leading zero
+      octet = octet * 10 + (c - 48);
+      if (++digits > 3 || octet > 255) break;
+    } else if (c === 46 && digits > 0 && dots < 3) {
+      value = value * 256 + octet;
+      octet = 0;
+      digits = 0;
+      dots++;
+    } else break;
+  }
+  if (i === to && dots === 3 && digits > 0) {
+    out.start = value * 256 + octet;
+    out.prefix = 32;
+    return true;
+  }
+  const c = toCidr(text.slice(from, to));
+  if (!c) return false;
+  out.start = c.start;
+  out.prefix = c.prefix;
+  return true;
+}

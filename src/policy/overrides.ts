@@ -88,6 +88,9 @@ export interface MergeResult {
  */
 export function mergeOverrides(input: MergeInput): MergeResult {
   const live = activeOverrides(input.overrides, input.now);
+  const max = Math.max(0, input.maximumRules);
+  // No override in force (the usual case): the selection as it is, not copied (a million entries).
+  if (live.length === 0) return { entries: input.entries.length <= max ? (input.entries as SelectedEntry[]) : input.entries.slice(0, max), allowed: 0, refused: [] };
   const allows = live.filter((o) => o.action === 'allow');
   const allowSet = new RangeSet(allows.map((o) => o.cidr));
   const refused: MergeResult['refused'] = [];
@@ -100,13 +103,20 @@ export function mergeOverrides(input: MergeInput): MergeResult {
   }
   let allowed = 0;
   const rest: SelectedEntry[] = [];
+  // Without overrides (the usual case) nothing is looked up: a million entries need not each make their Cidr.
+  const checking = allowSet.size > 0 || local.size > 0;
   for (const e of input.entries) {
-    if (allowSet.overlaps(e.cidr)) {
+    if (!checking) {
+      rest.push(e);
+      continue;
+    }
+    const cidr = e.cidr;
+    if (allowSet.overlaps(cidr)) {
       allowed++;
       continue;
     }
-    const mine = local.get(e.cidr.text);
-    if (mine && (e.expiresAt === null || (mine.expiresAt !== null && e.expiresAt > mine.expiresAt))) local.delete(e.cidr.text);
+    const mine = local.get(cidr.text);
+    if (mine && (e.expiresAt === null || (mine.expiresAt !== null && e.expiresAt > mine.expiresAt))) local.delete(cidr.text);
     else if (mine) continue;
     rest.push(e);
   }

@@ -2,6 +2,7 @@ import { RangeSet, compareCidr, fromNumber, parseCidr, type Cidr } from '../net/
 import { IndicatorMap, type Indicator } from '../feed/indicator.js';
 import type { Scoring } from '../score/decay.js';
 import type { ProtectedSet } from './protect.js';
+import { ScoreEntry } from './score-entry.js';
 
 /**
  * Why an entry is blocked: a manual decision (filter 2), the IPv4-literal host of a URL from the URL
@@ -210,7 +211,7 @@ export function selectEntries(input: SelectionInput): Selection {
   for (let k = 0; k < scored.length && k < room; k++) {
     const i = scored[k]!;
     // Expiry is solved only for what is selected: at most maximum_rules solves.
-    entries.push({ cidr: fromNumber(starts[i]!, prefixes[i]!), reason: 'score', score: scoreOf[i]!, expiresAt: expiryOf(scoring, scores[i]!, tss[i]!, now, threshold) });
+    entries.push(new ScoreEntry(starts[i]!, prefixes[i]!, scoreOf[i]!, expiryOf(scoring, scores[i]!, tss[i]!, now, threshold)));
   }
   if (!input.explainFor) return { entries, skipped };
   const decided = { manual, manualSkips, isManual, scoreOf, scored, vetoed };

@@ -1,3 +1,4 @@
+import { asColumns, type FirewallEntries } from '../../src/firewall/entry-columns.js';
 import type { ApplyOptions, ApplyResult, DropCounters, FirewallEntry, FirewallPlugin, HitCounter, OwnedObject, PluginName } from '../../src/firewall/plugin.js';
 
 /**
@@ -18,8 +19,9 @@ export class RecordingPlugin implements FirewallPlugin {
     return this.applies.length + this.flushes;
   }
 
-  async apply(entries: readonly FirewallEntry[], options: ApplyOptions): Promise<ApplyResult> {
-    this.applies.push([...entries]);
+  async apply(input: FirewallEntries, options: ApplyOptions): Promise<ApplyResult> {
+    const entries = asColumns(input).toArray();
+    this.applies.push(entries);
     this.applyOptions.push(options);
     const before = new Set(this.held);
     this.held = entries.map((e) => e.cidr.text).sort();

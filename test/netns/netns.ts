@@ -217,8 +217,10 @@ export function wrapRunner(
   let index = 0;
   return {
     async run(file, args, options) {
-      const change = hook({ file, args, input: options?.input, index: index++ });
-      const input = change?.input ?? options?.input;
+      // Scripts come as bytes from the plugins; the hooks read and rewrite them as text.
+      const given = options?.input;
+      const change = hook({ file, args, input: given === undefined ? undefined : given.toString(), index: index++ });
+      const input = change?.input ?? given;
       return inner.run(file, args, input === undefined ? undefined : { input });
     },
   };

@@ -1,21 +1,21 @@
 import { FirewallError, NotOwnedError, errorMessage } from '../../errors.js';
-import { toCidr } from '../../net/ipv4.js';
 import { chooseMode, diffEntries, type EntryDiff } from '../diff.js';
-import { normalizeEntries, sortCidrTexts, type KernelEntry } from '../entries.js';
+import { columnsToMap, normalizeEntries, sortCidrTexts } from '../entries.js';
+import { EntryColumns, type FirewallEntries } from '../entry-columns.js';
 import { createRunner, stderrMatches, withFailingLine } from '../exec.js';
 import { KernelPlugin, type Repairs } from '../kernel-plugin.js';
 import { tempSetName } from '../names.js';
 import { markerRule } from '../ownership.js';
 import { isV01SetChain } from '../legacy-shapes.js';
 import { setObject, setOwnership } from './ownership.js';
-import type { ApplyOptions, ApplyResult, CommandRunner, DropCounters, FirewallEntry, HitCounter, FirewallPlugin, OwnedObject, PluginOptions, WatchCheck } from '../plugin.js';
+import type { ApplyOptions, ApplyResult, CommandRunner, DropCounters, HitCounter, FirewallPlugin, OwnedObject, PluginOptions, WatchCheck } from '../plugin.js';
 import { directionHooks, hitsSetName, type Direction, type Side } from '../direction.js';
 import { anyHook, effectiveHooks, iptablesRestore, planHooks, readFilter, removeLeftoverBaseChains, type FilterState } from '../xtables/filter.js';
 import { chainCounters, chainObjects, chainOwnership, failIfReferenced, removeOwnedChain } from '../xtables/owned-chain.js';
 import { iptablesSetRules } from '../xtables/rules.js';
 import { chainCheck, setHeaderCount } from '../xtables/check.js';
 import { hitsSetLines, hitsSetObjects, readIpsetHits, unusedHitsSets } from './hits.js';
-import { ipsetSizing, parseIpsetSave, renderIpsetDelta, renderIpsetFull, type IpsetSaveParsed, type IpsetSizing } from './text.js';
+import { ipsetDeltaScript, ipsetFullScript, ipsetSizing, parseIpsetSave, type IpsetSaveParsed, type IpsetSizing } from './text.js';
 
 const NO_SUCH_SET = /does not exist/i;
 const SET_IN_USE = /in use/i;
@@ -84,7 +84,7 @@ export class IpsetPlugin extends KernelPlugin implements FirewallPlugin {
     return Promise.all([this.saveIfExists(), readFilter(this.runner)]).then(([current, filter]) => ({ current, filter, at }));
   }
 
-  protected async applyNow(entries: readonly FirewallEntry[], options: ApplyOptions): Promise<ApplyResult> {
+  protected async applyNow(entries: FirewallEntries, options: ApplyOptions): Promise<ApplyResult> {
     const pre = this.prefetched;
     this.prefetched = undefined;
     if (!pre || Date.now() - pre.at > PREFETCH_MAX_AGE_MS) return this.applyOn(entries, options, this.readKernel());
@@ -115,7 +115,7 @@ export class IpsetPlugin extends KernelPlugin implements FirewallPlugin {
    * cycle's fixed cost, so nothing else is asked (a temp set left over by a
    * killed run is dealt with by `replace` when it gets in the way).
    */
-  private async applyOn(entries: readonly FirewallEntry[], options: ApplyOptions, read: Promise<KernelRead>): Promise<ApplyResult> {
+  private async applyOn(entries: FirewallEntries, options: ApplyOptions, read: Promise<KernelRead>): Promise<ApplyResult> {
     read.catch(() => undefined); // awaited below, after the validation (which may throw first)
     const wanted = normalizeEntries(entries);
     const { current, filter, at: readAt } = await read;
@@ -151,9 +151,9 @@ export class IpsetPlugin extends KernelPlugin implements FirewallPlugin {
         forceFull = true;
       }
     }
-    const currentEntries = current?.entries ?? new Map<string, number | undefined>();
+    const currentEntries = current?.entries ?? new EntryColumns(1);
     const diff = diffEntries(currentEntries, wanted, Math.max(0, (Date.now() - readAt) / 1000));
-    const mode = chooseMode(diff, currentEntries.size, wanted.length, forceFull);
+    const mode = chooseMode(diff, currentEntries.length, wanted.length, forceFull);
 
     // Intact rules name the hits sets, and a set named by a rule cannot be
     // destroyed: they exist. Only a rewrite of the rules has to make sure, in
@@ -185,11 +185,11 @@ export class IpsetPlugin extends KernelPlugin implements FirewallPlugin {
   }
 
   /** Build the temp set and swap it in, in one `ipset restore`. */
-  private async replace(entries: readonly KernelEntry[], sizing: IpsetSizing, setExists: boolean, after: readonly string[] = []) {
+  private async replace(entries: EntryColumns, sizing: IpsetSizing, setExists: boolean, after: readonly string[] = []) {
     // The temp set is normally absent, so nobody asks first (a process saved on every rebuild);
     // one left by a run killed mid-apply makes line 1 fail: it is removed and the script run again.
     for (let attempt = 0; ; attempt++) {
-      const input = renderIpsetFull({ setName: this.setName, tempName: this.tempName, sizing, setExists, after }, entries);
+      const input = ipsetFullScript({ setName: this.setName, tempName: this.tempName, sizing, setExists, after }, entries);
       try {
         await this.runner.run('ipset', ['restore'], { input });
         return;
@@ -206,20 +206,15 @@ export class IpsetPlugin extends KernelPlugin implements FirewallPlugin {
   }
 
   private async delta(diff: EntryDiff, previous: IpsetSaveParsed, sizing: IpsetSizing) {
-    const input = renderIpsetDelta(this.setName, diff.add, diff.del);
+    const input = ipsetDeltaScript(this.setName, diff.add, diff.del);
     try {
       await this.runner.run('ipset', ['-exist', 'restore'], { input });
     } catch (caught) {
       const err = withFailingLine(caught, input, IPSET_LINE);
       // ipset applies restore lines one by one: put the previous contents back
       // (atomically, via the temp set) before reporting the failure.
-      const before: KernelEntry[] = [];
-      for (const [text, timeout] of previous.entries) {
-        const cidr = toCidr(text);
-        if (cidr) before.push({ cidr, timeout });
-      }
       try {
-        await this.replace(before, sizing, true);
+        await this.replace(previous.entries, sizing, true);
         this.log.warn({ err: errorMessage(err) }, 'ipset delta failed; previous set contents restored');
       } catch (rollbackErr) {
         throw FirewallError.rewrap(err, `${errorMessage(err)} (and restoring the previous set failed: ${errorMessage(rollbackErr)})`);
@@ -273,7 +268,7 @@ export class IpsetPlugin extends KernelPlugin implements FirewallPlugin {
   async listTimeouts(): Promise<ReadonlyMap<string, number | undefined>> {
     try {
       const parsed = await this.save();
-      return setOwnership(parsed).kind === 'foreign' ? new Map<string, number | undefined>() : parsed.entries;
+      return setOwnership(parsed).kind === 'foreign' ? new Map<string, number | undefined>() : columnsToMap(parsed.entries);
     } catch (err) {
       if (stderrMatches(err, NO_SUCH_SET)) return new Map<string, number | undefined>();
       throw err;

@@ -1,5 +1,5 @@
-import { toCidr } from '../../net/ipv4.js';
-import type { KernelEntry } from '../entries.js';
+import { cidrAt, toCidr } from '../../net/ipv4.js';
+import { EntryColumns } from '../entry-columns.js';
 import { IPSET_MARK_ADDRESS, OWNER_MARK } from '../ownership.js';
 import { TextBuilder } from '../text-builder.js';
 
@@ -35,19 +35,15 @@ export function renderIpsetMarker(setName: string): string {
   return `add ${setName} ${IPSET_MARK_ADDRESS} nomatch comment "${OWNER_MARK}"`;
 }
 
-/** `add SET cidr [timeout N]` lines, appended to `out`. */
-export function pushIpsetAdds(out: string[], setName: string, entries: Iterable<KernelEntry>): void {
+/** `add SET cidr [timeout N]` lines, each ended by a newline, written into `t` (no string per line). */
+export function writeIpsetAdds(t: TextBuilder, setName: string, entries: EntryColumns): void {
   const head = `add ${setName} `;
-  for (const e of entries) out.push(e.timeout === undefined ? head + e.cidr.text : `${head}${e.cidr.text} timeout ${e.timeout}`);
-}
-
-/** The same lines as pushIpsetAdds, each ended by a newline, written into `t` (no string per line). */
-function writeIpsetAdds(t: TextBuilder, setName: string, entries: Iterable<KernelEntry>): void {
-  const head = `add ${setName} `;
-  for (const e of entries) {
-    t.str(head).str(e.cidr.text);
-    if (e.timeout !== undefined) t.str(' timeout ').num(e.timeout);
-    t.str('\n');
+  const { starts, prefixes, timeouts } = entries;
+  for (let i = 0; i < entries.length; i++) {
+    t.str(head).cidr(starts[i]!, prefixes[i]!);
+    const timeout = timeouts[i]!;
+    if (!Number.isNaN(timeout)) t.str(' timeout ').num(timeout);
+    t.byte(10);
   }
 }
 
@@ -67,14 +63,19 @@ export interface IpsetFullOptions {
  * old contents. ipset restore stops at the first failing line, so a rejected
  * entry means the swap never runs and the live set is untouched.
  */
-export function renderIpsetFull(o: IpsetFullOptions, entries: Iterable<KernelEntry>): string {
-  const t = new TextBuilder();
+export function renderIpsetFull(o: IpsetFullOptions, entries: EntryColumns): string {
+  return ipsetFullScript(o, entries).toString();
+}
+
+/** What renderIpsetFull renders, as bytes for the command's stdin (a million lines: no string of them). */
+export function ipsetFullScript(o: IpsetFullOptions, entries: EntryColumns): Buffer {
+  const t = new TextBuilder(entries.length * (o.tempName.length + 34) + 4096);
   t.str(`${renderIpsetCreate(o.tempName, o.sizing)}\n${renderIpsetMarker(o.tempName)}\n`);
   writeIpsetAdds(t, o.tempName, entries);
   if (o.setExists) t.str(`swap ${o.tempName} ${o.setName}\ndestroy ${o.tempName}\n`);
   else t.str(`rename ${o.tempName} ${o.setName}\n`);
   for (const line of o.after ?? []) t.str(line).str('\n');
-  return t.toString();
+  return t.toBuffer();
 }
 
 /**
@@ -83,11 +84,17 @@ export function renderIpsetFull(o: IpsetFullOptions, entries: Iterable<KernelEnt
  * present updates its timeout (no timeout = permanent again, the set's
  * default being 0). Dels first so the set never exceeds maxelem midway.
  */
-export function renderIpsetDelta(setName: string, add: Iterable<KernelEntry>, del: Iterable<string>): string {
-  const t = new TextBuilder();
-  for (const c of del) t.str(`del ${setName} ${c}\n`);
+export function renderIpsetDelta(setName: string, add: EntryColumns, del: EntryColumns): string {
+  return ipsetDeltaScript(setName, add, del).toString();
+}
+
+/** What renderIpsetDelta renders, as bytes for the command's stdin. */
+export function ipsetDeltaScript(setName: string, add: EntryColumns, del: EntryColumns): Buffer {
+  const t = new TextBuilder((add.length + del.length) * (setName.length + 34) + 1024);
+  const head = `del ${setName} `;
+  for (let i = 0; i < del.length; i++) t.str(head).cidr(del.starts[i]!, del.prefixes[i]!).byte(10);
   writeIpsetAdds(t, setName, add);
-  return t.toString();
+  return t.toBuffer();
 }
 
 /** `create` options that take no value. */
@@ -99,8 +106,8 @@ export interface IpsetSaveParsed {
   /** Set type (`hash:net`) and create options as key -> value (`timeout` -> `0`). */
   readonly type: string | undefined;
   readonly createOptions: ReadonlyMap<string, string>;
-  /** Canonical CIDR -> remaining seconds (undefined = permanent). */
-  readonly entries: Map<string, number | undefined>;
+  /** The entries, with their remaining seconds (NaN = permanent), in the listing's order. */
+  readonly entries: EntryColumns;
   /** Entries with options the agent never sets (nomatch, comment, ...) or that did not parse. */
   readonly odd: number;
   /** The set holds the agent's ownership marker element (not counted in `entries` or `odd`). */
@@ -136,7 +143,8 @@ function digitsValue(text: string, from: number, to: number): number {
  * grow. Each line is read as `line.trimEnd()` split on single spaces would be.
  */
 export function parseIpsetSave(text: string, setName: string): IpsetSaveParsed {
-  const entries = new Map<string, number | undefined>();
+  const entries = new EntryColumns(1024);
+  const at = { start: 0, prefix: 0 };
   const createOptions = new Map<string, string>();
   let exists = false;
   let type: string | undefined;
@@ -157,11 +165,10 @@ export function parseIpsetSave(text: string, setName: string): IpsetSaveParsed {
     if (text.startsWith(markHead, from) && text.slice(from, e).endsWith(markTail)) {
       marked = true; // `ipset save` prints it as `add S 255.255.255.255 timeout 0 nomatch comment "wcf-agent"`
     } else if (e - from >= addHead.length && text.startsWith(addHead, from)) {
-      const at = from + addHead.length;
-      let space = text.indexOf(' ', at);
+      const cidrFrom = from + addHead.length;
+      let space = text.indexOf(' ', cidrFrom);
       if (space >= e) space = -1;
-      const cidr = toCidr(text.slice(at, space === -1 ? e : space));
-      if (!cidr) {
+      if (!cidrAt(text, cidrFrom, space === -1 ? e : space, at)) {
         odd++;
         continue;
       }
@@ -178,7 +185,7 @@ export function parseIpsetSave(text: string, setName: string): IpsetSaveParsed {
           odd++;
         }
       }
-      entries.set(cidr.text, timeout);
+      entries.push(at.start, at.prefix, timeout);
     } else if (e - from >= createHead.length && text.startsWith(createHead, from)) {
       exists = true;
       const parts = text.slice(from + createHead.length, e).split(' ');

@@ -1,6 +1,5 @@
 import { CidrIndex, rangeToCidrs } from '../../net/cidr-index.js';
-import { compareCidr, toCidr, type Cidr } from '../../net/ipv4.js';
-import type { KernelEntry } from '../entries.js';
+import { EntryColumns } from '../entry-columns.js';
 
 /**
  * Whether an added element overlaps a deleted one other than itself (a wider
@@ -12,28 +11,28 @@ import type { KernelEntry } from '../entries.js';
  * sorted by start they are disjoint and one binary search per added element
  * finds the only one that can overlap it.
  */
-export function deltaReshapesIntervals(add: readonly KernelEntry[], del: readonly string[]): boolean {
+export function deltaReshapesIntervals(add: EntryColumns, del: EntryColumns): boolean {
   if (add.length === 0 || del.length === 0) return false;
-  const gone: Cidr[] = [];
-  for (const text of del) {
-    const c = toCidr(text);
-    if (c) gone.push(c);
-  }
-  gone.sort((a, b) => a.start - b.start);
-  for (const { cidr: a } of add) {
+  // Deleted elements by start (disjoint: see above), as positions into `del`.
+  const order = Array.from({ length: del.length }, (_, i) => i).sort((x, y) => del.starts[x]! - del.starts[y]!);
+  const endOf = (i: number) => del.starts[i]! + 2 ** (32 - del.prefixes[i]!) - 1;
+  for (let k = 0; k < add.length; k++) {
+    const aStart = add.starts[k]!;
+    const aPrefix = add.prefixes[k]!;
+    const aEnd = aStart + 2 ** (32 - aPrefix) - 1;
     let lo = 0;
-    let hi = gone.length - 1;
-    let last = -1; // the last deleted element starting at or before a.end
+    let hi = order.length - 1;
+    let last = -1; // the last deleted element starting at or before aEnd
     while (lo <= hi) {
       const mid = (lo + hi) >> 1;
-      if (gone[mid]!.start <= a.end) {
+      if (del.starts[order[mid]!]! <= aEnd) {
         last = mid;
         lo = mid + 1;
       } else hi = mid - 1;
     }
     if (last === -1) continue;
-    const d = gone[last]!;
-    if (d.end >= a.start && (d.start !== a.start || d.prefix !== a.prefix)) return true;
+    const d = order[last]!;
+    if (endOf(d) >= aStart && (del.starts[d] !== aStart || del.prefixes[d] !== aPrefix)) return true;
   }
   return false;
 }
@@ -43,28 +42,22 @@ export function deltaReshapesIntervals(add: readonly KernelEntry[], del: readonl
  * sorting: for each entry, look up its enclosing networks at the prefix
  * lengths present in the list (usually two or three: /32, /24...). O(n).
  */
-export function hasOverlap(entries: readonly KernelEntry[]): boolean {
+export function hasOverlap(entries: EntryColumns): boolean {
+  const { starts, prefixes } = entries;
   const present = new Set<number>();
-  for (const e of entries) present.add(e.cidr.prefix);
+  for (let i = 0; i < entries.length; i++) present.add(prefixes[i]!);
   if (present.size < 2) return false;
-  const prefixes = [...present].sort((a, b) => a - b);
+  const sorted = [...present].sort((a, b) => a - b);
   const index = new CidrIndex(entries.length);
-  for (let i = 0; i < entries.length; i++) index.add(entries[i]!.cidr.start, entries[i]!.cidr.prefix, i);
-  for (const e of entries) {
-    for (const p of prefixes) {
-      if (p >= e.cidr.prefix) break;
-      const start = p === 0 ? 0 : (e.cidr.start & ((0xffffffff << (32 - p)) >>> 0)) >>> 0;
+  for (let i = 0; i < entries.length; i++) index.add(starts[i]!, prefixes[i]!, i);
+  for (let i = 0; i < entries.length; i++) {
+    for (const p of sorted) {
+      if (p >= prefixes[i]!) break;
+      const start = p === 0 ? 0 : (starts[i]! & ((0xffffffff << (32 - p)) >>> 0)) >>> 0;
       if (index.get(start, p) !== -1) return true;
     }
   }
   return false;
-}
-
-interface OverlapNode {
-  readonly entry: KernelEntry;
-  /** Effective lifetime (Infinity = permanent). */
-  readonly life: number;
-  readonly children: OverlapNode[];
 }
 
 /**
@@ -88,40 +81,57 @@ interface OverlapNode {
  *
  * CIDRs nest or are disjoint, so this is a walk over the sorted list with a
  * stack of enclosing entries: O(n log n) for the sort, O(n) after. Without
- * overlaps (the normal case, checked in O(n)) the input comes back unchanged.
+ * overlaps (checked in O(n)) the input comes back as it is. All on columns: a
+ * million entries with a few nested ones make no object per entry.
  */
-export function resolveOverlaps(entries: readonly KernelEntry[]): KernelEntry[] {
-  if (!hasOverlap(entries)) return [...entries];
-  const sorted = [...entries].sort((a, b) => compareCidr(a.cidr, b.cidr));
+export function resolveOverlaps(columns: EntryColumns): EntryColumns {
+  if (!hasOverlap(columns)) return columns;
+  const n = columns.length;
+  const { starts, prefixes, timeouts } = columns;
+  // Sorted by address, then wider first: one exact number per network (start * 64 + prefix),
+  // sorted natively; each is found again by its network to read its timeout.
+  const keys = new Float64Array(n);
+  for (let i = 0; i < n; i++) keys[i] = starts[i]! * 64 + prefixes[i]!;
+  keys.sort();
+  const index = new CidrIndex(n);
+  for (let i = 0; i < n; i++) index.add(starts[i]!, prefixes[i]!, i);
+  const endOf = (i: number) => starts[i]! + 2 ** (32 - prefixes[i]!) - 1;
+  const lifeOf = (i: number) => (Number.isNaN(timeouts[i]!) ? Infinity : timeouts[i]!);
 
-  const roots: OverlapNode[] = [];
-  const stack: OverlapNode[] = [];
-  for (const entry of sorted) {
-    while (stack.length > 0 && stack[stack.length - 1]!.entry.cidr.end < entry.cidr.start) stack.pop();
-    const parent = stack[stack.length - 1];
-    const life = entry.timeout ?? Infinity;
-    if (parent && life <= parent.life) continue; // covered by a wider entry that lives at least as long
-    const node: OverlapNode = { entry, life, children: [] };
-    (parent ? parent.children : roots).push(node);
-    stack.push(node);
-  }
-
-  const out: KernelEntry[] = [];
-  const emit = (node: OverlapNode): void => {
-    if (node.children.length === 0) {
-      out.push(node.entry);
-      return;
-    }
-    const { start, end } = node.entry.cidr;
-    const timeout = node.entry.timeout;
-    let cursor = start;
-    for (const child of node.children) {
-      if (child.entry.cidr.start > cursor) for (const c of rangeToCidrs(cursor, child.entry.cidr.start - 1)) out.push({ cidr: c, timeout });
-      emit(child);
-      cursor = child.entry.cidr.end + 1;
-    }
-    if (cursor <= end) for (const c of rangeToCidrs(cursor, end)) out.push({ cidr: c, timeout });
+  const out = new EntryColumns(n);
+  const emitRange = (from: number, to: number, timeout: number) => {
+    for (const c of rangeToCidrs(from, to)) out.push(c.start, c.prefix, Number.isNaN(timeout) ? undefined : timeout);
   };
-  for (const r of roots) emit(r);
+  // The enclosing entries kept so far, and for each the next address of it not yet emitted
+  // (only moved once a narrower entry inside it is kept, which splits it).
+  const stack: number[] = [];
+  const cursor: number[] = [];
+  const split: boolean[] = [];
+  const close = () => {
+    const top = stack.pop()!;
+    const from = cursor.pop()!;
+    if (!split.pop()) out.push(starts[top]!, prefixes[top]!, columns.timeoutAt(top));
+    else if (from <= endOf(top)) emitRange(from, endOf(top), timeouts[top]!);
+  };
+  for (let k = 0; k < n; k++) {
+    const key = keys[k]!;
+    const prefix = key % 64;
+    const start = (key - prefix) / 64;
+    const i = index.get(start, prefix);
+    while (stack.length > 0 && endOf(stack[stack.length - 1]!) < start) close();
+    const depth = stack.length - 1;
+    const parent = depth >= 0 ? stack[depth]! : -1;
+    if (parent !== -1 && lifeOf(i) <= lifeOf(parent)) continue; // covered by a wider entry that lives at least as long
+    if (parent !== -1) {
+      // The narrower entry outlives its cover: the cover is emitted around it.
+      if (cursor[depth]! < start) emitRange(cursor[depth]!, start - 1, timeouts[parent]!);
+      cursor[depth] = endOf(i) + 1;
+      split[depth] = true;
+    }
+    stack.push(i);
+    cursor.push(start);
+    split.push(false);
+  }
+  while (stack.length > 0) close();
   return out;
 }

@@ -1,16 +1,17 @@
 import { NotOwnedError } from '../../errors.js';
 import { chooseMode, diffEntries } from '../diff.js';
-import { normalizeEntries, sortCidrTexts } from '../entries.js';
+import { columnsToMap, normalizeEntries, sortCidrTexts } from '../entries.js';
+import { EntryColumns, type FirewallEntries } from '../entry-columns.js';
 import { createRunner, stderrMatches } from '../exec.js';
 import { KernelPlugin } from '../kernel-plugin.js';
 import { OWNER_MARK, type Ownership } from '../ownership.js';
 import { isV01NftTable } from '../legacy-shapes.js';
 import { hitsSetName, sides } from '../direction.js';
-import type { ApplyOptions, ApplyResult, CommandRunner, DropCounters, FirewallEntry, HitCounter, FirewallPlugin, OwnedObject, PluginOptions, WatchCheck } from '../plugin.js';
+import type { ApplyOptions, ApplyResult, CommandRunner, DropCounters, HitCounter, FirewallPlugin, OwnedObject, PluginOptions, WatchCheck } from '../plugin.js';
 import { parseNftCounters } from './json.js';
 import { deltaReshapesIntervals, resolveOverlaps } from './overlaps.js';
 import { checkNftStructure, type NftStructure } from './structure.js';
-import { NFT_REFUSE_CHAIN, nftLayout, parseNftHits, parseNftSetJson, renderNftDelta, renderNftRecreate, renderNftRefill, type NftLayout, type NftSetParsed } from './text.js';
+import { NFT_REFUSE_CHAIN, nftLayout, parseNftHits, parseNftSetJson, nftDeltaScript, nftRecreateScript, nftRefillScript, type NftLayout, type NftSetParsed } from './text.js';
 
 /** How nft says a table or set does not exist. */
 const NO_SUCH_OBJECT = /No such file or directory/i;
@@ -91,11 +92,11 @@ export class NftablesPlugin extends KernelPlugin implements FirewallPlugin {
     return `nft table inet ${this.layout.table}`;
   }
 
-  private async transaction(script: string): Promise<void> {
+  private async transaction(script: string | Buffer): Promise<void> {
     await this.runner.run('nft', ['-f', '-'], { input: script });
   }
 
-  protected async applyNow(entries: readonly FirewallEntry[], options: ApplyOptions): Promise<ApplyResult> {
+  protected async applyNow(entries: FirewallEntries, options: ApplyOptions): Promise<ApplyResult> {
     const wanted = resolveOverlaps(normalizeEntries(entries));
     const structure = await this.structure();
     const owner = this.ownership(structure);
@@ -109,14 +110,14 @@ export class NftablesPlugin extends KernelPlugin implements FirewallPlugin {
     if (owner.kind === 'legacy') this.log.warn({ table: this.layout.table }, `adopting the unmarked ${this.tableWhat} an earlier wcf-agent version made (exactly its shape) and marking it as the agent's`);
     // A broken table may still hold a readable set: read it for the counts.
     const current = structure?.setReadable ? await this.elements() : undefined;
-    const currentEntries = current?.entries ?? new Map<string, number | undefined>();
+    const currentEntries = current?.entries ?? new EntryColumns(1);
     const diff = diffEntries(currentEntries, wanted);
     const reshapes = deltaReshapesIntervals(diff.add, diff.del);
-    const mode = chooseMode(diff, currentEntries.size, wanted.length, !intact || (current?.nonCidr ?? 0) > 0 || reshapes);
+    const mode = chooseMode(diff, currentEntries.length, wanted.length, !intact || (current?.nonCidr ?? 0) > 0 || reshapes);
 
-    if (!intact) await this.transaction(renderNftRecreate(this.layout, wanted));
-    else if (mode === 'full') await this.transaction(renderNftRefill(this.layout, wanted));
-    else if (mode === 'delta') await this.transaction(renderNftDelta(this.layout, diff.add, diff.del));
+    if (!intact) await this.transaction(nftRecreateScript(this.layout, wanted));
+    else if (mode === 'full') await this.transaction(nftRefillScript(this.layout, wanted));
+    else if (mode === 'delta') await this.transaction(nftDeltaScript(this.layout, diff.add, diff.del));
 
     return this.done(repairs, { what: 'nft table', fields: { table: this.layout.table, set: this.layout.set }, owned: [this.tableWhat] }, diff, mode, wanted.length);
   }
@@ -124,11 +125,12 @@ export class NftablesPlugin extends KernelPlugin implements FirewallPlugin {
   async list(): Promise<string[]> {
     if (this.ownership(await this.structure()).kind === 'foreign') return [];
     const parsed = await this.elements();
-    return parsed ? sortCidrTexts(parsed.entries.keys()) : [];
+    return parsed ? sortCidrTexts(parsed.entries.texts()) : [];
   }
 
   async listTimeouts(): Promise<ReadonlyMap<string, number | undefined>> {
-    return (await this.elements())?.entries ?? new Map<string, number | undefined>();
+    const parsed = await this.elements();
+    return parsed ? columnsToMap(parsed.entries) : new Map<string, number | undefined>();
   }
 
   protected async flushNow(): Promise<void> {

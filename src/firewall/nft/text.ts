@@ -1,6 +1,7 @@
 import { rangeToCidrs } from '../../net/cidr-index.js';
 import { toCidr, type Cidr } from '../../net/ipv4.js';
-import type { KernelEntry } from '../entries.js';
+import { EntryColumns } from '../entry-columns.js';
+import { TextBuilder } from '../text-builder.js';
 import { directionHooks, hitsSetName, sides, type Direction, type Side } from '../direction.js';
 import type { HitCounter, PluginOptions } from '../plugin.js';
 import { LOG_LIMIT_PER_MINUTE, LOG_PREFIX } from '../log-prefix.js';
@@ -98,41 +99,46 @@ export function nftChainRules(l: NftLayout, hook: NftHook): string[] {
   return hookSides(l, hook).flatMap((side) => nftSideRules(l, side));
 }
 
-function nftElement(e: KernelEntry): string {
-  return e.timeout === undefined ? e.cidr.text : `${e.cidr.text} timeout ${e.timeout}s`;
-}
-
-/** `{ a, b timeout 5s, ... }`, one element per line (nft error messages quote the failing line). */
-function pushNftElements(out: string[], indent: string, entries: readonly KernelEntry[]): void {
-  const last = entries.length - 1;
-  for (let i = 0; i <= last; i++) out.push(`${indent}${nftElement(entries[i]!)}${i === last ? '' : ','}`);
-}
-
-/** The whole table as an nft block (`table inet T { ... }`), entries must not overlap. */
-export function pushNftTable(out: string[], l: NftLayout, entries: readonly KernelEntry[]): void {
-  // The ownership marker (see ownership.ts): on the table for people, on the set for the agent.
-  out.push(`table inet ${l.table} {`, `\tcomment "${OWNER_MARK}"`);
-  out.push(`\tset ${l.set} {`, '\t\ttype ipv4_addr', '\t\tflags interval,timeout', `\t\tcomment "${OWNER_MARK}"`);
-  if (entries.length > 0) {
-    out.push('\t\telements = {');
-    pushNftElements(out, '\t\t\t', entries);
-    out.push('\t\t}');
+/** `{ a, b timeout 5s, ... }` elements, one per line (nft error messages quote the failing line), each line after the first preceded by `,\n`. */
+function writeNftElements(t: TextBuilder, indent: string, entries: EntryColumns): void {
+  const { starts, prefixes, timeouts } = entries;
+  for (let i = 0; i < entries.length; i++) {
+    if (i > 0) t.str(',\n');
+    t.str(indent).cidr(starts[i]!, prefixes[i]!);
+    const timeout = timeouts[i]!;
+    if (!Number.isNaN(timeout)) t.str(' timeout ').num(timeout).byte(115); // `s`
   }
-  out.push('\t}');
+}
+
+/** The whole table as an nft block (`table inet T { ... }`, no newline after the last line), entries must not overlap. */
+export function writeNftTable(t: TextBuilder, l: NftLayout, entries: EntryColumns): void {
+  const line = (s: string) => t.str(s).byte(10);
+  // The ownership marker (see ownership.ts): on the table for people, on the set for the agent.
+  line(`table inet ${l.table} {`);
+  line(`\tcomment "${OWNER_MARK}"`);
+  for (const s of [`\tset ${l.set} {`, '\t\ttype ipv4_addr', '\t\tflags interval,timeout', `\t\tcomment "${OWNER_MARK}"`]) line(s);
+  if (entries.length > 0) {
+    line('\t\telements = {');
+    writeNftElements(t, '\t\t\t', entries);
+    t.byte(10);
+    line('\t\t}');
+  }
+  line('\t}');
   // Dynamic sets: an address enters on its first blocked packet, so addresses never hit cost nothing.
   for (const side of sides(l.direction)) {
-    out.push(`\tset ${hitsSetName(l.set, side)} {`, '\t\ttype ipv4_addr', `\t\tsize ${NFT_HITS_SIZE}`, '\t\tflags dynamic,timeout');
-    out.push(`\t\ttimeout ${HITS_TIMEOUT_S}s`, '\t\tcounter', '\t}');
+    for (const s of [`\tset ${hitsSetName(l.set, side)} {`, '\t\ttype ipv4_addr', `\t\tsize ${NFT_HITS_SIZE}`, '\t\tflags dynamic,timeout']) line(s);
+    for (const s of [`\t\ttimeout ${HITS_TIMEOUT_S}s`, '\t\tcounter', '\t}']) line(s);
   }
   if (l.action === 'REJECT') {
-    out.push(`\tchain ${NFT_REFUSE_CHAIN} {`, '\t\tmeta l4proto tcp reject with tcp reset', '\t\treject with icmpx admin-prohibited', '\t}');
+    for (const s of [`\tchain ${NFT_REFUSE_CHAIN} {`, '\t\tmeta l4proto tcp reject with tcp reset', '\t\treject with icmpx admin-prohibited', '\t}']) line(s);
   }
   for (const hook of l.hooks) {
-    out.push(`\tchain ${hook} {`, `\t\ttype filter hook ${hook} priority ${NFT_PRIORITY}; policy accept;`);
-    for (const r of nftChainRules(l, hook)) out.push(`\t\t${r}`);
-    out.push('\t}');
+    line(`\tchain ${hook} {`);
+    line(`\t\ttype filter hook ${hook} priority ${NFT_PRIORITY}; policy accept;`);
+    for (const r of nftChainRules(l, hook)) line(`\t\t${r}`);
+    line('\t}');
   }
-  out.push('}');
+  t.str('}');
 }
 
 /**
@@ -141,23 +147,34 @@ export function pushNftTable(out: string[], l: NftLayout, entries: readonly Kern
  * `nft -f` run. nft commits a file as one transaction, so packets see either
  * the old table or the new one, never an empty set.
  */
-export function renderNftRecreate(l: NftLayout, entries: readonly KernelEntry[]): string {
-  const out = [`add table inet ${l.table}`, `delete table inet ${l.table}`];
-  pushNftTable(out, l, entries);
-  out.push('');
-  return out.join('\n');
+export function renderNftRecreate(l: NftLayout, entries: EntryColumns): string {
+  return nftRecreateScript(l, entries).toString();
+}
+
+/** What renderNftRecreate renders, as bytes for nft's stdin. */
+export function nftRecreateScript(l: NftLayout, entries: EntryColumns): Buffer {
+  const t = new TextBuilder(entries.length * 34 + 8192);
+  t.str(`add table inet ${l.table}\ndelete table inet ${l.table}\n`);
+  writeNftTable(t, l, entries);
+  t.byte(10);
+  return t.toBuffer();
 }
 
 /** Full refill of an intact table: `flush set` + `add element` in one transaction (atomic, keeps the chains' counters). */
-export function renderNftRefill(l: NftLayout, entries: readonly KernelEntry[]): string {
-  const out = [`flush set inet ${l.table} ${l.set}`];
+export function renderNftRefill(l: NftLayout, entries: EntryColumns): string {
+  return nftRefillScript(l, entries).toString();
+}
+
+/** What renderNftRefill renders, as bytes for nft's stdin. */
+export function nftRefillScript(l: NftLayout, entries: EntryColumns): Buffer {
+  const t = new TextBuilder(entries.length * 34 + 1024);
+  t.str(`flush set inet ${l.table} ${l.set}\n`);
   if (entries.length > 0) {
-    out.push(`add element inet ${l.table} ${l.set} {`);
-    pushNftElements(out, '\t', entries);
-    out.push('}');
+    t.str(`add element inet ${l.table} ${l.set} {\n`);
+    writeNftElements(t, '\t', entries);
+    t.str('\n}\n');
   }
-  out.push('');
-  return out.join('\n');
+  return t.toBuffer();
 }
 
 /**
@@ -167,25 +184,35 @@ export function renderNftRefill(l: NftLayout, entries: readonly KernelEntry[]): 
  * transaction. Updated elements are deleted and re-added with the new timeout
  * (older kernels do not update the timeout of an existing element on `add`).
  */
-export function renderNftDelta(l: NftLayout, add: readonly KernelEntry[], del: readonly string[]): string {
-  const out: string[] = [];
+export function renderNftDelta(l: NftLayout, add: EntryColumns, del: EntryColumns): string {
+  return nftDeltaScript(l, add, del).toString();
+}
+
+/** What renderNftDelta renders, as bytes for nft's stdin. */
+export function nftDeltaScript(l: NftLayout, add: EntryColumns, del: EntryColumns): Buffer {
+  const t = new TextBuilder((add.length + 2 * del.length) * 34 + 1024);
   const target = `inet ${l.table} ${l.set}`;
   if (del.length > 0) {
-    const list = del.join(',\n\t');
-    out.push(`add element ${target} {\n\t${list}\n}`, `delete element ${target} {\n\t${list}\n}`);
+    for (const verb of ['add', 'delete']) {
+      t.str(`${verb} element ${target} {\n`);
+      for (let i = 0; i < del.length; i++) {
+        if (i > 0) t.str(',\n');
+        t.byte(9).cidr(del.starts[i]!, del.prefixes[i]!);
+      }
+      t.str('\n}\n');
+    }
   }
   if (add.length > 0) {
-    out.push(`add element ${target} {`);
-    pushNftElements(out, '\t', add);
-    out.push('}');
+    t.str(`add element ${target} {\n`);
+    writeNftElements(t, '\t', add);
+    t.str('\n}\n');
   }
-  out.push('');
-  return out.join('\n');
+  return t.toBuffer();
 }
 
 export interface NftSetParsed {
-  /** Canonical CIDR -> remaining seconds (undefined = permanent). Ranges are split into CIDRs. */
-  readonly entries: Map<string, number | undefined>;
+  /** The elements with their remaining seconds (NaN = permanent). Ranges are split into CIDRs. */
+  readonly entries: EntryColumns;
   /** Elements that are not one CIDR (ranges from auto-merge, other families): the set needs a full rebuild. */
   readonly nonCidr: number;
 }
@@ -201,7 +228,7 @@ function ipToNumber(ip: string): number | undefined {
  * wrapped in `{elem: {val, timeout, expires}}`.
  */
 export function parseNftSetJson(json: string): NftSetParsed {
-  const entries = new Map<string, number | undefined>();
+  const entries = new EntryColumns(1024);
   let nonCidr = 0;
   const items = parseNftJson(json);
   for (const item of items) {
@@ -239,7 +266,7 @@ export function parseNftSetJson(json: string): NftSetParsed {
         nonCidr++;
         continue;
       }
-      for (const c of cidrs) entries.set(c.text, remaining);
+      for (const c of cidrs) entries.push(c.start, c.prefix, remaining);
     }
   }
   return { entries, nonCidr };

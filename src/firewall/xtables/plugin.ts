@@ -1,9 +1,10 @@
 import { NotOwnedError } from '../../errors.js';
 import { diffEntries } from '../diff.js';
-import { normalizeEntries, sortCidrTexts } from '../entries.js';
+import { kernelColumns, kernelList, listingColumns, normalizeEntries, sortCidrTexts } from '../entries.js';
+import type { FirewallEntries } from '../entry-columns.js';
 import { createRunner } from '../exec.js';
 import { KernelPlugin } from '../kernel-plugin.js';
-import type { ApplyOptions, ApplyResult, CommandRunner, DropCounters, FirewallEntry, FirewallPlugin, HitCounter, OwnedObject, PluginOptions, WatchCheck } from '../plugin.js';
+import type { ApplyOptions, ApplyResult, CommandRunner, DropCounters, FirewallPlugin, HitCounter, OwnedObject, PluginOptions, WatchCheck } from '../plugin.js';
 import { markerRule } from '../ownership.js';
 import { isV01EntryChain } from '../legacy-shapes.js';
 import { directionHooks, type Direction } from '../direction.js';
@@ -38,8 +39,9 @@ export class IptablesPlugin extends KernelPlugin implements FirewallPlugin {
     this.direction = options.direction ?? 'both';
   }
 
-  protected async applyNow(entries: readonly FirewallEntry[], options: ApplyOptions): Promise<ApplyResult> {
-    const wanted = normalizeEntries(entries);
+  protected async applyNow(entries: FirewallEntries, options: ApplyOptions): Promise<ApplyResult> {
+    // One rule per entry: this backend's lists are small, so they are handled as objects.
+    const wanted = kernelList(normalizeEntries(entries));
     // Without timeouts each entry is permanent until the next cycle drops it.
     const wantedNoTimeout = wanted.map((e) => ({ cidr: e.cidr, timeout: undefined }));
     if (!this.toldNoTimeouts && wantedNoTimeout.length > 0 && wanted.some((e) => e.timeout !== undefined)) {
@@ -67,7 +69,7 @@ export class IptablesPlugin extends KernelPlugin implements FirewallPlugin {
     const contents = parseEntryChain(marked ? rules.slice(1) : rules, this.chain, this.options.action, this.options.logBlocked, this.direction);
     if (!chainExists) repairs.note(`iptables chain ${this.chain}`);
     else if (owner.kind === 'own' && (!marked || !contents.wellFormed)) repairs.note(`rules of iptables chain ${this.chain} (differed from expected)`);
-    const diff = diffEntries(contents.entries, wantedNoTimeout);
+    const diff = diffEntries(listingColumns(contents.entries), kernelColumns(wantedNoTimeout, wantedNoTimeout.length));
     const rebuild = !chainExists || !marked || !contents.wellFormed || diff.added + diff.removed > 0;
 
     const lines: string[] = [];

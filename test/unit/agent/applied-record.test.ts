@@ -3,7 +3,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import pino from 'pino';
+import fc from 'fast-check';
 import { StateStore, type AppliedSet } from '../../../src/agent/state.js';
+import { AppliedColumns, appliedTexts } from '../../../src/agent/applied-columns.js';
+import { encodeAppliedRecord } from '../../../src/agent/applied-record.js';
+import { fromNumber } from '../../../src/net/ipv4.js';
 
 const dirs: string[] = [];
 afterEach(() => {
@@ -72,5 +76,47 @@ describe('the applied-set record', () => {
     expect(s.loadApplied('nftables')).toBeUndefined();
     expect(log()).toMatch(/not valid JSON; set aside/);
     expect(readdirSync(dir).some((f) => f.startsWith('applied-nftables.json.corrupt-'))).toBe(true);
+  });
+});
+
+describe('the record written from a cycle’s columns', () => {
+  it('is byte for byte the record written from the same entries as objects', () => {
+    const reasons = ['score', 'manual', 'url', 'local'] as const;
+    const arb = fc.array(
+      fc.record({
+        cidr: fc.tuple(fc.nat(0xffffffff), fc.integer({ min: 0, max: 32 })).map(([v, p]) => fromNumber(v, p)),
+        reason: fc.constantFrom(...reasons),
+        expiresAt: fc.option(fc.oneof(fc.integer({ min: 0, max: 4_000_000_000 }), fc.double({ min: 1, max: 4e9, noNaN: true })), { nil: null }),
+      }),
+      { maxLength: 50 },
+    );
+    fc.assert(
+      fc.property(arb, (list) => {
+        const cols = new AppliedColumns(list.length);
+        for (const e of list) cols.push(e.cidr.start, e.cidr.prefix, e.reason, e.expiresAt);
+        const objects = list.map((e) => ({ cidr: e.cidr.text, reason: e.reason, expiresAt: e.expiresAt }));
+        const bytes = (chunks: Iterable<Buffer>) => Buffer.concat([...chunks]).toString('utf8');
+        expect(bytes(encodeAppliedRecord(1_700_000_000, 'ipset', cols))).toBe(bytes(encodeAppliedRecord(1_700_000_000, 'ipset', objects)));
+        expect(appliedTexts(cols)).toEqual(objects.map((o) => o.cidr));
+      }),
+    );
+  });
+});
+
+describe('the applied record’s count (the shrink guard’s)', () => {
+  it('follows the file: its own writes, another process’s writes, and a removed record', () => {
+    const { s, dir } = store();
+    const other = new StateStore(dir, pino({ level: 'silent' }));
+    const entries = (n: number) => Array.from({ length: n }, (_, i) => ({ cidr: `192.0.2.${i}`, reason: 'score' as const, expiresAt: null }));
+    expect(s.appliedCount('ipset')).toBeUndefined();
+    expect(s.hasApplied('ipset')).toBe(false);
+    s.saveApplied({ ts: 1, plugin: 'ipset', entries: entries(5) });
+    expect(s.appliedCount('ipset')).toBe(5);
+    expect(other.appliedCount('ipset')).toBe(5); // read from the file
+    other.saveApplied({ ts: 2, plugin: 'ipset', entries: entries(3) }); // a manual sync
+    expect(s.appliedCount('ipset')).toBe(3);
+    rmSync(join(dir, 'applied-ipset.json'));
+    expect(s.appliedCount('ipset')).toBeUndefined();
+    expect(s.hasApplied('ipset')).toBe(false);
   });
 });

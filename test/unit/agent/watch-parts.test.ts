@@ -65,6 +65,8 @@ describe('the applied set kept in memory', () => {
       ],
       { capacity: 500 },
     );
+    expect(memory.lastingCount(t0 + 2000, 5)).toBe(2); // 98 s left, and the permanent one
+    expect(memory.lastingCount(t0 + 2000, 98)).toBe(1);
     const later = memory.entriesNow(t0 + 2000)!;
     expect(later.capacity).toBe(500);
     expect(later.entries.map((e) => [e.cidr.text, e.timeoutSeconds])).toEqual([
@@ -81,6 +83,7 @@ describe('the applied set kept in memory', () => {
     await p.apply([{ cidr: toCidr('198.18.0.1')! }], { capacity: 10 });
     await p.flush();
     expect(memory.entriesNow(Date.now())).toBeUndefined();
+    expect(memory.lastingCount(Date.now(), 5)).toBeUndefined();
   });
 });
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import type { KernelEntry } from '../../../src/firewall/entries.js';
-import { pushIpsetAdds, renderIpsetCreate, renderIpsetMarker, renderIpsetDelta, renderIpsetFull } from '../../../src/firewall/ipset/text.js';
+import { kernelColumns, type KernelEntry } from '../../../src/firewall/entries.js';
+import { renderIpsetCreate, renderIpsetMarker, renderIpsetDelta, renderIpsetFull } from '../../../src/firewall/ipset/text.js';
 import { TextBuilder } from '../../../src/firewall/text-builder.js';
 import { fromNumber } from '../../../src/net/ipv4.js';
 
@@ -11,23 +11,24 @@ const arbEntry = fc.record({
 });
 const arbName = fc.oneof(fc.constantFrom('s', 'wcf-blocklist', 'wcf-blocklist-tmp'), fc.string({ maxLength: 8 }));
 
-/** The rendering as lines joined, as it was written before TextBuilder. */
+/** The rendering as lines joined, as it was written before TextBuilder (and before columns). */
 function joined(head: string[], setName: string, entries: KernelEntry[], tail: string[]): string {
   const out = [...head];
-  pushIpsetAdds(out, setName, entries);
+  for (const e of entries) out.push(e.timeout === undefined ? `add ${setName} ${e.cidr.text}` : `add ${setName} ${e.cidr.text} timeout ${e.timeout}`);
   out.push(...tail, '');
   return out.join('\n');
 }
+const cols = (list: readonly KernelEntry[]) => kernelColumns(list, list.length);
 
 describe('TextBuilder rendering', () => {
   it('renders ipset scripts byte for byte as the joined lines would', () => {
     fc.assert(
-      fc.property(fc.array(arbEntry, { maxLength: 40 }), arbName, arbName, fc.boolean(), fc.array(fc.string({ maxLength: 10 }), { maxLength: 3 }), (entries, set, temp, setExists, del) => {
+      fc.property(fc.array(arbEntry, { maxLength: 40 }), arbName, arbName, fc.boolean(), fc.array(arbEntry, { maxLength: 3 }), (entries, set, temp, setExists, del) => {
         const sizing = { hashsize: 1024, maxelem: 65536 };
         const head = [renderIpsetCreate(temp, sizing), renderIpsetMarker(temp)];
         const tail = setExists ? [`swap ${temp} ${set}`, `destroy ${temp}`] : [`rename ${temp} ${set}`];
-        expect(renderIpsetFull({ setName: set, tempName: temp, sizing, setExists }, entries)).toBe(joined(head, temp, entries, tail));
-        expect(renderIpsetDelta(set, entries, del)).toBe(entries.length + del.length === 0 ? '' : joined(del.map((c) => `del ${set} ${c}`), set, entries, []));
+        expect(renderIpsetFull({ setName: set, tempName: temp, sizing, setExists }, cols(entries))).toBe(joined(head, temp, entries, tail));
+        expect(renderIpsetDelta(set, cols(entries), cols(del))).toBe(entries.length + del.length === 0 ? '' : joined(del.map((d) => `del ${set} ${d.cidr.text}`), set, entries, []));
       }),
       { numRuns: 1000 },
     );

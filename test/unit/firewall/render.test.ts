@@ -2,7 +2,8 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { FirewallError } from '../../../src/errors.js';
 import { CidrIndex, rangeToCidrs } from '../../../src/net/cidr-index.js';
-import { MAX_KERNEL_TIMEOUT_S, kernelTimeout, normalizeEntries, sortCidrTexts, type KernelEntry } from '../../../src/firewall/entries.js';
+import { MAX_KERNEL_TIMEOUT_S, columnsToMap, kernelColumns, kernelList, kernelTimeout, normalizeEntries, sortCidrTexts, type KernelEntry } from '../../../src/firewall/entries.js';
+import type { EntryColumns } from '../../../src/firewall/entry-columns.js';
 import { ipsetSizing, parseIpsetSave, renderIpsetDelta, renderIpsetFull } from '../../../src/firewall/ipset/text.js';
 import { hasOverlap, resolveOverlaps } from '../../../src/firewall/nft/overlaps.js';
 import { nftHooks, parseNftScriptElements, parseNftSetJson, renderNftDelta, renderNftRecreate, renderNftRefill, type NftLayout } from '../../../src/firewall/nft/text.js';
@@ -10,6 +11,9 @@ import type { FirewallEntry } from '../../../src/firewall/plugin.js';
 import { fromNumber, parseCidr, toCidr } from '../../../src/net/ipv4.js';
 
 const entry = (cidr: string, timeout?: number): KernelEntry => ({ cidr: toCidr(cidr)!, timeout });
+/** Kernel entries as the renderers take them, and back. */
+const cols = (list: readonly KernelEntry[]): EntryColumns => kernelColumns(list, list.length);
+const objs = (c: EntryColumns): KernelEntry[] => kernelList(c);
 const layout: NftLayout = { table: 'wcf_agent', set: 'wcf-blocklist', hooks: ['input', 'forward'], action: 'DROP', logBlocked: false, direction: 'inbound' };
 
 describe('kernelTimeout', () => {
@@ -58,7 +62,7 @@ describe('normalizeEntries', () => {
       { cidr: toCidr('10.1.2.0/24')! },
       { cidr: toCidr('10.1.2.0/24')!, timeoutSeconds: 99 },
     ]);
-    expect(m.map((e) => [e.cidr.text, e.timeout])).toEqual([
+    expect(objs(m).map((e) => [e.cidr.text, e.timeout])).toEqual([
       ['192.0.2.7', 50],
       ['10.1.2.0/24', undefined],
     ]);
@@ -120,16 +124,18 @@ describe('resolveOverlaps', () => {
 
   it('leaves non-overlapping entries alone (adjacent ones are not merged)', () => {
     const input = [entry('192.0.2.128/25'), entry('192.0.2.0/25', 100), entry('198.51.100.7', 5)];
-    expect(resolveOverlaps(input)).toEqual(input);
+    const c = cols(input);
+    expect(resolveOverlaps(c)).toBe(c); // not even copied
+    expect(objs(resolveOverlaps(c))).toEqual(input);
   });
 
   it('drops an entry covered by a wider one that lives at least as long', () => {
-    expect(resolveOverlaps([entry('192.0.2.0/24'), entry('192.0.2.7', 100)])).toEqual([entry('192.0.2.0/24')]);
-    expect(resolveOverlaps([entry('192.0.2.0/24', 100), entry('192.0.2.7', 100)])).toEqual([entry('192.0.2.0/24', 100)]);
+    expect(objs(resolveOverlaps(cols([entry('192.0.2.0/24'), entry('192.0.2.7', 100)])))).toEqual([entry('192.0.2.0/24')]);
+    expect(objs(resolveOverlaps(cols([entry('192.0.2.0/24', 100), entry('192.0.2.7', 100)])))).toEqual([entry('192.0.2.0/24', 100)]);
   });
 
   it('splits a wider entry around a narrower one that outlives it', () => {
-    const out = resolveOverlaps([entry('192.0.2.0/24', 100), entry('192.0.2.7')]);
+    const out = objs(resolveOverlaps(cols([entry('192.0.2.0/24', 100), entry('192.0.2.7')])));
     expect(out.map((e) => `${e.cidr.text}${e.timeout === undefined ? '' : ` ${e.timeout}`}`)).toEqual([
       '192.0.2.0/30 100',
       '192.0.2.4/31 100',
@@ -153,8 +159,8 @@ describe('resolveOverlaps', () => {
         const m = new Map<string, KernelEntry>();
         for (const e of raw) m.set(e.cidr.text, e);
         const input = [...m.values()];
-        const out = resolveOverlaps(input);
-        expect(hasOverlap(input)).toBe(input.some((a) => input.some((b) => a !== b && a.cidr.start <= b.cidr.start && b.cidr.end <= a.cidr.end)));
+        const out = objs(resolveOverlaps(cols(input)));
+        expect(hasOverlap(cols(input))).toBe(input.some((a) => input.some((b) => a !== b && a.cidr.start <= b.cidr.start && b.cidr.end <= a.cidr.end)));
         out.sort((a, b) => a.cidr.start - b.cidr.start);
         for (let i = 1; i < out.length; i++) expect(out[i]!.cidr.start).toBeGreaterThan(out[i - 1]!.cidr.end);
         const base = (10 << 24) >>> 0;
@@ -181,7 +187,7 @@ describe('ipset rendering', () => {
   it('renders a full replacement as build-temp-then-swap', () => {
     const entries = [entry('192.0.2.0/24'), entry('198.51.100.7', 300)];
     const sizing = { hashsize: 1024, maxelem: 65536 };
-    expect(renderIpsetFull({ setName: 's', tempName: 's-tmp', sizing, setExists: true }, entries)).toBe(
+    expect(renderIpsetFull({ setName: 's', tempName: 's-tmp', sizing, setExists: true }, cols(entries))).toBe(
       'create s-tmp hash:net family inet hashsize 1024 maxelem 65536 timeout 0 comment\n' +
         'add s-tmp 255.255.255.255 nomatch comment "wcf-agent"\n' +
         'add s-tmp 192.0.2.0/24\n' +
@@ -189,13 +195,13 @@ describe('ipset rendering', () => {
         'swap s-tmp s\n' +
         'destroy s-tmp\n',
     );
-    expect(renderIpsetFull({ setName: 's', tempName: 's-tmp', sizing, setExists: false }, [])).toBe(
+    expect(renderIpsetFull({ setName: 's', tempName: 's-tmp', sizing, setExists: false }, cols([]))).toBe(
       'create s-tmp hash:net family inet hashsize 1024 maxelem 65536 timeout 0 comment\nadd s-tmp 255.255.255.255 nomatch comment "wcf-agent"\nrename s-tmp s\n',
     );
   });
 
   it('renders a delta as dels then adds', () => {
-    expect(renderIpsetDelta('s', [entry('192.0.2.1', 9), entry('192.0.2.2')], ['10.0.0.0/8'])).toBe(
+    expect(renderIpsetDelta('s', cols([entry('192.0.2.1', 9), entry('192.0.2.2')]), cols([entry('10.0.0.0/8')]))).toBe(
       'del s 10.0.0.0/8\nadd s 192.0.2.1 timeout 9\nadd s 192.0.2.2\n',
     );
   });
@@ -210,7 +216,7 @@ describe('ipset rendering', () => {
     expect(p.type).toBe('hash:net');
     expect(p.createOptions.get('maxelem')).toBe('65536');
     expect(p.createOptions.has('timeout')).toBe(true);
-    expect([...p.entries]).toEqual([
+    expect([...columnsToMap(p.entries)]).toEqual([
       ['192.0.2.0/24', undefined],
       ['198.51.100.7', 42],
       ['10.0.0.0/8', undefined],
@@ -228,7 +234,7 @@ describe('nft rendering', () => {
   });
 
   it('renders the whole table in one transaction that first deletes the old one', () => {
-    const text = renderNftRecreate({ ...layout, logBlocked: true, action: 'REJECT' }, [entry('192.0.2.0/24'), entry('198.51.100.7', 300)]);
+    const text = renderNftRecreate({ ...layout, logBlocked: true, action: 'REJECT' }, cols([entry('192.0.2.0/24'), entry('198.51.100.7', 300)]));
     expect(text).toBe(
       [
         'add table inet wcf_agent',
@@ -271,7 +277,7 @@ describe('nft rendering', () => {
         '',
       ].join('\n'),
     );
-    expect(renderNftRecreate(layout, [])).not.toContain('elements');
+    expect(renderNftRecreate(layout, cols([]))).not.toContain('elements');
     expect(parseNftScriptElements(text)).toEqual(
       new Map([
         ['192.0.2.0/24', undefined],
@@ -281,19 +287,19 @@ describe('nft rendering', () => {
   });
 
   it('renders a refill as flush set + add element', () => {
-    expect(renderNftRefill(layout, [entry('192.0.2.1'), entry('192.0.2.2', 5)])).toBe(
+    expect(renderNftRefill(layout, cols([entry('192.0.2.1'), entry('192.0.2.2', 5)]))).toBe(
       'flush set inet wcf_agent wcf-blocklist\nadd element inet wcf_agent wcf-blocklist {\n\t192.0.2.1,\n\t192.0.2.2 timeout 5s\n}\n',
     );
-    expect(renderNftRefill(layout, [])).toBe('flush set inet wcf_agent wcf-blocklist\n');
+    expect(renderNftRefill(layout, cols([]))).toBe('flush set inet wcf_agent wcf-blocklist\n');
   });
 
   it('renders a delta whose deletes cannot fail on elements that just expired', () => {
-    expect(renderNftDelta(layout, [entry('192.0.2.9', 60)], ['192.0.2.1', '10.0.0.0/8'])).toBe(
+    expect(renderNftDelta(layout, cols([entry('192.0.2.9', 60)]), cols([entry('192.0.2.1'), entry('10.0.0.0/8')]))).toBe(
       'add element inet wcf_agent wcf-blocklist {\n\t192.0.2.1,\n\t10.0.0.0/8\n}\n' +
         'delete element inet wcf_agent wcf-blocklist {\n\t192.0.2.1,\n\t10.0.0.0/8\n}\n' +
         'add element inet wcf_agent wcf-blocklist {\n\t192.0.2.9 timeout 60s\n}\n',
     );
-    expect(renderNftDelta(layout, [], [])).toBe('');
+    expect(renderNftDelta(layout, cols([]), cols([]))).toBe('');
   });
 
   it('parses every element shape of `nft -j list set`', () => {
@@ -319,7 +325,7 @@ describe('nft rendering', () => {
       ],
     });
     const p = parseNftSetJson(json);
-    expect([...p.entries]).toEqual([
+    expect([...columnsToMap(p.entries)]).toEqual([
       ['198.51.100.1', undefined],
       ['192.0.2.0/24', undefined],
       ['198.51.100.2', 42],

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { RangeSet, fromNumber, numberToIp, overlaps, parseCidr } from '../../../src/net/ipv4.js';
+import { RangeSet, cidrAt, fromNumber, numberToIp, overlaps, parseCidr, toCidr } from '../../../src/net/ipv4.js';
 
 describe('parseCidr', () => {
   it('normalises networks to their network address and /32 to a bare address', () => {
@@ -38,6 +38,26 @@ describe('RangeSet', () => {
         expect(new RangeSet(set).overlaps(q)).toBe(set.some((s) => overlaps(s, q)));
       }),
       { numRuns: 500 },
+    );
+  });
+});
+
+describe('cidrAt', () => {
+  it('reads a network in place exactly as toCidr reads the same text', () => {
+    const texts = fc.oneof(
+      fc.tuple(fc.nat(0xffffffff), fc.integer({ min: 0, max: 32 })).map(([v, p]) => fromNumber(v, p).text),
+      fc.constantFrom('01.2.3.4', '1.2.3.4/32', '10.1.2.3/8', '256.1.1.1', '1.2.3', '1.2.3.4.5', '', 'x', '1.2.3.4/', '0.0.0.0', '255.255.255.255'),
+      fc.string({ maxLength: 18 }),
+    );
+    fc.assert(
+      fc.property(texts, fc.string({ maxLength: 3 }), fc.string({ maxLength: 3 }), (t, before, after) => {
+        const out = { start: -1, prefix: -1 };
+        const ok = cidrAt(before + t + after, before.length, before.length + t.length, out);
+        const c = toCidr(t);
+        expect(ok).toBe(c !== undefined);
+        if (c) expect(out).toEqual({ start: c.start, prefix: c.prefix });
+      }),
+      { numRuns: 2000 },
     );
   });
 });
