@@ -9,16 +9,15 @@ import { markerRule } from '../ownership.js';
 import { isV01SetChain } from '../legacy-shapes.js';
 import { setObject, setOwnership } from './ownership.js';
 import type { ApplyOptions, ApplyResult, CommandRunner, DropCounters, HitCounter, FirewallPlugin, OwnedObject, PluginOptions, WatchCheck } from '../plugin.js';
-import { directionHooks, hitsSetName, type Direction, type Side } from '../direction.js';
+import { directionHooks, type Direction } from '../direction.js';
 import { anyHook, effectiveHooks, iptablesRestore, planHooks, readFilter, removeLeftoverBaseChains, type FilterState } from '../xtables/filter.js';
 import { chainCounters, chainObjects, chainOwnership, failIfReferenced, removeOwnedChain } from '../xtables/owned-chain.js';
 import { iptablesSetRules } from '../xtables/rules.js';
 import { chainCheck, setHeaderCount } from '../xtables/check.js';
 import { hitsSetLines, hitsSetObjects, readIpsetHits, unusedHitsSets } from './hits.js';
+import { NO_SUCH_SET, destroySet, destroySetQuietly, removeOwnedSets } from './remove.js';
 import { ipsetDeltaScript, ipsetFullScript, ipsetSizing, parseIpsetSave, type IpsetSaveParsed, type IpsetSizing } from './text.js';
 
-const NO_SUCH_SET = /does not exist/i;
-const SET_IN_USE = /in use/i;
 const IPSET_LINE = /Error in line (\d+)/;
 /** `ipset restore` on line 1 (creating the temp set) when a temp set of that name is left over. */
 const TEMP_LEFT_OVER = /Error in line 1: Set cannot be created: set with the same name already exists/i;
@@ -59,11 +58,6 @@ export class IpsetPlugin extends KernelPlugin implements FirewallPlugin {
     this.tempName = tempSetName(options.names.setName);
     this.chain = options.names.chainName;
     this.direction = options.direction ?? 'both';
-  }
-
-  private async setNames(): Promise<Set<string>> {
-    const { stdout } = await this.runner.run('ipset', ['list', '-n']);
-    return new Set(stdout.split('\n').map((s) => s.trim()).filter(Boolean));
   }
 
   private async save(): Promise<IpsetSaveParsed> {
@@ -199,7 +193,7 @@ export class IpsetPlugin extends KernelPlugin implements FirewallPlugin {
           continue;
         }
         // The swap is the last step, so the live set still holds the previous entries.
-        await this.destroyQuietly(this.tempName);
+        await destroySetQuietly(this.runner, this.tempName);
         throw withFailingLine(err, input, IPSET_LINE);
       }
     }
@@ -258,7 +252,7 @@ export class IpsetPlugin extends KernelPlugin implements FirewallPlugin {
     // A hook given up (direction changed) may leave the empty base chain iptables-nft made for it.
     await removeLeftoverBaseChains(this.runner, hooks.unhooked);
     // A side given up (direction changed) leaves its hits set unused: removed, if it is there.
-    if (rewrite) for (const name of unusedHitsSets(this.setName, this.direction)) await this.destroy(name);
+    if (rewrite) for (const name of unusedHitsSets(this.setName, this.direction)) await destroySet(this.runner, name);
   }
 
   async list(): Promise<string[]> {
@@ -278,28 +272,8 @@ export class IpsetPlugin extends KernelPlugin implements FirewallPlugin {
   protected async flushNow(): Promise<void> {
     this.prefetched = undefined;
     const foreign = await removeOwnedChain(this.runner, this.chain, this.log, this.legacyChain);
-    const names = await this.setNames();
     const removed: string[] = foreign === undefined ? [] : [`iptables chain ${this.chain}`];
-    // The hits sets carry no marker of their own (a marker element would count as a hit): they are
-    // the agent's when its main set is, or when that set is gone (a flush that stopped half-way).
-    const hits = (['in', 'out'] as const).map((side: Side) => hitsSetName(this.setName, side));
-    let mainIsOurs = true;
-    for (const set of [this.setName, this.tempName]) {
-      if (!names.has(set)) continue;
-      const owner = setOwnership(parseIpsetSave((await this.runner.run('ipset', ['save', set])).stdout, set));
-      if (owner.kind === 'foreign') {
-        this.log.warn({ set }, `ipset set ${set} is not the agent's (${owner.why}); left as it is`);
-        if (set === this.setName) mainIsOurs = false;
-        continue;
-      }
-      await this.destroy(set);
-      removed.push(`ipset set ${set}`);
-    }
-    for (const set of hits) {
-      if (!mainIsOurs || !names.has(set)) continue;
-      await this.destroy(set);
-      removed.push(`ipset set ${set}`);
-    }
+    removed.push(...(await removeOwnedSets(this.runner, this.setName, this.tempName, this.log)));
     if (removed.length > 0) this.log.info({ removed }, 'removed the agent’s objects');
     if (foreign !== undefined) failIfReferenced(this.chain, foreign);
   }
@@ -328,33 +302,5 @@ export class IpsetPlugin extends KernelPlugin implements FirewallPlugin {
     const missing = entries === undefined ? [`ipset set ${this.setName}`] : [];
     missing.push(...chainCheck(filter, this.chain, directionHooks(this.options.hookChains, this.direction), rulesOk));
     return entries === undefined ? { missing } : { missing, entries };
-  }
-
-  /** Destroy a set; retry briefly while the kernel still holds a reference from a just-deleted rule. */
-  private async destroy(set: string): Promise<void> {
-    for (let attempt = 0; ; attempt++) {
-      try {
-        await this.runner.run('ipset', ['destroy', set]);
-        return;
-      } catch (err) {
-        if (stderrMatches(err, NO_SUCH_SET)) return;
-        if (stderrMatches(err, SET_IN_USE)) {
-          if (attempt < 20) {
-            await new Promise((r) => setTimeout(r, 50));
-            continue;
-          }
-          throw FirewallError.rewrap(err, `ipset set ${set} is still used by a rule the agent did not create; remove that rule, then flush again`);
-        }
-        throw err;
-      }
-    }
-  }
-
-  private async destroyQuietly(set: string): Promise<void> {
-    try {
-      await this.runner.run('ipset', ['destroy', set]);
-    } catch {
-      // absent or in use: nothing to clean up, or nothing we may touch
-    }
   }
 }
