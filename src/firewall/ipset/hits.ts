@@ -1,7 +1,7 @@
 import { hitsSetName, sides, type Direction } from '../direction.js';
 import { stderrMatches } from '../exec.js';
-import { errorMessage } from '../../errors.js';
-import type { CommandRunner, HitCounter, OwnedObject } from '../plugin.js';
+import type { CommandRunner, HitCounter } from '../plugin.js';
+import { NO_SUCH_SET } from './remove.js';
 import { parseIpsetHits, renderHitsSetCreate } from './text.js';
 
 /**
@@ -9,15 +9,13 @@ import { parseIpsetHits, renderHitsSetCreate } from './text.js';
  * chain's rules are (re)written, read for `hits` and the metrics.
  */
 
-const NO_SUCH_SET = /does not exist/i;
-
 /**
  * `ipset restore` lines that make the hits sets of the sides in use exist
  * (empty when new: the rules about to be written name them); run in the same
  * process as the set's own script when there is one.
  */
 export function hitsSetLines(setName: string, direction: Direction): string[] {
-  return sides(direction).map((side) => renderHitsSetCreate(hitsSetName(setName, side)));
+  return usedHitsSets(setName, direction).map(renderHitsSetCreate);
 }
 
 /** The hits sets of the sides not in use: destroyed (when present) once no rule names them. */
@@ -39,13 +37,7 @@ export async function readIpsetHits(runner: CommandRunner, setName: string, dire
   return out;
 }
 
-/** The hits sets of the sides in use, present or absent (for doctor, status and flush). */
-export async function hitsSetObjects(runner: CommandRunner, setName: string, direction: Direction): Promise<OwnedObject[]> {
-  const wanted = sides(direction).map((side) => hitsSetName(setName, side));
-  try {
-    const names = new Set((await runner.run('ipset', ['list', '-n'])).stdout.split('\n').map((l) => l.trim()));
-    return wanted.map((name) => ({ what: `ipset ${name}`, state: names.has(name) ? 'present' : 'absent' }));
-  } catch (err) {
-    return wanted.map((name) => ({ what: `ipset ${name}`, state: 'unreadable', error: errorMessage(err) }));
-  }
+/** The hits sets of the sides in use. */
+export function usedHitsSets(setName: string, direction: Direction): string[] {
+  return sides(direction).map((side) => hitsSetName(setName, side));
 }

@@ -20,20 +20,41 @@ export function setOwnership(current: IpsetSaveParsed | undefined): Ownership {
   };
 }
 
+/** The names of every ipset set now (`ipset list -n`). */
+export async function ipsetNames(runner: CommandRunner): Promise<Set<string>> {
+  return new Set((await runner.run('ipset', ['list', '-n'])).stdout.split('\n').map((l) => l.trim()).filter(Boolean));
+}
+
 /**
  * The set as an owned object. Judged from its header only (`ipset list -t`: no
  * members, cheap at a million entries): a set of another type or without
  * timeouts is foreign; the marker element itself is checked by apply.
+ * `names`: ipsetNames, read once by the caller.
  */
-export async function setObject(runner: CommandRunner, setName: string): Promise<OwnedObject> {
+async function setObject(runner: CommandRunner, setName: string, names: ReadonlySet<string>): Promise<OwnedObject> {
   const what = `ipset ${setName}`;
+  if (!names.has(setName)) return { what, state: 'absent' };
   try {
-    const names = (await runner.run('ipset', ['list', '-n'])).stdout.split('\n').map((l) => l.trim());
-    if (!names.includes(setName)) return { what, state: 'absent' };
     const header = (await runner.run('ipset', ['list', '-t', setName])).stdout;
     const agentShaped = /^Type: hash:net$/m.test(header) && /^Header: family inet .* timeout 0( |$)/m.test(header);
     return agentShaped ? { what, state: 'present' } : { what, state: 'foreign', error: 'not a hash:net set with timeouts, as the agent makes' };
   } catch (err) {
     return { what, state: 'unreadable', error: errorMessage(err) };
   }
+}
+
+/**
+ * The set, then its hits sets `hits` (the agent's only alongside its own set:
+ * they carry no marker of their own), from one `ipset list -n`.
+ */
+export async function setObjects(runner: CommandRunner, setName: string, hits: readonly string[]): Promise<OwnedObject[]> {
+  let names: ReadonlySet<string>;
+  try {
+    names = await ipsetNames(runner);
+  } catch (err) {
+    return [setName, ...hits].map((name): OwnedObject => ({ what: `ipset ${name}`, state: 'unreadable', error: errorMessage(err) }));
+  }
+  const set = await setObject(runner, setName, names);
+  if (set.state === 'foreign') return [set];
+  return [set, ...hits.map((name): OwnedObject => ({ what: `ipset ${name}`, state: names.has(name) ? 'present' : 'absent' }))];
 }

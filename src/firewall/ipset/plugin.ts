@@ -7,14 +7,14 @@ import { KernelPlugin, type Repairs } from '../kernel-plugin.js';
 import { tempSetName } from '../names.js';
 import { markerRule } from '../ownership.js';
 import { isV01SetChain } from '../legacy-shapes.js';
-import { setObject, setOwnership } from './ownership.js';
+import { setObjects, setOwnership } from './ownership.js';
 import type { ApplyOptions, ApplyResult, CommandRunner, DropCounters, HitCounter, FirewallPlugin, OwnedObject, PluginOptions, WatchCheck } from '../plugin.js';
 import { directionHooks, type Direction } from '../direction.js';
 import { anyHook, effectiveHooks, iptablesRestore, planHooks, readFilter, removeLeftoverBaseChains, type FilterState } from '../xtables/filter.js';
 import { chainCounters, chainObjects, chainOwnership, failIfReferenced, removeOwnedChain } from '../xtables/owned-chain.js';
 import { iptablesSetRules } from '../xtables/rules.js';
 import { chainCheck, setHeaderCount } from '../xtables/check.js';
-import { hitsSetLines, hitsSetObjects, readIpsetHits, unusedHitsSets } from './hits.js';
+import { hitsSetLines, readIpsetHits, unusedHitsSets, usedHitsSets } from './hits.js';
 import { NO_SUCH_SET, destroySet, destroySetQuietly, removeOwnedSets } from './remove.js';
 import { ipsetDeltaScript, ipsetFullScript, ipsetSizing, parseIpsetSave, type IpsetSaveParsed, type IpsetSizing } from './text.js';
 
@@ -289,10 +289,8 @@ export class IpsetPlugin extends KernelPlugin implements FirewallPlugin {
   /** The set, its hits sets, the chain and each hook (read-only). */
   async objects(): Promise<OwnedObject[]> {
     const hooks = (filter: FilterState) => effectiveHooks(directionHooks(this.options.hookChains, this.direction), filter);
-    const set = await setObject(this.runner, this.setName);
-    // The hits sets are the agent's only alongside its own set (they carry no marker of their own).
-    const hits = set.state === 'foreign' ? [] : await hitsSetObjects(this.runner, this.setName, this.direction);
-    return [set, ...hits, ...(await chainObjects(this.runner, this.chain, hooks, this.legacyChain))];
+    const sets = await setObjects(this.runner, this.setName, usedHitsSets(this.setName, this.direction));
+    return [...sets, ...(await chainObjects(this.runner, this.chain, hooks, this.legacyChain))];
   }
 
   /** The set's header (not its entries), the chain, its rule and the hooks (see FirewallPlugin.check). */

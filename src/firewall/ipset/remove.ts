@@ -3,7 +3,7 @@ import { FirewallError } from '../../errors.js';
 import { hitsSetName, type Side } from '../direction.js';
 import { stderrMatches } from '../exec.js';
 import type { CommandRunner } from '../plugin.js';
-import { setOwnership } from './ownership.js';
+import { ipsetNames, setOwnership } from './ownership.js';
 import { parseIpsetSave } from './text.js';
 
 /** Removing the agent's ipset sets (flush, a side given up, a failed rebuild's temp set). */
@@ -46,7 +46,7 @@ export async function destroySetQuietly(runner: CommandRunner, set: string): Pro
  * is left as it is, with a warning. Returns what was removed.
  */
 export async function removeOwnedSets(runner: CommandRunner, setName: string, tempName: string, log: Logger): Promise<string[]> {
-  const names = new Set((await runner.run('ipset', ['list', '-n'])).stdout.split('\n').map((s) => s.trim()).filter(Boolean));
+  const names = await ipsetNames(runner);
   const removed: string[] = [];
   // The hits sets carry no marker of their own (a marker element would count as a hit): they are
   // the agent's when its main set is, or when that set is gone (a flush that stopped half-way).
