@@ -103,6 +103,7 @@ function parseOptions() {
         '       npm run bench -- --from results/bench.json [--out DIR]   tables and charts again from saved results\n' +
         '       daemon: [--daemon-sizes 10000,100000,1000000] [--daemon-plugins nftables,ipset] [--all-selected-sizes 1000000]\n' +
         '               [--cycles 3] [--gap-ms 4000] [--agent node|binary] [--entry dist/cli.js (another build, to compare; sync too)]\n' +
+        '               environment: the systemd unit\'s Environment= lines, plus WCF_BENCH_DAEMON_ENV="K=V K=V" if set\n' +
         '       idle (opt-in): [--idle-minutes 10]; peers (opt-in, CrowdSec): [--peer-sizes 10000,100000]\n' +
         '--quick = --sizes 10000,100000 --runs 1 --naive-sizes 1000 (flags given explicitly still win)\n',
     );

@@ -102,9 +102,22 @@ export function unitEnvironment(unit = join(ROOT, 'systemd/wcf-agent.service')):
   return env;
 }
 
+/**
+ * WCF_BENCH_DAEMON_ENV="K=V K=V": variables set on top of the unit's, to measure another
+ * allocator setting against the unit's (e.g. MALLOC_ARENA_MAX=2 MALLOC_TRIM_THRESHOLD_=4194304).
+ */
+function extraEnvironment(): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const pair of (process.env.WCF_BENCH_DAEMON_ENV ?? '').trim().split(/\s+/)) {
+    const eq = pair.indexOf('=');
+    if (eq > 0) env[pair.slice(0, eq)] = pair.slice(eq + 1);
+  }
+  return env;
+}
+
 export function startDaemon(form: AgentForm, configPath: string, minuteMs: number): Daemon {
   const [cmd, args] = agentCommand(form, ['run', '--config', configPath]);
-  const env = { ...process.env, ...unitEnvironment(), WCF_LOG_LEVEL: 'info', WCF_AGENT_MINUTE_MS: String(minuteMs) };
+  const env = { ...process.env, ...unitEnvironment(), ...extraEnvironment(), WCF_LOG_LEVEL: 'info', WCF_AGENT_MINUTE_MS: String(minuteMs) };
   const child = spawn(cmd, args, { env, stdio: ['ignore', 'ignore', 'pipe'] });
   const forget = onExit(() => child.kill('SIGKILL'));
   child.once('exit', forget);

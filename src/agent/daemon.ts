@@ -103,8 +103,10 @@ export class Daemon {
     const random = opts.random ?? Math.random;
     this.scheduler = new Scheduler({
       logger: this.logger,
-      // Once the cycle's frame is gone: what it left (its plan included) is then garbage.
-      run: () => this.cycle().finally(releaseCycleMemory),
+      // Once the cycle's frame is gone: what it left (its plan included) is then garbage. On the
+      // next turn of the event loop, so the next sync's time is recorded first (for `status`)
+      // rather than after a collection that can take a while at a million entries.
+      run: () => this.cycle().finally(() => void setImmediate(releaseCycleMemory)),
       delayAfter: (ok) =>
         nextCycleDelayMs({
           ok,

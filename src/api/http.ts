@@ -1,7 +1,14 @@
-import http, { type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
-import https from 'node:https';
+import type { Agent as HttpAgent, IncomingHttpHeaders, IncomingMessage, ProxyEnv } from 'node:http';
+import type { Agent as HttpsAgent } from 'node:https';
 import type { Socket } from 'node:net';
 import { TLSSocket } from 'node:tls';
+
+// Taken as CommonJS exports, not with an ES `import`: an ES import of node:http reads every
+// export to build the module namespace, and three of them (WebSocket, CloseEvent, MessageEvent)
+// are getters that load Node's bundled undici and web streams, about 10 MB resident that the
+// agent never uses (README, Performance). getBuiltinModule reads nothing it is not asked for.
+const http = process.getBuiltinModule('node:http');
+const https = process.getBuiltinModule('node:https');
 
 /**
  * The HTTP transport under the API client: Node's own `http`/`https` with one keep-alive Agent
@@ -51,15 +58,15 @@ const PROXY_VARIABLES = ['HTTP_PROXY', 'http_proxy', 'HTTPS_PROXY', 'https_proxy
  * What the agents read their proxy from: config `proxy` for both protocols (and no NO_PROXY, as
  * a configured proxy carries every call), else the environment when it names a proxy.
  */
-export function proxyEnvFor(proxy: string | undefined, env: NodeJS.ProcessEnv): http.ProxyEnv | undefined {
+export function proxyEnvFor(proxy: string | undefined, env: NodeJS.ProcessEnv): ProxyEnv | undefined {
   if (proxy) return { HTTP_PROXY: proxy, HTTPS_PROXY: proxy };
   if (PROXY_VARIABLES.some((k) => env[k])) return { ...env };
   return undefined;
 }
 
 export class HttpTransport {
-  private readonly http: http.Agent;
-  private readonly https: https.Agent;
+  private readonly http: HttpAgent;
+  private readonly https: HttpsAgent;
 
   constructor(private readonly o: TransportOptions) {
     const proxyEnv = proxyEnvFor(o.proxy, o.env ?? process.env);

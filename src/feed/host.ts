@@ -1,5 +1,6 @@
 import { isIPv4 } from 'node:net';
 import { getPublicSuffix } from 'tldts';
+import { isDnsName } from './dns-name.js';
 
 /**
  * What a URL from the feed can be blocked as. WHATWG URL parsing (the browser's own
@@ -17,19 +18,7 @@ export type HostOf =
   | { kind: 'ipv4'; ip: string }
   | { kind: 'invalid'; error: string };
 
-/** Letters, digits, `-` and `_` (service labels), 1..63 per label, no leading/trailing `-`. */
-const LABEL = /^[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?$/;
 const HAS_SCHEME = /^[a-z][a-z0-9+.-]*:/i;
-
-/**
- * A host name safe to write into a resolver's configuration: WHATWG allows characters
- * such as `"`, `*` or `;` in a host, which must never reach unbound.conf or a zone file.
- */
-export function isDnsName(name: string): boolean {
-  if (name.length === 0 || name.length > 253) return false;
-  for (const label of name.split('.')) if (!LABEL.test(label)) return false;
-  return true;
-}
 
 /** The Public Suffix List, private section included (`github.io` is a suffix, `evil.github.io` is not). */
 export function isPublicSuffix(name: string): boolean {

@@ -1,4 +1,4 @@
-import { createServer, type Server } from 'node:http';
+import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Registry } from 'prom-client';
 import type { Logger } from '../log.js';
@@ -15,7 +15,8 @@ export interface MetricsServer {
  * Everything else is 404/405. Read-only: scrapes change nothing in the agent.
  */
 export async function startMetricsServer(listen: ListenAddress, registry: Registry, logger: Logger): Promise<MetricsServer> {
-  const server: Server = createServer((req, res) => {
+  // node:http as CommonJS exports, not an ES import: see src/api/http.ts.
+  const server: Server = process.getBuiltinModule('node:http').createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0];
     if (path !== '/metrics') {
       res.writeHead(404, { 'content-type': 'text/plain; charset=utf-8' }).end('not found; metrics are at /metrics\n');

@@ -1,7 +1,8 @@
 import fc from 'fast-check';
 import { getPublicSuffix } from 'tldts';
 import { describe, expect, it } from 'vitest';
-import { hostOfUrl, isDnsName, normaliseName } from '../../src/feed/host.js';
+import { hostOfUrl, normaliseName } from '../../src/feed/host.js';
+import { isDnsName } from '../../src/feed/dns-name.js';
 
 describe('host of a feed URL', () => {
   it.each([

@@ -75,9 +75,16 @@ describe('single executable', () => {
   it('embeds the agent’s Node flags, those of the dist/cli.js shebang', () => {
     const shebang = readFileSync(join(ROOT, 'dist/cli.js'), 'utf8').split('\n')[0]!;
     const flags = /^#!\/usr\/bin\/env -S node (.+)$/.exec(shebang)?.[1]?.split(' ');
-    expect(flags).toContain('--max-semi-space-size=4');
+    expect(flags).toContain('--max-semi-space-size=2');
     const sea = JSON.parse(readFileSync(join(buildDir, 'work', 'sea-config.json'), 'utf8')) as { execArgv?: string[] };
     expect(sea.execArgv).toEqual(flags);
+  });
+
+  it('carries its source as Latin-1 text, which V8 keeps at one byte a character (two-byte text doubled it)', () => {
+    const source = readFileSync(join(buildDir, 'work', 'wcf-agent.cjs'), 'latin1');
+    expect(source.length).toBeGreaterThan(100_000);
+    const wide = readFileSync(join(buildDir, 'work', 'wcf-agent.cjs'), 'utf8').match(/[^\u0000-\u00ff]/g) ?? [];
+    expect(wide).toEqual([]);
   });
 
   it('ignores NODE_OPTIONS (no code injection through the environment)', async () => {
