@@ -7,7 +7,8 @@ import { LOCAL_DEFAULT_SOURCES, resolveSettings, type Settings, type SettingSour
 import type { ThreatIntelApi } from '../api/threat-intel.js';
 import type { ApplyResult, FirewallPlugin } from '../firewall/index.js';
 import { createScoring, type Scoring } from '../score/decay.js';
-import { selectEntries, type SelectedEntry, type Selection } from '../policy/select.js';
+import { selectEntries, type Selection } from '../policy/select.js';
+import type { SelectedColumns } from '../policy/selected-columns.js';
 import { selectionWithOverrides } from './overrides-apply.js';
 import { AGENT_VERSION } from '../version.js';
 import { recordCycle, reportCycle } from './cycle-report.js';
@@ -54,7 +55,7 @@ export interface PlanResult {
   /** What is applied: the selection from the feeds with the local overrides merged in. */
   selection: Selection;
   /** The selection from the feeds alone (local applies between cycles start from it). */
-  base: SelectedEntry[];
+  base: SelectedColumns;
   pulled: Pick<PulledFeeds, 'full' | 'cursor' | 'pages' | 'invalid'> & { feed: number; manual: number; whitelist: number };
   settingProblems: string[];
   /** The URL feed's part (names for the resolver), when `url_feed` is on. */
@@ -215,7 +216,7 @@ async function enforce(deps: CycleDeps, plugin: FirewallPlugin, plan: PlanResult
   // timed entry looks expired, and a guard comparing against 0 would let an emptied feed through.
   const verdict = deps.force
     ? { allow: true, pending: undefined }
-    : checkShrink(lastCount ?? 0, plan.selection.entries.length, config.shrink_guard_ratio, state.small.pendingShrink, now);
+    : checkShrink(lastCount ?? 0, plan.selection.columns.length, config.shrink_guard_ratio, state.small.pendingShrink, now);
   state.update({ pendingShrink: verdict.pending });
   if (!verdict.allow) throw new GuardError(verdict.message!);
   if ('message' in verdict && verdict.message) logger.warn(verdict.message);
@@ -224,7 +225,7 @@ async function enforce(deps: CycleDeps, plugin: FirewallPlugin, plan: PlanResult
   // and the next cycle saw every timeout as changed), and an entry whose expiry passed during
   // the pull is left out (the kernel would drop it within the second anyway).
   const applyAt = (deps.now ?? epochNow)();
-  const { firewall, applied } = toApplied(plan.selection.entries, applyAt);
+  const { firewall, applied } = toApplied(plan.selection.columns, applyAt);
   // The set is sized for the maximum_rules in force (the server's), not config.json's.
   const apply = await plugin.apply(firewall, { capacity: plan.settings.maximum_rules, appliedBefore: lastCount !== undefined });
   return { apply, entries: applied };
