@@ -1,5 +1,6 @@
 import { FirewallError, NotOwnedError, errorMessage } from '../../errors.js';
-import { chooseMode, diffEntries, type EntryDiff } from '../diff.js';
+import { chooseMode, diffEntries, releaseChanges, type EntryDiff } from '../diff.js';
+import { releaseArray } from '../../net/release.js';
 import { columnsToMap, normalizeEntries, sortCidrTexts } from '../entries.js';
 import { EntryColumns, type FirewallEntries } from '../entry-columns.js';
 import { createRunner, stderrMatches, withFailingLine } from '../exec.js';
@@ -148,6 +149,11 @@ export class IpsetPlugin extends KernelPlugin implements FirewallPlugin {
     const currentEntries = current?.entries ?? new EntryColumns(1);
     const diff = diffEntries(currentEntries, wanted, Math.max(0, (Date.now() - readAt) / 1000));
     const mode = chooseMode(diff, currentEntries.length, wanted.length, forceFull);
+    // A rebuild reads neither the listing nor the changes again: freed before its script is built.
+    if (mode === 'full') {
+      releaseChanges(diff, wanted);
+      currentEntries.release();
+    }
 
     // Intact rules name the hits sets, and a set named by a rule cannot be
     // destroyed: they exist. Only a rewrite of the rules has to make sure, in
@@ -186,6 +192,7 @@ export class IpsetPlugin extends KernelPlugin implements FirewallPlugin {
       const input = ipsetFullScript({ setName: this.setName, tempName: this.tempName, sizing, setExists, after }, entries);
       try {
         await this.runner.run('ipset', ['restore'], { input });
+        releaseArray(input); // its bytes are in the kernel now
         return;
       } catch (err) {
         if (attempt === 0 && stderrMatches(err, TEMP_LEFT_OVER)) {
@@ -203,6 +210,7 @@ export class IpsetPlugin extends KernelPlugin implements FirewallPlugin {
     const input = ipsetDeltaScript(this.setName, diff.add, diff.del);
     try {
       await this.runner.run('ipset', ['-exist', 'restore'], { input });
+      releaseArray(input);
     } catch (caught) {
       const err = withFailingLine(caught, input, IPSET_LINE);
       // ipset applies restore lines one by one: put the previous contents back
