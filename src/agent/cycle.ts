@@ -25,6 +25,7 @@ import { saveFeedCacheAfterApply } from './feed-cache-write.js';
 import { PhaseClock, type PhaseTimings } from './timings.js';
 import { applyDnsStep, finishDnsPlan, startUrlPull, type DnsPlan, type DnsStepRecord } from './dns-step.js';
 import { reassertMissing } from './reassert.js';
+import { releaseAfterLargePull } from './release-memory.js';
 
 export interface CycleDeps {
   config: AgentConfig;
@@ -38,6 +39,8 @@ export interface CycleDeps {
   force?: boolean;
   /** Receives the time of each phase (runCycle passes one; optional for computePlan's other callers). */
   clock?: PhaseClock;
+  /** Called once the feeds are pulled, before the selection (runCycle: a collection after a large pull). */
+  afterPull?: (feeds: PulledFeeds) => void;
   /** Told whether the agent record exists as soon as the agent-record call answers (before the pull, which may still fail). */
   onAgentRecord?: (status: 'present' | 'deleted') => void;
   /** The protected set, when the caller computed it already (runCycle: it also needs it when the pull fails). */
@@ -137,6 +140,7 @@ export async function computePlan(deps: Omit<CycleDeps, 'state'> & { state: Plan
   const urlPull = startUrlPull({ config, client: api.client, logger, now, useCache });
   const feeds = await pullAll({ api, logger, pageSize: config.page_size, cache, onProgress: deps.onProgress, maxItems, now });
   deps.clock?.lap('pull');
+  deps.afterPull?.(feeds);
   const scoring = createScoring(feeds.header ?? {}, (field, error) => {
     const key = `${field}\u0000${error}`;
     if (rejectedFormulas.has(key)) return;
@@ -159,6 +163,8 @@ export async function computePlan(deps: Omit<CycleDeps, 'state'> & { state: Plan
     explainFor: deps.explainFor,
   });
   const { selection, base } = selectionWithOverrides(selected, { config, protectedSet: ps, maximumRules: resolved.settings.maximum_rules, now, logger });
+  // The feed is only read whole from here on (the cache file): no spare room, no hash slots.
+  feeds.feed.compact();
   deps.clock?.lap('select');
   return {
     now,
@@ -195,7 +201,12 @@ export { liveEntries };
 function persistPull({ feeds, ...plan }: PlanResult & { feeds: PulledFeeds }, state: StateStore, now: number): { plan: PlanResult; fullPull: boolean; saveCache: () => void } {
   state.update({ settings: plan.settings, sources: plan.sources, ...seenPatch(plan.agentRecord === 'present', state, now) });
   const saveCache = () => {
-    if (feeds.feedChanged) state.saveFeedCache(feeds.feed);
+    try {
+      if (feeds.feedChanged) state.saveFeedCache(feeds.feed);
+    } finally {
+      // Nothing reads the feed after this: its columns (30 MB at a million) are freed before the report.
+      feeds.feed.release();
+    }
     saveDecisionsCache(state.dir, feeds, now); // for `plan --offline`
     // The cursor moves only with the cache it belongs to.
     state.update({ cursor: feeds.cursor, ...(feeds.full ? { lastFullPullAt: now } : {}) });
@@ -281,7 +292,7 @@ export async function runCycle(deps: CycleDeps, plugin: FirewallPlugin): Promise
       return r;
     });
   try {
-    const pulled = persistPull(await computePlan({ ...deps, now: () => now, clock, protectedSet, onAgentRecord: (s) => (agentRecord = s) }, true), state, now);
+    const pulled = persistPull(await computePlan({ ...deps, now: () => now, clock, protectedSet, afterPull: releaseAfterLargePull, onAgentRecord: (s) => (agentRecord = s) }, true), state, now);
     ({ plan, fullPull, saveCache } = pulled);
     clock.lap('cache');
     await reasserted;

@@ -3,6 +3,7 @@ import { IndicatorMap, type Indicator } from '../feed/indicator.js';
 import type { Scoring } from '../score/decay.js';
 import type { ProtectedSet } from './protect.js';
 import { SelectedColumns, selectionOf } from './selected-columns.js';
+import { releaseArray } from '../net/release.js';
 
 /**
  * Why an entry is blocked: a manual decision (filter 2), the IPv4-literal host of a URL from the URL
@@ -223,9 +224,11 @@ export function selectEntries(input: SelectionInput): Selection {
     // Expiry is solved only for what is selected: at most maximum_rules solves.
     columns.push(starts[i]!, prefixes[i]!, 'score', scoreOf[i]!, expiryOf(scoring, scores[i]!, tss[i]!, now, threshold));
   }
-  if (!input.explainFor) return selectionOf(columns, skipped);
-  const decided = { manual, manualSkips, isManual, scoreOf, scored, vetoed };
-  return selectionOf(columns, skipped, explainRecords(input, feed, input.explainFor, decided));
+  const explained = input.explainFor ? explainRecords(input, feed, input.explainFor, { manual, manualSkips, isManual, scoreOf, scored, vetoed }) : undefined;
+  // Working arrays of the feed's size, freed now rather than at the next collection.
+  releaseArray(scoreOf);
+  releaseArray(isManual);
+  return selectionOf(columns, skipped, explained);
 }
 
 /** What selectEntries decided, as explainRecords reads it back. */
