@@ -8,7 +8,7 @@ import { KernelPlugin, type Repairs } from '../kernel-plugin.js';
 import { tempSetName } from '../names.js';
 import { markerRule } from '../ownership.js';
 import { isV01SetChain } from '../legacy-shapes.js';
-import { setObjects, setOwnership } from './ownership.js';
+import { checkSetType, setObjects, setOwnership } from './ownership.js';
 import type { ApplyOptions, ApplyResult, CommandRunner, DropCounters, HitCounter, FirewallPlugin, OwnedObject, PluginOptions, WatchCheck } from '../plugin.js';
 import { directionHooks, type Direction } from '../direction.js';
 import { anyHook, effectiveHooks, iptablesRestore, planHooks, readFilter, removeLeftoverBaseChains, type FilterState } from '../xtables/filter.js';
@@ -133,7 +133,7 @@ export class IpsetPlugin extends KernelPlugin implements FirewallPlugin {
       repairs.note(`ipset set ${this.setName}`);
       forceFull = true;
     } else {
-      this.checkSetType(current);
+      checkSetType(current, this.setName);
       if (!current.marked) {
         forceFull = true; // an adopted set is rebuilt with the marker (the swap keeps it live throughout)
       } else if (!current.createOptions.has('timeout')) {
@@ -170,18 +170,6 @@ export class IpsetPlugin extends KernelPlugin implements FirewallPlugin {
     // --- chain, rule, hooks (after the set: the rule needs the set to exist)
     await this.ensureChain(filter, repairs, chainOwner.kind === 'legacy', rewrite);
     return this.done(repairs, { what: 'ipset set and iptables chain', fields: { set: this.setName, chain: this.chain }, owned: [`ipset set ${this.setName}`, `iptables chain ${this.chain}`] }, diff, mode, wanted.length);
-  }
-
-  private checkSetType(current: IpsetSaveParsed): void {
-    const family = current.createOptions.get('family') ?? 'inet';
-    if (current.type !== 'hash:net' || family !== 'inet') {
-      // ipset can only swap sets of the same type and family, and the set is in
-      // use by our rule: do not guess, tell the operator.
-      throw new FirewallError(
-        `ipset set ${this.setName} exists with type ${current.type ?? '?'} family ${family}, expected hash:net family inet; ` +
-          `remove it (ipset destroy ${this.setName}, after removing rules that use it) or choose another set_name`,
-      );
-    }
   }
 
   /** Build the temp set and swap it in, in one `ipset restore`. */
