@@ -1,6 +1,6 @@
 import { EntryColumns, TextBuilder, timeoutUntil } from '../firewall/index.js';
-import { networkOf } from '../policy/score-entry.js';
-import type { Reason, SelectedEntry } from '../policy/select.js';
+import type { Reason } from '../policy/select.js';
+import type { SelectedColumns } from '../policy/selected-columns.js';
 import type { AppliedEntry } from './cycle-report.js';
 
 const SCRATCH = new TextBuilder(32);
@@ -84,14 +84,16 @@ export function appliedTexts(list: AppliedList): string[] {
  * (kernel timeouts counted from `now`), and as the applied-set record keeps them. One pass, no
  * copy of the selection and no object per entry for the firewall.
  */
-export function toApplied(entries: readonly SelectedEntry[], now: number): { firewall: EntryColumns; applied: AppliedColumns } {
-  const firewall = new EntryColumns(entries.length);
-  const applied = new AppliedColumns(entries.length);
-  for (const e of entries) {
-    if (e.expiresAt !== null && e.expiresAt <= now) continue;
-    const { start, prefix } = networkOf(e);
-    firewall.push(start, prefix, timeoutUntil(e.expiresAt, now));
-    applied.push(start, prefix, e.reason, e.expiresAt);
+export function toApplied(selected: SelectedColumns, now: number): { firewall: EntryColumns; applied: AppliedColumns } {
+  const n = selected.length;
+  const firewall = new EntryColumns(n);
+  const applied = new AppliedColumns(n);
+  const { starts, prefixes } = selected;
+  for (let i = 0; i < n; i++) {
+    const expiresAt = selected.expiresAt(i);
+    if (expiresAt !== null && expiresAt <= now) continue;
+    firewall.push(starts[i]!, prefixes[i]!, timeoutUntil(expiresAt, now));
+    applied.push(starts[i]!, prefixes[i]!, selected.reason(i), expiresAt);
   }
   return { firewall, applied };
 }

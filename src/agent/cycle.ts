@@ -1,5 +1,5 @@
 import { recordHits } from './hit-watch.js';
-import { GuardError, ServerConfigError, WcfError, errorMessage } from '../errors.js';
+import { ServerConfigError, WcfError, errorMessage } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { AgentConfig } from '../config/load.js';
 import { localSettings } from '../config/local-settings.js';
@@ -7,23 +7,25 @@ import { LOCAL_DEFAULT_SOURCES, resolveSettings, type Settings, type SettingSour
 import type { ThreatIntelApi } from '../api/threat-intel.js';
 import type { ApplyResult, FirewallPlugin } from '../firewall/index.js';
 import { createScoring, type Scoring } from '../score/decay.js';
-import { selectEntries, type SelectedEntry, type Selection } from '../policy/select.js';
+import { selectEntries, type Selection } from '../policy/select.js';
+import type { SelectedColumns } from '../policy/selected-columns.js';
 import { selectionWithOverrides } from './overrides-apply.js';
 import { AGENT_VERSION } from '../version.js';
 import { recordCycle, reportCycle } from './cycle-report.js';
-import { toApplied, type AppliedList } from './applied-columns.js';
+import { enforce, recordOwned } from './enforce.js';
+import type { AppliedList } from './applied-columns.js';
 import { pullAll, type PulledFeeds } from './pull-all.js';
 import { feedItemCap } from '../feed/pull.js';
 import { dropNewlyProtected, liveEntries, localProtectedSet, rememberApiIn } from './protect-applied.js';
 import type { ProtectedSet } from '../policy/protect.js';
 import type { CycleRecord, StateStore } from './state.js';
-import { checkShrink } from './guard.js';
 import { checkAgentRecord, seenPatch } from './first-contact.js';
 import { saveDecisionsCache } from './decisions-cache.js';
 import { saveFeedCacheAfterApply } from './feed-cache-write.js';
 import { PhaseClock, type PhaseTimings } from './timings.js';
 import { applyDnsStep, finishDnsPlan, startUrlPull, type DnsPlan, type DnsStepRecord } from './dns-step.js';
 import { reassertMissing } from './reassert.js';
+import { releaseAfterLargePull } from './release-memory.js';
 
 export interface CycleDeps {
   config: AgentConfig;
@@ -37,6 +39,8 @@ export interface CycleDeps {
   force?: boolean;
   /** Receives the time of each phase (runCycle passes one; optional for computePlan's other callers). */
   clock?: PhaseClock;
+  /** Called once the feeds are pulled, before the selection (runCycle: a collection after a large pull). */
+  afterPull?: (feeds: PulledFeeds) => void;
   /** Told whether the agent record exists as soon as the agent-record call answers (before the pull, which may still fail). */
   onAgentRecord?: (status: 'present' | 'deleted') => void;
   /** The protected set, when the caller computed it already (runCycle: it also needs it when the pull fails). */
@@ -54,7 +58,7 @@ export interface PlanResult {
   /** What is applied: the selection from the feeds with the local overrides merged in. */
   selection: Selection;
   /** The selection from the feeds alone (local applies between cycles start from it). */
-  base: SelectedEntry[];
+  base: SelectedColumns;
   pulled: Pick<PulledFeeds, 'full' | 'cursor' | 'pages' | 'invalid'> & { feed: number; manual: number; whitelist: number };
   settingProblems: string[];
   /** The URL feed's part (names for the resolver), when `url_feed` is on. */
@@ -136,6 +140,7 @@ export async function computePlan(deps: Omit<CycleDeps, 'state'> & { state: Plan
   const urlPull = startUrlPull({ config, client: api.client, logger, now, useCache });
   const feeds = await pullAll({ api, logger, pageSize: config.page_size, cache, onProgress: deps.onProgress, maxItems, now });
   deps.clock?.lap('pull');
+  deps.afterPull?.(feeds);
   const scoring = createScoring(feeds.header ?? {}, (field, error) => {
     const key = `${field}\u0000${error}`;
     if (rejectedFormulas.has(key)) return;
@@ -158,6 +163,8 @@ export async function computePlan(deps: Omit<CycleDeps, 'state'> & { state: Plan
     explainFor: deps.explainFor,
   });
   const { selection, base } = selectionWithOverrides(selected, { config, protectedSet: ps, maximumRules: resolved.settings.maximum_rules, now, logger });
+  // The feed is only read whole from here on (the cache file): no spare room, no hash slots.
+  feeds.feed.compact();
   deps.clock?.lap('select');
   return {
     now,
@@ -194,48 +201,17 @@ export { liveEntries };
 function persistPull({ feeds, ...plan }: PlanResult & { feeds: PulledFeeds }, state: StateStore, now: number): { plan: PlanResult; fullPull: boolean; saveCache: () => void } {
   state.update({ settings: plan.settings, sources: plan.sources, ...seenPatch(plan.agentRecord === 'present', state, now) });
   const saveCache = () => {
-    if (feeds.feedChanged) state.saveFeedCache(feeds.feed);
+    try {
+      if (feeds.feedChanged) state.saveFeedCache(feeds.feed);
+    } finally {
+      // Nothing reads the feed after this: its columns (30 MB at a million) are freed before the report.
+      feeds.feed.release();
+    }
     saveDecisionsCache(state.dir, feeds, now); // for `plan --offline`
     // The cursor moves only with the cache it belongs to.
     state.update({ cursor: feeds.cursor, ...(feeds.full ? { lastFullPullAt: now } : {}) });
   };
   return { plan, fullPull: feeds.full, saveCache };
-}
-
-/** The cycle's firewall step: the shrink guard, then apply the selection (or flush when running is off). */
-async function enforce(deps: CycleDeps, plugin: FirewallPlugin, plan: PlanResult, now: number): Promise<{ apply?: ApplyResult; entries: AppliedList }> {
-  const { config, state, logger } = deps;
-  if (!plan.settings.running) {
-    logger.info('running is disabled in the stored configuration: removing the agent rules, still syncing and reporting');
-    await plugin.flush();
-    return { entries: [] };
-  }
-  const lastCount = state.appliedCount(plugin.name);
-  // Entries as counted when applied, not filtered by the clock: after a forward clock step every
-  // timed entry looks expired, and a guard comparing against 0 would let an emptied feed through.
-  const verdict = deps.force
-    ? { allow: true, pending: undefined }
-    : checkShrink(lastCount ?? 0, plan.selection.entries.length, config.shrink_guard_ratio, state.small.pendingShrink, now);
-  state.update({ pendingShrink: verdict.pending });
-  if (!verdict.allow) throw new GuardError(verdict.message!);
-  if ('message' in verdict && verdict.message) logger.warn(verdict.message);
-  // On the clock of the apply, not of the cycle's start: the kernel counts timeouts from when
-  // the entries go in (counted from the start, a long pull made every expiry that much late,
-  // and the next cycle saw every timeout as changed), and an entry whose expiry passed during
-  // the pull is left out (the kernel would drop it within the second anyway).
-  const applyAt = (deps.now ?? epochNow)();
-  const { firewall, applied } = toApplied(plan.selection.entries, applyAt);
-  // The set is sized for the maximum_rules in force (the server's), not config.json's.
-  const apply = await plugin.apply(firewall, { capacity: plan.settings.maximum_rules, appliedBefore: lastCount !== undefined });
-  return { apply, entries: applied };
-}
-
-/** Record what the apply left marked as the agent's (cleared when running is off and the objects were flushed). */
-function recordOwned(state: StateStore, plugin: string, apply: ApplyResult | undefined, now: number): void {
-  const objects = apply?.owned ? [...apply.owned] : [];
-  const prev = state.small.owned;
-  if (prev === undefined ? objects.length === 0 : prev.plugin === plugin && prev.objects.join('\n') === objects.join('\n')) return;
-  state.update({ owned: objects.length ? { plugin, objects, since: now } : undefined });
 }
 
 /** The cycle's apply result, with what the re-assertion before the pull repaired in front. */
@@ -280,7 +256,7 @@ export async function runCycle(deps: CycleDeps, plugin: FirewallPlugin): Promise
       return r;
     });
   try {
-    const pulled = persistPull(await computePlan({ ...deps, now: () => now, clock, protectedSet, onAgentRecord: (s) => (agentRecord = s) }, true), state, now);
+    const pulled = persistPull(await computePlan({ ...deps, now: () => now, clock, protectedSet, afterPull: releaseAfterLargePull, onAgentRecord: (s) => (agentRecord = s) }, true), state, now);
     ({ plan, fullPull, saveCache } = pulled);
     clock.lap('cache');
     await reasserted;

@@ -64,7 +64,7 @@ export class FastPath {
    * shrink guard held back, or whose apply failed, must not reach the kernel through an override.
    */
   onCycle(outcome: CycleOutcome): void {
-    if (outcome.plan && outcome.apply) this.base = SelectedColumns.of(outcome.plan.base);
+    if (outcome.plan && outcome.apply) this.base = outcome.plan.base;
     this.armExpiry();
   }
 

@@ -3,7 +3,8 @@ import type { Settings } from '../config/server.js';
 import { timeoutUntil, type ApplyResult, type FirewallPlugin } from '../firewall/index.js';
 import type { Logger } from '../log.js';
 import { toCidr } from '../net/ipv4.js';
-import { mergeOverrides, refusalText, type MergeResult } from '../policy/overrides.js';
+import { activeOverrides, mergeOverrides, refusalText, type MergeResult } from '../policy/overrides.js';
+import { SelectedColumns, selectionOf } from '../policy/selected-columns.js';
 import { filterProtected, type ProtectedSet } from '../policy/protect.js';
 import type { Selection, SelectedEntry } from '../policy/select.js';
 import type { AppliedEntry } from './cycle-report.js';
@@ -22,21 +23,31 @@ function logRefused(logger: Logger, merged: MergeResult): void {
   for (const { override, refusal } of merged.refused) logger.warn({ cidr: override.cidr.text, why: refusal.why }, `local block not applied: ${refusalText(override.cidr, refusal)}`);
 }
 
-/** A cycle's selection with the overrides merged in, and the selection without them (`base`: what later local applies start from). */
+/**
+ * A cycle's selection with the overrides merged in, and the selection without them (`base`: what later
+ * local applies start from). With no override in force (the usual case) both are the selection's own
+ * columns; otherwise its entries are made as objects for the merge (overrides are few, the merge is rare).
+ */
 export function selectionWithOverrides(
   selection: Selection,
   ctx: { config: AgentConfig; protectedSet: ProtectedSet; maximumRules: number; now: number; logger: Logger },
-): { selection: Selection; base: SelectedEntry[] } {
+): { selection: Selection; base: SelectedColumns } {
+  const overrides = loadOverrides(ctx.config.state_dir);
+  const base = selection.columns;
+  if (activeOverrides(overrides, ctx.now).length === 0) {
+    const columns = base.first(Math.max(0, ctx.maximumRules));
+    return { selection: columns === base ? selection : selectionOf(columns, selection.skipped, selection.explained), base };
+  }
   const merged = mergeOverrides({
     entries: selection.entries,
-    overrides: loadOverrides(ctx.config.state_dir),
+    overrides,
     protectedSet: ctx.protectedSet,
     minPrefix: ctx.config.min_prefix,
     maximumRules: ctx.maximumRules,
     now: ctx.now,
   });
   logRefused(ctx.logger, merged);
-  return { selection: { ...selection, entries: merged.entries }, base: selection.entries };
+  return { selection: selectionOf(SelectedColumns.of(merged.entries), selection.skipped, selection.explained), base };
 }
 
 /** Applied entries (state file form) as selection entries; unparsable ones are left out. */
@@ -55,7 +66,8 @@ export function baseFromApplied(set: AppliedSet | undefined, now: number): Selec
 /** The start-up restore's entries with the overrides merged in (an allow must hold from the first write on). */
 export function restoreWithOverrides(entries: readonly AppliedEntry[], ctx: { config: AgentConfig; protectedSet: ProtectedSet; maximumRules: number; now: number; logger: Logger }): AppliedEntry[] {
   const base = fromApplied(entries.filter((e) => e.reason !== 'local'));
-  return selectionWithOverrides({ entries: base, skipped: { allowlist: 0, too_wide: 0, whitelist: 0, threshold: 0, cap: 0 } }, ctx).selection.entries.map(toApplied);
+  const selection = selectionOf(SelectedColumns.of(base), { allowlist: 0, too_wide: 0, whitelist: 0, threshold: 0, cap: 0 });
+  return selectionWithOverrides(selection, ctx).selection.entries.map(toApplied);
 }
 
 function toApplied(e: SelectedEntry): AppliedEntry {

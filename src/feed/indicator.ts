@@ -1,5 +1,6 @@
 import { fromNumber, parseCidr, toCidr, type Cidr } from '../net/ipv4.js';
 import type { FeedItem } from '../api/wire.js';
+import { releaseArray, resizeArray } from '../net/release.js';
 
 /** A feed item reduced to what selection needs, keyed by its canonical CIDR. */
 export interface Indicator {
@@ -66,6 +67,7 @@ export class IndicatorMap implements Iterable<Indicator> {
 
   /** The slot holding this key, or the empty slot where it would go. */
   private slotOf(start: number, prefix: number): number {
+    if (this.slots.length === 0) this.rehash(slotsFor(this.count + 1));
     const slots = this.slots;
     const mask = slots.length - 1;
     let h = Math.imul(start ^ Math.imul(prefix + 1, 0x9e3779b1), 0x85ebca6b);
@@ -108,28 +110,49 @@ export class IndicatorMap implements Iterable<Indicator> {
     this.prefixes[i] = prefix;
     this.tss[i] = ts;
     this.scores[i] = score;
-    if (this.count * 2 > this.slots.length) this.rehash();
+    if (this.count * 2 > this.slots.length) this.rehash(this.slots.length * 2);
     else this.slots[slot] = i + 1;
   }
 
   /** 1.5x, not 2x: at a million entries the spare room is what costs memory. */
   private growColumns(): void {
-    const cap = Math.ceil(this.starts.length * 1.5);
-    const grow = <T extends Uint32Array | Uint8Array | Float64Array>(old: T, make: (n: number) => T): T => {
-      const next = make(cap);
-      next.set(old);
-      return next;
-    };
-    this.starts = grow(this.starts, (n) => new Uint32Array(n));
-    this.prefixes = grow(this.prefixes, (n) => new Uint8Array(n));
-    this.tss = grow(this.tss, (n) => new Float64Array(n));
-    this.scores = grow(this.scores, (n) => new Float64Array(n));
+    this.resize(Math.ceil(this.starts.length * 1.5));
   }
 
-  /** Twice the slots, every position hashed again (the new one included). */
-  private rehash(): void {
-    this.slots = new Int32Array(this.slots.length * 2);
+  /** Columns with room for `cap` (>= size) records, moved by `transfer`: the old memory is freed at once (see resizeArray). */
+  private resize(cap: number): void {
+    this.starts = resizeArray(this.starts, cap, (b) => new Uint32Array(b));
+    this.prefixes = resizeArray(this.prefixes, cap, (b) => new Uint8Array(b));
+    this.tss = resizeArray(this.tss, cap, (b) => new Float64Array(b));
+    this.scores = resizeArray(this.scores, cap, (b) => new Float64Array(b));
+  }
+
+  /** `size` slots (a power of two), every position hashed again. */
+  private rehash(size: number): void {
+    releaseArray(this.slots);
+    this.slots = new Int32Array(size);
     for (let i = 0; i < this.count; i++) this.slots[this.slotOf(this.starts[i]!, this.prefixes[i]!)] = i + 1;
+  }
+
+  /**
+   * Once a pull is complete: columns sized to the records (no spare room) and the hash slots
+   * freed (8 MB at a million); `find` and the writers rebuild the slots if they are asked again.
+   */
+  compact(): void {
+    if (this.starts.length > Math.max(MIN_CAPACITY, this.count)) this.resize(Math.max(MIN_CAPACITY, this.count));
+    releaseArray(this.slots);
+    this.slots = new Int32Array(0);
+  }
+
+  /** Free the columns now, not at the next collection: for the owner once nothing reads the map again (it is empty afterwards). */
+  release(): void {
+    for (const a of [this.starts, this.prefixes, this.tss, this.scores, this.slots]) releaseArray(a);
+    this.count = 0;
+    this.starts = new Uint32Array(MIN_CAPACITY);
+    this.prefixes = new Uint8Array(MIN_CAPACITY);
+    this.tss = new Float64Array(MIN_CAPACITY);
+    this.scores = new Float64Array(MIN_CAPACITY);
+    this.slots = new Int32Array(0);
   }
 
   get size(): number {
@@ -138,7 +161,8 @@ export class IndicatorMap implements Iterable<Indicator> {
 
   /** Position of an address or network (0..size-1, in first-insertion order), or -1. */
   find(start: number, prefix: number): number {
-    return this.slots[this.slotOf(start, prefix)]! - 1;
+    const slot = this.slotOf(start, prefix);
+    return this.slots[slot]! - 1;
   }
 
   tsAt(i: number): number {

@@ -66,29 +66,40 @@ export function diffEntries(current: EntryColumns, wanted: EntryColumns, readAge
   for (let i = 0; i < wanted.length; i++) index.add(wanted.starts[i]!, wanted.prefixes[i]!, i);
   // Per wanted entry: 0 = not in the kernel, SAME, or CHANGED (its timeout differs).
   const seen = new Uint8Array(wanted.length);
-  const del = new EntryColumns(1024);
+  // Per kernel entry: 1 = not wanted (to delete).
+  const unwanted = new Uint8Array(current.length);
+  let removed = 0;
   for (let i = 0; i < current.length; i++) {
-    const start = current.starts[i]!;
-    const prefix = current.prefixes[i]!;
-    const j = index.get(start, prefix);
+    const j = index.get(current.starts[i]!, current.prefixes[i]!);
     if (j === -1) {
-      del.push(start, prefix, undefined);
+      unwanted[i] = 1;
+      removed++;
       continue;
     }
     if (seen[j] !== 0) continue; // listed twice: the first one decides
     seen[j] = differs(current.timeouts[i]! - readAgeS, wanted.timeouts[j]!) ? CHANGED : SAME;
   }
-  const add = new EntryColumns(1024);
+  index.release();
+  // Both lists sized exactly (a million entries grown by doubling left every smaller copy behind).
+  const del = new EntryColumns(removed);
+  for (let i = 0; i < current.length; i++) if (unwanted[i] === 1) del.push(current.starts[i]!, current.prefixes[i]!, undefined);
   let added = 0;
   let updated = 0;
   for (let j = 0; j < wanted.length; j++) {
-    const s = seen[j]!;
-    if (s === SAME) continue;
-    if (s === 0) added++;
-    else updated++;
-    add.push(wanted.starts[j]!, wanted.prefixes[j]!, wanted.timeoutAt(j));
+    if (seen[j] === 0) added++;
+    else if (seen[j] === CHANGED) updated++;
   }
-  return { add, del, added, updated, removed: del.length };
+  // Every wanted entry changes (a refill): the wanted columns themselves, not a copy of them.
+  if (added + updated === wanted.length) return { add: wanted, del, added, updated, removed };
+  const add = new EntryColumns(added + updated);
+  for (let j = 0; j < wanted.length; j++) if (seen[j] !== SAME) add.push(wanted.starts[j]!, wanted.prefixes[j]!, wanted.timeoutAt(j));
+  return { add, del, added, updated, removed };
+}
+
+/** Free the lists of changes now (a full rebuild writes the wanted entries, not them); `wanted` is kept when it is the add list. */
+export function releaseChanges(diff: EntryDiff, wanted: EntryColumns): void {
+  if (diff.add !== wanted) diff.add.release();
+  diff.del.release();
 }
 
 export function changeCount(d: Pick<EntryDiff, 'added' | 'updated' | 'removed'>): number {

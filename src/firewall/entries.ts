@@ -43,27 +43,35 @@ export function kernelTimeout(seconds: number | undefined): number | undefined {
  * (permanent beats any timeout). The CIDRs were parsed at the edge, so only
  * canonical networks can reach a restore script; a NaN timeout throws
  * FirewallError before any command runs. Columns in, columns out: no object
- * per entry.
+ * per entry. Input that is already so (a cycle's selection: distinct, whole
+ * seconds) is answered as it is, not copied; it is never written to.
  */
 export function normalizeEntries(input: FirewallEntries): EntryColumns {
   const entries = asColumns(input);
   const n = entries.length;
-  const out = new EntryColumns(n);
   const index = new CidrIndex(n);
   const { starts, prefixes, timeouts } = entries;
+  // Made at the first entry that changes anything, from the entries before it (unchanged so far).
+  let out: EntryColumns | undefined;
   for (let i = 0; i < n; i++) {
     const start = starts[i]!;
     const prefix = prefixes[i]!;
     const t = timeouts[i]!;
     const timeout = Number.isNaN(t) ? NaN : kernelSeconds(t);
-    const prev = index.add(start, prefix, out.length);
+    const prev = index.add(start, prefix, out === undefined ? i : out.length);
+    if (out === undefined) {
+      if (prev === -1 && (timeout === t || Number.isNaN(t))) continue;
+      out = new EntryColumns(n);
+      for (let k = 0; k < i; k++) out.push(starts[k]!, prefixes[k]!, entries.timeoutAt(k));
+    }
     if (prev === -1) out.push(start, prefix, Number.isNaN(timeout) ? undefined : timeout);
     else {
       const p = out.timeouts[prev]!;
       if (!Number.isNaN(p) && (Number.isNaN(timeout) || timeout > p)) out.timeouts[prev] = timeout;
     }
   }
-  return out;
+  index.release();
+  return out ?? entries;
 }
 
 /** kernelTimeout for a number (not NaN: EntryColumns refuses NaN timeouts when it is built). */

@@ -1,5 +1,6 @@
 import { FirewallError } from '../errors.js';
 import { fromNumber, numberToIp, type Cidr } from '../net/ipv4.js';
+import { releaseArray, resizeArray } from '../net/release.js';
 import type { FirewallEntry } from './plugin.js';
 
 /**
@@ -46,15 +47,23 @@ export class EntryColumns {
   }
 
   private grow(capacity: number): void {
-    const starts = new Uint32Array(capacity);
-    starts.set(this.starts.subarray(0, this.length));
-    const prefixes = new Uint8Array(capacity);
-    prefixes.set(this.prefixes.subarray(0, this.length));
-    const timeouts = new Float64Array(capacity);
-    timeouts.set(this.timeouts.subarray(0, this.length));
-    this.starts = starts;
-    this.prefixes = prefixes;
-    this.timeouts = timeouts;
+    this.starts = resizeArray(this.starts, capacity, (b) => new Uint32Array(b));
+    this.prefixes = resizeArray(this.prefixes, capacity, (b) => new Uint8Array(b));
+    this.timeouts = resizeArray(this.timeouts, capacity, (b) => new Float64Array(b));
+  }
+
+  /**
+   * Free the columns' memory now (see releaseArray); they are empty afterwards. For the owner of
+   * columns nothing else reads any more, such as a kernel listing once it is compared.
+   */
+  release(): void {
+    releaseArray(this.starts);
+    releaseArray(this.prefixes);
+    releaseArray(this.timeouts);
+    this.starts = new Uint32Array(1);
+    this.prefixes = new Uint8Array(1);
+    this.timeouts = new Float64Array(1);
+    this.length = 0;
   }
 
   timeoutAt(i: number): number | undefined {

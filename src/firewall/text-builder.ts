@@ -5,6 +5,16 @@
  * at that size and no per-line garbage. `toString` gives exactly the
  * concatenation of what was written (a UTF-8 round trip; well-formed strings).
  */
+/**
+ * The most bytes one entry's line of a restore script takes besides the set's
+ * name: indent and separators, `a.b.c.d/pp` (18), ` timeout ` and up to 7
+ * digits (MAX_KERNEL_TIMEOUT_S) and a unit. Scripts are sized with it: a
+ * builder that runs out copies everything written so far into a buffer twice
+ * as large (a million lines: about 50 MB more at once), while room reserved
+ * and never written costs no memory (the pages are not touched).
+ */
+export const ENTRY_LINE_MAX = 40;
+
 export class TextBuilder {
   private buf: Buffer;
   private len = 0;

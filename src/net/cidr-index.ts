@@ -1,4 +1,5 @@
 import { fromNumber, type Cidr } from './ipv4.js';
+import { releaseArray } from './release.js';
 
 /**
  * Open-addressing hash from a CIDR (network address + prefix) to an array
@@ -44,6 +45,13 @@ export class CidrIndex {
     this.prefixes[i] = prefix;
     this.values[i] = index + 1;
     return -1;
+  }
+
+  /** Free the slots now, not at the next collection (about 19 MB for a million entries); the index is unusable afterwards. */
+  release(): void {
+    releaseArray(this.starts);
+    releaseArray(this.prefixes);
+    releaseArray(this.values);
   }
 }
 

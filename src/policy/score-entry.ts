@@ -2,8 +2,8 @@ import { fromNumber, type Cidr } from '../net/ipv4.js';
 import type { SelectedEntry } from './select.js';
 
 /**
- * A score entry as the selection hands it on: up to a million of them live
- * through a cycle, so each holds its network as two numbers and makes its
+ * A score entry as SelectedColumns makes it when entries are asked for (plan,
+ * explain, the overrides): it holds its network as two numbers and makes its
  * Cidr (with the text) only when asked. A plain object with a Cidr and its
  * text cost ~230 bytes an entry; this ~100 (its three numbers are boxed). Callers that read `cidr` more than
  * once per entry keep it in a local.

@@ -2,7 +2,8 @@ import { RangeSet, compareCidr, fromNumber, parseCidr, type Cidr } from '../net/
 import { IndicatorMap, type Indicator } from '../feed/indicator.js';
 import type { Scoring } from '../score/decay.js';
 import type { ProtectedSet } from './protect.js';
-import { ScoreEntry } from './score-entry.js';
+import { SelectedColumns, selectionOf } from './selected-columns.js';
+import { releaseArray } from '../net/release.js';
 
 /**
  * Why an entry is blocked: a manual decision (filter 2), the IPv4-literal host of a URL from the URL
@@ -75,6 +76,9 @@ export interface ExplainedRecord {
 }
 
 export interface Selection {
+  /** What is selected, in order, as columns: what the cycle applies. */
+  readonly columns: SelectedColumns;
+  /** The same entries as objects, made on first use (plan, explain): a million of them cost ~100 MB. */
   readonly entries: SelectedEntry[];
   readonly skipped: Record<SkipReason, number>;
   /** Only with `explainFor`: every manual block, then every feed record, overlapping it. */
@@ -203,19 +207,28 @@ export function selectEntries(input: SelectionInput): Selection {
   }
   scored.sort((x, y) => scoreOf[y]! - scoreOf[x]! || starts[x]! - starts[y]! || prefixes[x]! - prefixes[y]!);
 
-  const cap = input.maximumRules;
-  const entries: SelectedEntry[] = manual.slice(0, cap);
-  skipped.cap += Math.max(0, manual.length - cap);
-  const room = Math.max(0, cap - entries.length);
-  skipped.cap += Math.max(0, scored.length - room);
-  for (let k = 0; k < scored.length && k < room; k++) {
+  const cap = Math.max(0, input.maximumRules);
+  const kept = Math.min(manual.length, cap);
+  skipped.cap += manual.length - kept;
+  const room = Math.max(0, cap - kept);
+  const fromScore = Math.min(scored.length, room);
+  skipped.cap += scored.length - fromScore;
+  // Sized exactly, filled once: no object per selected entry (see SelectedColumns).
+  const columns = new SelectedColumns(kept + fromScore);
+  for (let k = 0; k < kept; k++) {
+    const m = manual[k]!;
+    columns.push(m.cidr.start, m.cidr.prefix, m.reason, m.score, m.expiresAt);
+  }
+  for (let k = 0; k < fromScore; k++) {
     const i = scored[k]!;
     // Expiry is solved only for what is selected: at most maximum_rules solves.
-    entries.push(new ScoreEntry(starts[i]!, prefixes[i]!, scoreOf[i]!, expiryOf(scoring, scores[i]!, tss[i]!, now, threshold)));
+    columns.push(starts[i]!, prefixes[i]!, 'score', scoreOf[i]!, expiryOf(scoring, scores[i]!, tss[i]!, now, threshold));
   }
-  if (!input.explainFor) return { entries, skipped };
-  const decided = { manual, manualSkips, isManual, scoreOf, scored, vetoed };
-  return { entries, skipped, explained: explainRecords(input, feed, input.explainFor, decided) };
+  const explained = input.explainFor ? explainRecords(input, feed, input.explainFor, { manual, manualSkips, isManual, scoreOf, scored, vetoed }) : undefined;
+  // Working arrays of the feed's size, freed now rather than at the next collection.
+  releaseArray(scoreOf);
+  releaseArray(isManual);
+  return selectionOf(columns, skipped, explained);
 }
 
 /** What selectEntries decided, as explainRecords reads it back. */

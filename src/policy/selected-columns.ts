@@ -1,58 +1,125 @@
 import { fromNumber } from '../net/ipv4.js';
-import type { Reason, SelectedEntry } from './select.js';
-import { networkOf } from './score-entry.js';
+import type { ExplainedRecord, Reason, SelectedEntry, Selection } from './select.js';
+import { networkOf, ScoreEntry } from './score-entry.js';
 
 const REASONS: readonly Reason[] = ['score', 'manual', 'url', 'local'];
 const REASON_CODE: Readonly<Record<Reason, number>> = { score: 0, manual: 1, url: 2, local: 3 };
 
 /**
- * Selected entries as columns (22 bytes an entry instead of an object with its
- * Cidr, text and boxed numbers, about 200): for what a long-lived process keeps
- * between cycles, such as the daemon's last selection, which the local
- * overrides start from. Turned back into entries only when they are used.
+ * Selected entries as columns, in selection order: 22 bytes an entry instead
+ * of an object with its network, reason and boxed numbers (about 100 bytes as
+ * a score entry, 200 as a plain one). The selection is built in this form, the
+ * daemon's cycle turns it into firewall columns without an object per entry,
+ * and keeps it between cycles as the base the local overrides start from.
+ * Entries are made only where they are used (`plan`, `explain`, the overrides
+ * when some are in force).
  */
 export class SelectedColumns {
-  private constructor(
-    private readonly starts: Uint32Array,
-    private readonly prefixes: Uint8Array,
-    private readonly reasons: Uint8Array,
-    /** NaN = null. */
-    private readonly scores: Float64Array,
-    /** NaN = null. */
-    private readonly expires: Float64Array,
-  ) {}
+  readonly starts: Uint32Array;
+  readonly prefixes: Uint8Array;
+  private readonly reasons: Uint8Array;
+  /** NaN = null. */
+  private readonly scores: Float64Array;
+  /** NaN = null. */
+  private readonly expires: Float64Array;
+  private count = 0;
+
+  /** Room for `capacity` entries, allocated once: the selection knows its size before it fills it. */
+  constructor(capacity: number) {
+    const n = Math.max(0, capacity);
+    this.starts = new Uint32Array(n);
+    this.prefixes = new Uint8Array(n);
+    this.reasons = new Uint8Array(n);
+    this.scores = new Float64Array(n);
+    this.expires = new Float64Array(n);
+  }
 
   static of(entries: readonly SelectedEntry[]): SelectedColumns {
-    const n = entries.length;
-    const c = new SelectedColumns(new Uint32Array(n), new Uint8Array(n), new Uint8Array(n), new Float64Array(n), new Float64Array(n));
-    for (let i = 0; i < n; i++) {
-      const e = entries[i]!;
+    const c = new SelectedColumns(entries.length);
+    for (const e of entries) {
       const { start, prefix } = networkOf(e);
-      c.starts[i] = start;
-      c.prefixes[i] = prefix;
-      c.reasons[i] = REASON_CODE[e.reason];
-      c.scores[i] = e.score ?? NaN;
-      c.expires[i] = e.expiresAt ?? NaN;
+      c.push(start, prefix, e.reason, e.score, e.expiresAt);
     }
     return c;
   }
 
+  /** Up to the capacity given to the constructor (past it the typed arrays drop the values: a bug, so it throws). */
+  push(start: number, prefix: number, reason: Reason, score: number | null, expiresAt: number | null): void {
+    const i = this.count;
+    if (i === this.starts.length) throw new RangeError(`SelectedColumns: more than the ${i} entries it was sized for`);
+    this.count++;
+    this.starts[i] = start;
+    this.prefixes[i] = prefix;
+    this.reasons[i] = REASON_CODE[reason];
+    this.scores[i] = score ?? NaN;
+    this.expires[i] = expiresAt ?? NaN;
+  }
+
   get length(): number {
-    return this.starts.length;
+    return this.count;
+  }
+
+  reason(i: number): Reason {
+    return REASONS[this.reasons[i]!]!;
+  }
+
+  score(i: number): number | null {
+    const s = this.scores[i]!;
+    return Number.isNaN(s) ? null : s;
+  }
+
+  expiresAt(i: number): number | null {
+    const e = this.expires[i]!;
+    return Number.isNaN(e) ? null : e;
+  }
+
+  /** Entry `i` as an object (a score entry makes its Cidr only when asked). */
+  entry(i: number): SelectedEntry {
+    const reason = this.reason(i);
+    const score = this.score(i);
+    if (reason === 'score' && score !== null) return new ScoreEntry(this.starts[i]!, this.prefixes[i]!, score, this.expiresAt(i));
+    return { cidr: fromNumber(this.starts[i]!, this.prefixes[i]!), reason, score, expiresAt: this.expiresAt(i) };
   }
 
   toEntries(): SelectedEntry[] {
     const out: SelectedEntry[] = [];
-    for (let i = 0; i < this.starts.length; i++) {
-      const score = this.scores[i]!;
-      const expiresAt = this.expires[i]!;
-      out.push({
-        cidr: fromNumber(this.starts[i]!, this.prefixes[i]!),
-        reason: REASONS[this.reasons[i]!]!,
-        score: Number.isNaN(score) ? null : score,
-        expiresAt: Number.isNaN(expiresAt) ? null : expiresAt,
-      });
-    }
+    for (let i = 0; i < this.count; i++) out.push(this.entry(i));
     return out;
   }
+
+  /** The first `n` entries (a copy of them), or this when it holds no more than `n`. */
+  first(n: number): SelectedColumns {
+    if (this.count <= n) return this;
+    const c = new SelectedColumns(n);
+    c.starts.set(this.starts.subarray(0, n));
+    c.prefixes.set(this.prefixes.subarray(0, n));
+    c.reasons.set(this.reasons.subarray(0, n));
+    c.scores.set(this.scores.subarray(0, n));
+    c.expires.set(this.expires.subarray(0, n));
+    c.count = n;
+    return c;
+  }
+}
+
+/**
+ * A selection held as columns: `entries` is made on first use and kept (plan
+ * and explain read it several times); the daemon's cycle reads `columns` only,
+ * so a million entries never become objects there.
+ */
+class ColumnSelection implements Selection {
+  private made: SelectedEntry[] | undefined;
+
+  constructor(
+    readonly columns: SelectedColumns,
+    readonly skipped: Selection['skipped'],
+    readonly explained?: ExplainedRecord[],
+  ) {}
+
+  get entries(): SelectedEntry[] {
+    return (this.made ??= this.columns.toEntries());
+  }
+}
+
+export function selectionOf(columns: SelectedColumns, skipped: Selection['skipped'], explained?: ExplainedRecord[]): Selection {
+  return new ColumnSelection(columns, skipped, explained);
 }

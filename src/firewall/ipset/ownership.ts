@@ -1,4 +1,4 @@
-import { errorMessage } from '../../errors.js';
+import { errorMessage, FirewallError } from '../../errors.js';
 import type { Ownership } from '../ownership.js';
 import type { CommandRunner, OwnedObject } from '../plugin.js';
 import type { IpsetSaveParsed } from './text.js';
@@ -57,4 +57,15 @@ export async function setObjects(runner: CommandRunner, setName: string, hits: r
   const set = await setObject(runner, setName, names);
   if (set.state === 'foreign') return [set];
   return [set, ...hits.map((name): OwnedObject => ({ what: `ipset ${name}`, state: names.has(name) ? 'present' : 'absent' }))];
+}
+
+/** The agent's own set must be hash:net family inet: ipset swaps only sets of one type and family, and the set is in use by the agent's rule, so another shape is the operator's to remove. */
+export function checkSetType(current: IpsetSaveParsed, setName: string): void {
+  const family = current.createOptions.get('family') ?? 'inet';
+  if (current.type !== 'hash:net' || family !== 'inet') {
+    throw new FirewallError(
+      `ipset set ${setName} exists with type ${current.type ?? '?'} family ${family}, expected hash:net family inet; ` +
+        `remove it (ipset destroy ${setName}, after removing rules that use it) or choose another set_name`,
+    );
+  }
 }

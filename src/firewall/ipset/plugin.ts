@@ -1,5 +1,6 @@
 import { FirewallError, NotOwnedError, errorMessage } from '../../errors.js';
-import { chooseMode, diffEntries, type EntryDiff } from '../diff.js';
+import { chooseMode, diffEntries, releaseChanges, type EntryDiff } from '../diff.js';
+import { releaseArray } from '../../net/release.js';
 import { columnsToMap, normalizeEntries, sortCidrTexts } from '../entries.js';
 import { EntryColumns, type FirewallEntries } from '../entry-columns.js';
 import { createRunner, stderrMatches, withFailingLine } from '../exec.js';
@@ -7,7 +8,7 @@ import { KernelPlugin, type Repairs } from '../kernel-plugin.js';
 import { tempSetName } from '../names.js';
 import { markerRule } from '../ownership.js';
 import { isV01SetChain } from '../legacy-shapes.js';
-import { setObjects, setOwnership } from './ownership.js';
+import { checkSetType, setObjects, setOwnership } from './ownership.js';
 import type { ApplyOptions, ApplyResult, CommandRunner, DropCounters, HitCounter, FirewallPlugin, OwnedObject, PluginOptions, WatchCheck } from '../plugin.js';
 import { directionHooks, type Direction } from '../direction.js';
 import { anyHook, effectiveHooks, iptablesRestore, planHooks, readFilter, removeLeftoverBaseChains, type FilterState } from '../xtables/filter.js';
@@ -132,7 +133,7 @@ export class IpsetPlugin extends KernelPlugin implements FirewallPlugin {
       repairs.note(`ipset set ${this.setName}`);
       forceFull = true;
     } else {
-      this.checkSetType(current);
+      checkSetType(current, this.setName);
       if (!current.marked) {
         forceFull = true; // an adopted set is rebuilt with the marker (the swap keeps it live throughout)
       } else if (!current.createOptions.has('timeout')) {
@@ -148,6 +149,11 @@ export class IpsetPlugin extends KernelPlugin implements FirewallPlugin {
     const currentEntries = current?.entries ?? new EntryColumns(1);
     const diff = diffEntries(currentEntries, wanted, Math.max(0, (Date.now() - readAt) / 1000));
     const mode = chooseMode(diff, currentEntries.length, wanted.length, forceFull);
+    // A rebuild reads neither the listing nor the changes again: freed before its script is built.
+    if (mode === 'full') {
+      releaseChanges(diff, wanted);
+      currentEntries.release();
+    }
 
     // Intact rules name the hits sets, and a set named by a rule cannot be
     // destroyed: they exist. Only a rewrite of the rules has to make sure, in
@@ -166,18 +172,6 @@ export class IpsetPlugin extends KernelPlugin implements FirewallPlugin {
     return this.done(repairs, { what: 'ipset set and iptables chain', fields: { set: this.setName, chain: this.chain }, owned: [`ipset set ${this.setName}`, `iptables chain ${this.chain}`] }, diff, mode, wanted.length);
   }
 
-  private checkSetType(current: IpsetSaveParsed): void {
-    const family = current.createOptions.get('family') ?? 'inet';
-    if (current.type !== 'hash:net' || family !== 'inet') {
-      // ipset can only swap sets of the same type and family, and the set is in
-      // use by our rule: do not guess, tell the operator.
-      throw new FirewallError(
-        `ipset set ${this.setName} exists with type ${current.type ?? '?'} family ${family}, expected hash:net family inet; ` +
-          `remove it (ipset destroy ${this.setName}, after removing rules that use it) or choose another set_name`,
-      );
-    }
-  }
-
   /** Build the temp set and swap it in, in one `ipset restore`. */
   private async replace(entries: EntryColumns, sizing: IpsetSizing, setExists: boolean, after: readonly string[] = []) {
     // The temp set is normally absent, so nobody asks first (a process saved on every rebuild);
@@ -186,6 +180,7 @@ export class IpsetPlugin extends KernelPlugin implements FirewallPlugin {
       const input = ipsetFullScript({ setName: this.setName, tempName: this.tempName, sizing, setExists, after }, entries);
       try {
         await this.runner.run('ipset', ['restore'], { input });
+        releaseArray(input); // its bytes are in the kernel now
         return;
       } catch (err) {
         if (attempt === 0 && stderrMatches(err, TEMP_LEFT_OVER)) {
@@ -203,6 +198,7 @@ export class IpsetPlugin extends KernelPlugin implements FirewallPlugin {
     const input = ipsetDeltaScript(this.setName, diff.add, diff.del);
     try {
       await this.runner.run('ipset', ['-exist', 'restore'], { input });
+      releaseArray(input);
     } catch (caught) {
       const err = withFailingLine(caught, input, IPSET_LINE);
       // ipset applies restore lines one by one: put the previous contents back

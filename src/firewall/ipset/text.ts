@@ -1,7 +1,7 @@
 import { cidrAt, toCidr } from '../../net/ipv4.js';
 import { EntryColumns } from '../entry-columns.js';
 import { IPSET_MARK_ADDRESS, OWNER_MARK } from '../ownership.js';
-import { TextBuilder } from '../text-builder.js';
+import { ENTRY_LINE_MAX, TextBuilder } from '../text-builder.js';
 
 /** ipset restore text (pure): the set's creation and sizing, full and delta scripts, and `ipset save` read back. */
 
@@ -69,7 +69,7 @@ export function renderIpsetFull(o: IpsetFullOptions, entries: EntryColumns): str
 
 /** What renderIpsetFull renders, as bytes for the command's stdin (a million lines: no string of them). */
 export function ipsetFullScript(o: IpsetFullOptions, entries: EntryColumns): Buffer {
-  const t = new TextBuilder(entries.length * (o.tempName.length + 34) + 4096);
+  const t = new TextBuilder(entries.length * (o.tempName.length + ENTRY_LINE_MAX) + 4096);
   t.str(`${renderIpsetCreate(o.tempName, o.sizing)}\n${renderIpsetMarker(o.tempName)}\n`);
   writeIpsetAdds(t, o.tempName, entries);
   if (o.setExists) t.str(`swap ${o.tempName} ${o.setName}\ndestroy ${o.tempName}\n`);
@@ -90,7 +90,7 @@ export function renderIpsetDelta(setName: string, add: EntryColumns, del: EntryC
 
 /** What renderIpsetDelta renders, as bytes for the command's stdin. */
 export function ipsetDeltaScript(setName: string, add: EntryColumns, del: EntryColumns): Buffer {
-  const t = new TextBuilder((add.length + del.length) * (setName.length + 34) + 1024);
+  const t = new TextBuilder((add.length + del.length) * (setName.length + ENTRY_LINE_MAX) + 4096);
   const head = `del ${setName} `;
   for (let i = 0; i < del.length; i++) t.str(head).cidr(del.starts[i]!, del.prefixes[i]!).byte(10);
   writeIpsetAdds(t, setName, add);

@@ -1,5 +1,6 @@
 import { NotOwnedError } from '../../errors.js';
-import { chooseMode, diffEntries } from '../diff.js';
+import { chooseMode, diffEntries, releaseChanges } from '../diff.js';
+import { releaseArray } from '../../net/release.js';
 import { columnsToMap, normalizeEntries, sortCidrTexts } from '../entries.js';
 import { EntryColumns, type FirewallEntries } from '../entry-columns.js';
 import { createRunner, stderrMatches } from '../exec.js';
@@ -94,6 +95,7 @@ export class NftablesPlugin extends KernelPlugin implements FirewallPlugin {
 
   private async transaction(script: string | Buffer): Promise<void> {
     await this.runner.run('nft', ['-f', '-'], { input: script });
+    if (typeof script !== 'string') releaseArray(script); // in the kernel now: a million elements' text freed before the report
   }
 
   protected async applyNow(entries: FirewallEntries, options: ApplyOptions): Promise<ApplyResult> {
@@ -114,6 +116,11 @@ export class NftablesPlugin extends KernelPlugin implements FirewallPlugin {
     const diff = diffEntries(currentEntries, wanted);
     const reshapes = deltaReshapesIntervals(diff.add, diff.del);
     const mode = chooseMode(diff, currentEntries.length, wanted.length, !intact || (current?.nonCidr ?? 0) > 0 || reshapes);
+    // A refill reads neither the listing nor the changes again: freed before its script is built.
+    if (mode === 'full') {
+      releaseChanges(diff, wanted);
+      currentEntries.release();
+    }
 
     if (!intact) await this.transaction(nftRecreateScript(this.layout, wanted));
     else if (mode === 'full') await this.transaction(nftRefillScript(this.layout, wanted));

@@ -1,7 +1,7 @@
 import { rangeToCidrs } from '../../net/cidr-index.js';
 import { toCidr, type Cidr } from '../../net/ipv4.js';
 import { EntryColumns } from '../entry-columns.js';
-import { TextBuilder } from '../text-builder.js';
+import { ENTRY_LINE_MAX, TextBuilder } from '../text-builder.js';
 import { directionHooks, hitsSetName, sides, type Direction, type Side } from '../direction.js';
 import type { HitCounter, PluginOptions } from '../plugin.js';
 import { LOG_LIMIT_PER_MINUTE, LOG_PREFIX } from '../log-prefix.js';
@@ -153,7 +153,7 @@ export function renderNftRecreate(l: NftLayout, entries: EntryColumns): string {
 
 /** What renderNftRecreate renders, as bytes for nft's stdin. */
 export function nftRecreateScript(l: NftLayout, entries: EntryColumns): Buffer {
-  const t = new TextBuilder(entries.length * 34 + 8192);
+  const t = new TextBuilder(entries.length * ENTRY_LINE_MAX + 8192);
   t.str(`add table inet ${l.table}\ndelete table inet ${l.table}\n`);
   writeNftTable(t, l, entries);
   t.byte(10);
@@ -167,7 +167,7 @@ export function renderNftRefill(l: NftLayout, entries: EntryColumns): string {
 
 /** What renderNftRefill renders, as bytes for nft's stdin. */
 export function nftRefillScript(l: NftLayout, entries: EntryColumns): Buffer {
-  const t = new TextBuilder(entries.length * 34 + 1024);
+  const t = new TextBuilder(entries.length * ENTRY_LINE_MAX + 4096);
   t.str(`flush set inet ${l.table} ${l.set}\n`);
   if (entries.length > 0) {
     t.str(`add element inet ${l.table} ${l.set} {\n`);
@@ -190,7 +190,7 @@ export function renderNftDelta(l: NftLayout, add: EntryColumns, del: EntryColumn
 
 /** What renderNftDelta renders, as bytes for nft's stdin. */
 export function nftDeltaScript(l: NftLayout, add: EntryColumns, del: EntryColumns): Buffer {
-  const t = new TextBuilder((add.length + 2 * del.length) * 34 + 1024);
+  const t = new TextBuilder((add.length + 2 * del.length) * ENTRY_LINE_MAX + 4096);
   const target = `inet ${l.table} ${l.set}`;
   if (del.length > 0) {
     for (const verb of ['add', 'delete']) {

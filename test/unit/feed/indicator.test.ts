@@ -44,6 +44,25 @@ describe('IndicatorMap', () => {
     expect(rows(m)).toEqual([['192.0.2.1', 5, 2], ['192.0.2.2', 1, 4]]);
   });
 
+  it('after compact (no spare room, no hash slots) finds and takes records as before; release empties it', () => {
+    fc.assert(
+      fc.property(fc.array(arbInd, { maxLength: 300 }), fc.array(arbInd, { maxLength: 50 }), (first, later) => {
+        const m = new IndicatorMap();
+        const ref = new IndicatorMap();
+        for (const ind of first) [m, ref].forEach((x) => x.upsert(ind));
+        m.compact();
+        for (const ind of first) expect(m.find(ind.cidr.start, ind.cidr.prefix)).toBe(ref.find(ind.cidr.start, ind.cidr.prefix));
+        expect(m.find(0x0a000000, 8)).toBe(-1);
+        for (const ind of later) [m, ref].forEach((x) => x.upsert(ind));
+        expect(rows(m)).toEqual(rows(ref));
+        m.release();
+        expect(m.size).toBe(0);
+        expect(rows(m)).toEqual([]);
+      }),
+      { numRuns: 100 },
+    );
+  });
+
   it('toIndicator parses like parseCidr, canonical or not', () => {
     for (const ip of ['192.0.2.1', '192.0.2.1/32', '192.0.2.7/24', '10.0.0.0/8', '0.0.0.0/0']) {
       const r = toIndicator({ ip, ts: 1, score: 2 });
