@@ -89,10 +89,9 @@ function byReason(plan: DnsPlan): Record<DomainReason, number> {
  */
 export async function applyDnsStep(
   o: { config: AgentConfig; logger: Logger; dryRun: boolean; force?: boolean; now: number },
-  plan: DnsPlan | undefined,
+  plan: DnsPlan,
   running: boolean,
-): Promise<DnsStepRecord | undefined> {
-  if (!plan) return undefined;
+): Promise<DnsStepRecord> {
   const store = new DnsStateStore(o.config.state_dir, o.logger);
   store.saveUrlCache(plan.cache);
   const s = plan.selection;
