@@ -1,7 +1,7 @@
 /**
  * Incremental cycles as the daemon runs them: `runCycle` called again and
- * again in one long-lived process (the built agent, dist/), with its modules
- * loaded, its code compiled by the JIT and its keep-alive connection to the API
+ * again in one long-lived process (the agent's modules, loaded by tsx as the
+ * bench itself is), with its modules loaded, its code compiled by the JIT and its keep-alive connection to the API
  * open, exactly as `wcf-agent run` calls it every sync_time. The CLI figure
  * (`sync --once` in a new process each time) adds Node start-up, module
  * loading and a cold JIT, which a daemon pays once, at start.
@@ -10,10 +10,7 @@
  * warm-up (not measured), then `runs` measured cycles, each after `changes()`
  * has changed 1% of the indicators on the simulator.
  */
-import { join } from 'node:path';
 import { log } from './stats.js';
-
-const DIST = join(import.meta.dirname, '../../dist');
 
 export interface WarmRun {
   cycleMs: number;
@@ -22,10 +19,10 @@ export interface WarmRun {
 }
 
 export async function warmIncrementalCycles(configPath: string, runs: number, changes: (i: number) => Promise<void>): Promise<WarmRun[]> {
-  const { loadConfig } = (await import(join(DIST, 'config/load.js'))) as typeof import('../../src/config/load.js');
-  const ctx = (await import(join(DIST, 'cli/context.js'))) as typeof import('../../src/cli/context.js');
-  const { runCycle } = (await import(join(DIST, 'agent/cycle.js'))) as typeof import('../../src/agent/cycle.js');
-  const { createLogger } = (await import(join(DIST, 'log.js'))) as typeof import('../../src/log.js');
+  const { loadConfig } = await import('../../src/config/load.js');
+  const ctx = await import('../../src/cli/context.js');
+  const { runCycle } = await import('../../src/agent/cycle.js');
+  const { createLogger } = await import('../../src/log.js');
 
   const config = loadConfig(configPath);
   const logger = createLogger({ level: 'warn', pretty: false });
