@@ -80,6 +80,7 @@ function parseOptions() {
       'cpu-prof': { type: 'boolean', default: false },
       'daemon-sizes': { type: 'string' },
       'daemon-plugins': { type: 'string' },
+      https: { type: 'boolean', default: false },
       'all-selected-sizes': { type: 'string' },
       cycles: { type: 'string' },
       'gap-ms': { type: 'string' },
@@ -101,7 +102,7 @@ function parseOptions() {
         '                        [--naive-sizes 1000,10000] [--incremental-sizes 100000,1000000] [--out DIR] [--cpu-prof]\n' +
         '       (idle and peers run only when --only names them)\n' +
         '       npm run bench -- --from results/bench.json [--out DIR]   tables and charts again from saved results\n' +
-        '       daemon: [--daemon-sizes 10000,100000,1000000] [--daemon-plugins nftables,ipset] [--all-selected-sizes 1000000]\n' +
+        '       daemon: [--daemon-sizes 10000,100000,1000000] [--daemon-plugins nftables,ipset] [--all-selected-sizes 1000000] [--https]\n' +
         '               [--cycles 3] [--gap-ms 4000] [--agent node|binary] [--entry dist/cli.js (another build, to compare; sync too)]\n' +
         '               environment: the systemd unit\'s Environment= lines, plus WCF_BENCH_DAEMON_ENV="K=V K=V" if set\n' +
         '       idle (opt-in): [--idle-minutes 10]; peers (opt-in, CrowdSec): [--peer-sizes 10000,100000]\n' +
@@ -135,6 +136,7 @@ function parseOptions() {
       return p;
     }),
     allSelectedSizes: list(values['all-selected-sizes'], '1000000'),
+    https: values.https,
     cycles: positive('--cycles', values.cycles ?? '3'),
     gapMs: positive('--gap-ms', values['gap-ms'] ?? '4000'),
     agent: agentForm(values.agent ?? 'node'),
@@ -176,7 +178,7 @@ async function runGroup(o: Options, group: Group, nsName: string): Promise<Group
   } else if (group === 'naive') {
     r.naive = await benchNaive(ns, o.naiveSizes, o.sizes, o.runs);
   } else if (group === 'daemon') {
-    r.daemon = await benchDaemon({ ns, sizes: o.daemonSizes, plugins: o.daemonPlugins, allSelectedSizes: o.allSelectedSizes, runs: o.runs, cycles: o.cycles, gapMs: o.gapMs, agent: o.agent });
+    r.daemon = await benchDaemon({ ns, sizes: o.daemonSizes, plugins: o.daemonPlugins, allSelectedSizes: o.allSelectedSizes, runs: o.runs, cycles: o.cycles, gapMs: o.gapMs, agent: o.agent, https: o.https });
   } else if (group === 'idle') {
     r.idle = [await idleCpu(ns, 10_000, o.idleMinutes, o.agent)];
   } else {
@@ -388,7 +390,7 @@ async function main(): Promise<void> {
       nft: version('nft', ['-v']),
       iptables: version('iptables', ['-V']),
     },
-    options: { sizes: o.sizes, runs: o.runs, only: o.only, naiveSizes: o.naiveSizes, incrementalSizes: o.incrementalSizes, cpuProf: o.cpuProf, scoreThreshold: SCORE_THRESHOLD, daemonSizes: o.daemonSizes, daemonPlugins: o.daemonPlugins, allSelectedSizes: o.allSelectedSizes, cycles: o.cycles, gapMs: o.gapMs, agent: o.agent, idleMinutes: o.idleMinutes, peerSizes: o.peerSizes },
+    options: { sizes: o.sizes, runs: o.runs, only: o.only, naiveSizes: o.naiveSizes, incrementalSizes: o.incrementalSizes, cpuProf: o.cpuProf, scoreThreshold: SCORE_THRESHOLD, daemonSizes: o.daemonSizes, daemonPlugins: o.daemonPlugins, allSelectedSizes: o.allSelectedSizes, https: o.https, cycles: o.cycles, gapMs: o.gapMs, agent: o.agent, idleMinutes: o.idleMinutes, peerSizes: o.peerSizes },
     ...results,
     targets: tgt,
   };

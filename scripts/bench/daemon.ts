@@ -27,6 +27,7 @@ import type { BenchNetns } from './netns.js';
 import { onExit } from './netns.js';
 import { startSimulatorProcess } from './simulator.js';
 import { log, median } from './stats.js';
+import { startTlsFront } from './tls-front.js';
 import { agentNodeFlags, SCORE_THRESHOLD } from './sync.js';
 
 const ROOT = join(import.meta.dirname, '../..');
@@ -47,6 +48,7 @@ export interface DaemonFigure {
   size: number;
   plugin: DaemonPlugin;
   allSelected: boolean;
+  https: boolean;
   agent: AgentForm;
   cycles: number;
   runs: DaemonRun[];
@@ -185,24 +187,29 @@ export interface DaemonBenchOptions {
   cycles: number;
   gapMs: number;
   agent: AgentForm;
+  /** The API behind TLS (the simulator behind a TLS front, its certificate in `ca_file`), as in production. */
+  https: boolean;
 }
 
 /** A month: the simulator's clock is this far ahead of the agent's for `all selected`. */
 const AHEAD_S = 30 * 86_400;
 
-async function withSimulator<T>(o: { size: number; allSelected: boolean; ns: BenchNetns; plugin: DaemonPlugin; syncTime: number }, fn: (configPath: string) => Promise<T>): Promise<T> {
+async function withSimulator<T>(o: { size: number; allSelected: boolean; ns: BenchNetns; plugin: DaemonPlugin; syncTime: number; https?: boolean }, fn: (configPath: string) => Promise<T>): Promise<T> {
   const now = o.allSelected ? Math.floor(Date.now() / 1000) + AHEAD_S : undefined;
   const sim = await startSimulatorProcess(o.size, 1, now);
   const dir = mkdtempSync(join(tmpdir(), 'wcf-bench-daemon-'));
   const forget = onExit(() => rmSync(dir, { recursive: true, force: true }));
+  const front = o.https ? await startTlsFront(sim.url, dir) : undefined;
   try {
     const threshold = o.allSelected ? 1 : SCORE_THRESHOLD;
     await sim.setAgentConfig({ maximum_rules: o.size, score_threshold: threshold, sync_time: o.syncTime });
     const configPath = join(dir, 'config.json');
-    const config = { agid: sim.agid, base_url: sim.url, token: sim.token, plugin: o.plugin, netns: o.ns.name, state_dir: join(dir, 'state'), maximum_rules: o.size, score_threshold: threshold, jitter_seconds: 0 };
+    const api = front ? { base_url: front.url, ca_file: front.caFile } : { base_url: sim.url };
+    const config = { agid: sim.agid, ...api, token: sim.token, plugin: o.plugin, netns: o.ns.name, state_dir: join(dir, 'state'), maximum_rules: o.size, score_threshold: threshold, jitter_seconds: 0 };
     writeFileSync(configPath, JSON.stringify(config));
     return await fn(configPath);
   } finally {
+    await front?.close();
     await sim.close();
     rmSync(dir, { recursive: true, force: true });
     forget();
@@ -217,7 +224,7 @@ export async function benchDaemon(o: DaemonBenchOptions): Promise<DaemonFigure[]
       const runs: DaemonRun[] = [];
       for (let i = 0; i < o.runs; i++) {
         await o.ns.reset();
-        const run = await withSimulator({ size, allSelected, ns: o.ns, plugin, syncTime: 1 }, async (configPath) => {
+        const run = await withSimulator({ size, allSelected, ns: o.ns, plugin, syncTime: 1, https: o.https }, async (configPath) => {
           const d = startDaemon(o.agent, configPath, o.gapMs);
           try {
             const heldMB: number[] = [];
@@ -234,12 +241,13 @@ export async function benchDaemon(o: DaemonBenchOptions): Promise<DaemonFigure[]
           }
         });
         runs.push(run);
-        log(`daemon ${o.agent} ${plugin} ${size}${allSelected ? ' all selected' : ''}: first cycle ${run.firstCycleMs} ms, ${run.applied} applied, held ${run.heldMB.map((m) => m.toFixed(0)).join('/')} MB, peak ${run.peakMB.toFixed(0)} MB`);
+        log(`daemon ${o.agent} ${plugin} ${size}${allSelected ? ' all selected' : ''}${o.https ? ' https' : ''}: first cycle ${run.firstCycleMs} ms, ${run.applied} applied, held ${run.heldMB.map((m) => m.toFixed(0)).join('/')} MB, peak ${run.peakMB.toFixed(0)} MB`);
       }
       figures.push({
         size,
         plugin,
         allSelected,
+        https: o.https,
         agent: o.agent,
         cycles: o.cycles,
         runs,

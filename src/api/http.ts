@@ -1,14 +1,15 @@
 import type { Agent as HttpAgent, IncomingHttpHeaders, IncomingMessage, ProxyEnv } from 'node:http';
 import type { Agent as HttpsAgent } from 'node:https';
 import type { Socket } from 'node:net';
-import { TLSSocket } from 'node:tls';
+import type { TLSSocket } from 'node:tls';
 
 // Taken as CommonJS exports, not with an ES `import`: an ES import of node:http reads every
 // export to build the module namespace, and three of them (WebSocket, CloseEvent, MessageEvent)
 // are getters that load Node's bundled undici and web streams, about 10 MB resident that the
 // agent never uses (README, Performance). getBuiltinModule reads nothing it is not asked for.
+// node:https (and with it node:tls and OpenSSL's context, ~6 MB resident) is taken on the first
+// https request only: an agent whose API URL and proxy are plain http never pays for it.
 const http = process.getBuiltinModule('node:http');
-const https = process.getBuiltinModule('node:https');
 
 /**
  * The HTTP transport under the API client: Node's own `http`/`https` with one keep-alive Agent
@@ -65,22 +66,30 @@ export function proxyEnvFor(proxy: string | undefined, env: NodeJS.ProcessEnv): 
 }
 
 export class HttpTransport {
+  private readonly proxyEnv: ProxyEnv | undefined;
   private readonly http: HttpAgent;
-  private readonly https: HttpsAgent;
+  private https: HttpsAgent | undefined;
 
   constructor(private readonly o: TransportOptions) {
-    const proxyEnv = proxyEnvFor(o.proxy, o.env ?? process.env);
-    this.http = new http.Agent({ keepAlive: true, ...(proxyEnv ? { proxyEnv } : {}) });
+    this.proxyEnv = proxyEnvFor(o.proxy, o.env ?? process.env);
+    this.http = new http.Agent({ keepAlive: true, ...(this.proxyEnv ? { proxyEnv: this.proxyEnv } : {}) });
+  }
+
+  /** The https Agent, made (and node:https loaded) on the first https request. */
+  private httpsAgent(): HttpsAgent {
+    const { Agent } = process.getBuiltinModule('node:https');
     // TLS verification stays on; a custom CA is added, never a bypass. rejectUnauthorized
     // explicitly, so NODE_TLS_REJECT_UNAUTHORIZED=0 in an environment cannot turn checks off.
-    this.https = new https.Agent({ keepAlive: true, rejectUnauthorized: true, ...(o.ca ? { ca: o.ca } : {}), ...(proxyEnv ? { proxyEnv } : {}) });
+    this.https ??= new Agent({ keepAlive: true, rejectUnauthorized: true, ...(this.o.ca ? { ca: this.o.ca } : {}), ...(this.proxyEnv ? { proxyEnv: this.proxyEnv } : {}) });
+    return this.https;
   }
 
   request(url: URL, r: TransportRequest): Promise<TransportResponse> {
     const secure = url.protocol === 'https:';
     const headers = r.body === undefined ? r.headers : { ...r.headers, 'content-length': String(Buffer.byteLength(r.body)) };
     return new Promise((resolve, reject) => {
-      const req = (secure ? https : http).request(url, { method: r.method, headers, agent: secure ? this.https : this.http, signal: r.signal });
+      const options = { method: r.method, headers, signal: r.signal };
+      const req = secure ? process.getBuiltinModule('node:https').request(url, { ...options, agent: this.httpsAgent() }) : http.request(url, { ...options, agent: this.http });
       let response: IncomingMessage | undefined;
       // Connect timeout: from the request until its socket (new, or through the proxy) is connected,
       // and for https until the TLS handshake is done (a server that accepts and never answers it).
@@ -90,8 +99,9 @@ export class HttpTransport {
       const connected = () => clearTimeout(connectTimer);
       req.once('socket', (socket: Socket) => {
         // A reused TLS socket has passed its handshake and verification (`authorized`); a new one has not yet.
-        if (socket instanceof TLSSocket) {
-          if (socket.authorized) connected();
+        // (`encrypted` is true on a TLSSocket only; node:tls is not imported to ask instanceof.)
+        if ((socket as Partial<TLSSocket>).encrypted === true) {
+          if ((socket as TLSSocket).authorized) connected();
           else socket.once('secureConnect', connected);
         } else if (!socket.connecting) connected();
         else socket.once('connect', connected);
@@ -116,6 +126,6 @@ export class HttpTransport {
   /** Closes every connection, idle or in use. */
   close(): void {
     this.http.destroy();
-    this.https.destroy();
+    this.https?.destroy();
   }
 }

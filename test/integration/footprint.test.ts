@@ -49,6 +49,10 @@ describe('what the daemon loads', () => {
     expect(loaded.builtins.filter((m) => m.includes('deps/undici'))).toEqual([]);
   });
 
+  it('does not load TLS (node:tls, node:https and OpenSSL, ~6 MB) before a request needs it: the simulator here is plain http', () => {
+    expect(loaded.builtins.filter((m) => /^NativeModule (tls|https|crypto)$/.test(m))).toEqual([]);
+  });
+
   it('does not load the URL feed, the resolver backends or the public suffix list while url_feed is off', () => {
     const urlFeed = loaded.sources.filter((s) => /^src\/dns\/|\/tldts|^src\/agent\/dns-cycle\.ts$|^src\/feed\/(url-|host\.ts)/.test(s));
     expect(urlFeed).toEqual([]);
