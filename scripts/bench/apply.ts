@@ -9,7 +9,7 @@ import { IpsetPlugin } from '../../src/firewall/ipset/plugin.js';
 import { NftablesPlugin } from '../../src/firewall/nft/plugin.js';
 import { normalizeEntries } from '../../src/firewall/entries.js';
 import { ipsetSizing, renderIpsetCreate, writeIpsetAdds } from '../../src/firewall/ipset/text.js';
-import { TextBuilder } from '../../src/firewall/text-builder.js';
+import { TextBuilder } from '../../src/net/text-builder.js';
 import { resolveOverlaps } from '../../src/firewall/nft/overlaps.js';
 import { nftHooks, renderNftRecreate } from '../../src/firewall/nft/text.js';
 import type { CommandRunner, FirewallEntry, FirewallPlugin, PluginOptions } from '../../src/firewall/plugin.js';

@@ -71,14 +71,6 @@ export function countByReason(list: AppliedList): Record<Reason, number> {
   return out;
 }
 
-/** The applied CIDRs' texts, in order (the state report's blacklist). */
-export function appliedTexts(list: AppliedList): string[] {
-  if (!(list instanceof AppliedColumns)) return list.map((e) => e.cidr);
-  const out: string[] = [];
-  for (let i = 0; i < list.length; i++) out.push(list.text(i));
-  return out;
-}
-
 /**
  * What the apply at `now` sends: the selected entries not expired by then, as firewall columns
  * (kernel timeouts counted from `now`), and as the applied-set record keeps them. One pass, no

@@ -5,7 +5,7 @@ import type { Settings } from '../config/server.js';
 import type { PluginName } from '../firewall/index.js';
 import type { Reason, Selection } from '../policy/select.js';
 import { AGENT_VERSION } from '../version.js';
-import { appliedTexts, countByReason, type AppliedList } from './applied-columns.js';
+import { AppliedColumns, countByReason, type AppliedList } from './applied-columns.js';
 import type { CycleDeps } from './cycle.js';
 import type { CycleRecord, StateStore } from './state.js';
 
@@ -65,12 +65,11 @@ export async function reportCycle(
     logger.info('not reporting: the agent is stopping');
     return false;
   }
-  const report: StateReport = {
+  const fields: Omit<StateReport, 'blacklist'> = {
     agid: deps.config.agid,
     hostanme: hostname(),
     plugin: c.plugin,
     code: c.record.code,
-    blacklist: appliedTexts(c.current),
     maximum_rules: c.settings.maximum_rules,
     score_threshold: c.settings.score_threshold,
     sync_time: String(c.settings.sync_time),
@@ -78,7 +77,9 @@ export async function reportCycle(
     version: AGENT_VERSION,
   };
   try {
-    const reported = await deps.api.report(report, { retry: c.error === undefined });
+    // The applied list as it is: columns after an apply are written straight into the body's bytes.
+    const blacklist = c.current instanceof AppliedColumns ? c.current : c.current.map((e) => e.cidr);
+    const reported = await deps.api.report(fields, blacklist, { retry: c.error === undefined });
     if (!reported) logger.warn('the server has no record for this agent; report not stored');
     return reported;
   } catch (err) {

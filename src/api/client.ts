@@ -55,6 +55,7 @@ export type RequestObserver = (info: RequestInfo) => void;
 export interface CallOptions {
   method?: 'GET' | 'POST' | 'PUT' | 'DELETE';
   query?: Record<string, string | number>;
+  /** Sent as JSON; a Uint8Array is sent as it is (JSON bytes the caller wrote, e.g. the state report). */
   body?: unknown;
   auth?: boolean;
   /** Status codes answered with `undefined` instead of an error (e.g. 404 for a deleted agent). */
@@ -194,9 +195,9 @@ export class ApiClient {
     if (options.auth !== false) {
       headers.authorization = this.opts.authScheme === 'raw' ? this.opts.token : `Bearer ${this.opts.token}`;
     }
-    let body: string | undefined;
+    let body: string | Uint8Array | undefined;
     if (options.body !== undefined) {
-      body = JSON.stringify(options.body);
+      body = options.body instanceof Uint8Array ? options.body : JSON.stringify(options.body);
       headers['content-type'] = 'application/json';
     }
     const where = `${method} ${route}`;

@@ -32,7 +32,8 @@ export interface TransportOptions {
 export interface TransportRequest {
   method: string;
   headers: Record<string, string>;
-  body?: string | undefined;
+  /** A string, or bytes sent as they are (a large body the caller wrote into one buffer). */
+  body?: string | Uint8Array | undefined;
   signal: AbortSignal;
 }
 
@@ -86,7 +87,7 @@ export class HttpTransport {
 
   request(url: URL, r: TransportRequest): Promise<TransportResponse> {
     const secure = url.protocol === 'https:';
-    const headers = r.body === undefined ? r.headers : { ...r.headers, 'content-length': String(Buffer.byteLength(r.body)) };
+    const headers = r.body === undefined ? r.headers : { ...r.headers, 'content-length': String(typeof r.body === 'string' ? Buffer.byteLength(r.body) : r.body.byteLength) };
     return new Promise((resolve, reject) => {
       const options = { method: r.method, headers, signal: r.signal };
       const req = secure ? process.getBuiltinModule('node:https').request(url, { ...options, agent: this.httpsAgent() }) : http.request(url, { ...options, agent: this.http });

@@ -10,7 +10,9 @@ import {
   type AgentRecord,
   type FeedFilter,
   type FeedPage,
+  type CidrList,
   type StateReport,
+  stateReportJson,
   type StoredConfigBody,
 } from './wire.js';
 
@@ -67,12 +69,12 @@ export class ThreatIntelApi {
    * State report (the state report). Answers false when the server says the
    * record does not exist (404): the agent never re-creates a deleted record itself.
    */
-  async report(state: StateReport, options: { retry?: boolean } = {}): Promise<boolean> {
+  async report(fields: Omit<StateReport, 'blacklist'>, blacklist: CidrList, options: { retry?: boolean } = {}): Promise<boolean> {
     const r = await this.client.call(ROUTES.feedback, null, {
       retry: options.retry ?? true,
       method: 'POST',
-      query: { [AGENT_QUERY]: state.agid },
-      body: state,
+      query: { [AGENT_QUERY]: fields.agid },
+      body: stateReportJson(fields, blacklist),
       allowStatus: [404],
       afterCycleDeadline: true,
     });

@@ -17,7 +17,7 @@ export { validateOwnedNames } from './names.js';
 export { DIRECTIONS, sides, type Direction, type Side } from './direction.js';
 export { timeoutUntil } from './entries.js';
 export { EntryColumns, type FirewallEntries } from './entry-columns.js';
-export { TextBuilder } from './text-builder.js';
+export { TextBuilder } from '../net/text-builder.js';
 export type * from './plugin.js';
 
 /** The backend for a configured (or detected) plugin name. Owned names come only from `options.names`. */

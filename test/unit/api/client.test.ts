@@ -344,8 +344,8 @@ describe('the cycle deadline', () => {
     sim.setFault(null);
     // Calls that are not exempt are refused until the cycle's deadline is stopped; the report is exempt.
     await expect(a.feedPage(0, 0, 10)).rejects.toMatchObject({ code: 'WCF_ERR_API_UNREACHABLE' });
-    const report = { agid: sim.agid, hostanme: 'h', plugin: 'dry-run', code: 20, blacklist: [], maximum_rules: 1, score_threshold: 1, sync_time: '5', ts: 1, version: '0' };
-    await expect(a.report(report)).resolves.toBe(true);
+    const fields = { agid: sim.agid, hostanme: 'h', plugin: 'dry-run', code: 20, maximum_rules: 1, score_threshold: 1, sync_time: '5', ts: 1, version: '0' };
+    await expect(a.report(fields, [])).resolves.toBe(true);
     a.client.cycleDeadline.stop();
     await expect(a.feedPage(0, 0, 10)).resolves.toMatchObject({ body: expect.any(Array) });
   });
