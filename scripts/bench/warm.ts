@@ -1,8 +1,8 @@
 /**
  * Incremental cycles as the daemon runs them: `runCycle` called again and
- * again in one long-lived process (the agent's modules, loaded by tsx as the
- * bench itself is), with its modules loaded, its code compiled by the JIT and its keep-alive connection to the API
- * open, exactly as `wcf-agent run` calls it every sync_time. The CLI figure
+ * again in one long-lived process (the agent's modules from src/, loaded by tsx
+ * as the bench itself is), with its code compiled by the JIT and its keep-alive
+ * connection to the API open, exactly as `wcf-agent run` calls it every sync_time. The CLI figure
  * (`sync --once` in a new process each time) adds Node start-up, module
  * loading and a cold JIT, which a daemon pays once, at start.
  *

@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
 import { ApiUnreachableError, GuardError, ServerConfigError, type WcfError, errorMessage, reportCodeOf } from '../errors.js';
-import type { StateReport } from '../api/wire.js';
+import type { StateReportFields } from '../api/wire.js';
 import type { Settings } from '../config/server.js';
 import type { PluginName } from '../firewall/index.js';
 import type { Reason, Selection } from '../policy/select.js';
@@ -65,7 +65,7 @@ export async function reportCycle(
     logger.info('not reporting: the agent is stopping');
     return false;
   }
-  const fields: Omit<StateReport, 'blacklist'> = {
+  const fields: StateReportFields = {
     agid: deps.config.agid,
     hostanme: hostname(),
     plugin: c.plugin,

@@ -66,23 +66,27 @@ export function proxyEnvFor(proxy: string | undefined, env: NodeJS.ProcessEnv): 
   return undefined;
 }
 
+/** node:https and the transport's Agent for it, made together on the first https request. */
+type SecureClient = { https: typeof import('node:https'); agent: HttpsAgent };
+
 export class HttpTransport {
   private readonly proxyEnv: ProxyEnv | undefined;
   private readonly http: HttpAgent;
-  private https: HttpsAgent | undefined;
+  private secure: SecureClient | undefined;
 
   constructor(private readonly o: TransportOptions) {
     this.proxyEnv = proxyEnvFor(o.proxy, o.env ?? process.env);
     this.http = new http.Agent({ keepAlive: true, ...(this.proxyEnv ? { proxyEnv: this.proxyEnv } : {}) });
   }
 
-  /** The https Agent, made (and node:https loaded) on the first https request. */
-  private httpsAgent(): HttpsAgent {
-    const { Agent } = process.getBuiltinModule('node:https');
+  private secureClient(): SecureClient {
+    if (this.secure) return this.secure;
+    const https = process.getBuiltinModule('node:https');
     // TLS verification stays on; a custom CA is added, never a bypass. rejectUnauthorized
     // explicitly, so NODE_TLS_REJECT_UNAUTHORIZED=0 in an environment cannot turn checks off.
-    this.https ??= new Agent({ keepAlive: true, rejectUnauthorized: true, ...(this.o.ca ? { ca: this.o.ca } : {}), ...(this.proxyEnv ? { proxyEnv: this.proxyEnv } : {}) });
-    return this.https;
+    const agent = new https.Agent({ keepAlive: true, rejectUnauthorized: true, ...(this.o.ca ? { ca: this.o.ca } : {}), ...(this.proxyEnv ? { proxyEnv: this.proxyEnv } : {}) });
+    this.secure = { https, agent };
+    return this.secure;
   }
 
   request(url: URL, r: TransportRequest): Promise<TransportResponse> {
@@ -90,7 +94,8 @@ export class HttpTransport {
     const headers = r.body === undefined ? r.headers : { ...r.headers, 'content-length': String(typeof r.body === 'string' ? Buffer.byteLength(r.body) : r.body.byteLength) };
     return new Promise((resolve, reject) => {
       const options = { method: r.method, headers, signal: r.signal };
-      const req = secure ? process.getBuiltinModule('node:https').request(url, { ...options, agent: this.httpsAgent() }) : http.request(url, { ...options, agent: this.http });
+      const tls = secure ? this.secureClient() : undefined;
+      const req = tls ? tls.https.request(url, { ...options, agent: tls.agent }) : http.request(url, { ...options, agent: this.http });
       let response: IncomingMessage | undefined;
       // Connect timeout: from the request until its socket (new, or through the proxy) is connected,
       // and for https until the TLS handshake is done (a server that accepts and never answers it).
@@ -127,6 +132,6 @@ export class HttpTransport {
   /** Closes every connection, idle or in use. */
   close(): void {
     this.http.destroy();
-    this.https?.destroy();
+    this.secure?.agent.destroy();
   }
 }

@@ -11,7 +11,7 @@ import {
   type FeedFilter,
   type FeedPage,
   type CidrList,
-  type StateReport,
+  type StateReportFields,
   stateReportJson,
   type StoredConfigBody,
 } from './wire.js';
@@ -69,7 +69,7 @@ export class ThreatIntelApi {
    * State report (the state report). Answers false when the server says the
    * record does not exist (404): the agent never re-creates a deleted record itself.
    */
-  async report(fields: Omit<StateReport, 'blacklist'>, blacklist: CidrList, options: { retry?: boolean } = {}): Promise<boolean> {
+  async report(fields: StateReportFields, blacklist: CidrList, options: { retry?: boolean } = {}): Promise<boolean> {
     const r = await this.client.call(ROUTES.feedback, null, {
       retry: options.retry ?? true,
       method: 'POST',

@@ -116,13 +116,15 @@ export const agentRecordSchema = z.looseObject({
 export type AgentRecord = z.infer<typeof agentRecordSchema>;
 export const agentListSchema = z.array(agentRecordSchema);
 
-/** Body of POST /feedback (the state report). `hostanme` is spelled as the API spells it. */
-export interface StateReport {
+/**
+ * Body of POST /feedback (the state report) besides `blacklist`, which `stateReportJson` writes
+ * from the applied list. `hostanme` is spelled as the API spells it.
+ */
+export interface StateReportFields {
   agid: string;
   hostanme: string;
   plugin: string;
   code: number;
-  blacklist: string[];
   maximum_rules: number;
   score_threshold: number;
   sync_time: string;
@@ -141,7 +143,7 @@ const isTexts = (list: CidrList): list is readonly string[] => Array.isArray(lis
  * were the largest part of a cycle's peak (+70 MB of heap at once, and several times that
  * when the collector fell behind on a busy host; README, Performance).
  */
-export function stateReportJson(fields: Omit<StateReport, 'blacklist'>, blacklist: CidrList): Buffer {
+export function stateReportJson(fields: StateReportFields, blacklist: CidrList): Buffer {
   const head = JSON.stringify(fields);
   // ~19 bytes per network ("255.255.255.255/32",) besides the fields; reserved, not touched.
   const out = new TextBuilder(head.length + 32 + blacklist.length * 21);
