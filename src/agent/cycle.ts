@@ -18,7 +18,7 @@ import { pullAll, type PulledFeeds } from './pull-all.js';
 import { feedItemCap } from '../feed/pull.js';
 import { dropNewlyProtected, liveEntries, localProtectedSet, rememberApiIn } from './protect-applied.js';
 import type { ProtectedSet } from '../policy/protect.js';
-import type { CycleRecord, StateStore } from './state.js';
+import type { CycleRecord, ReportRecord, StateStore } from './state.js';
 import { checkAgentRecord, seenPatch } from './first-contact.js';
 import { saveDecisionsCache } from './decisions-cache.js';
 import { saveFeedCacheAfterApply } from './feed-cache-write.js';
@@ -73,6 +73,8 @@ export interface CycleOutcome {
   apply?: ApplyResult;
   error?: WcfError | Error;
   reported: boolean;
+  /** What the last state report listed (bounded: report_max_kb). */
+  stateReport?: ReportRecord | undefined;
   /**
    * Milliseconds per phase: config (the agent-record call), pull (feed cache read + pulls + merge), select (decay,
    * selection), cache (feed cache and state writes), apply (shrink guard + firewall), save
@@ -290,5 +292,5 @@ export async function runCycle(deps: CycleDeps, plugin: FirewallPlugin): Promise
   const reported = await reportCycle(deps, { plugin: plugin.name, record, settings, current, now, error, agentRecord });
   clock.lap('report');
   logger.debug({ timings: clock.ms }, 'cycle phase timings (ms)');
-  return { record, plan, settings, apply: mergeRepairs(reassert, enforced?.apply), error, reported, timings: clock.ms, dns };
+  return { record, plan, settings, apply: mergeRepairs(reassert, enforced?.apply), error, reported, stateReport: state.small.report, timings: clock.ms, dns };
 }

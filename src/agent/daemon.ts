@@ -19,6 +19,7 @@ import { restoreWithOverrides } from './overrides-apply.js';
 import { AppliedMemory } from './applied-memory.js';
 import { releaseCycleMemory } from './release-memory.js';
 import { Watcher } from './watcher.js';
+import { startupDelayMs } from './startup-delay.js';
 
 export interface DaemonParts {
   config: AgentConfig;
@@ -73,7 +74,8 @@ export function nextCycleDelayMs(i: DelayInput): number {
 
 /**
  * `wcf-agent run`: restore the last known good set before any network call,
- * sync at once, then every sync_time minutes plus jitter. Failures back off
+ * sync at once (or after the start-up delay when a recent sync exists), then every sync_time
+ * minutes plus jitter. Failures back off
  * (bounded, jittered) and never remove what is applied. stop() ends the cycle
  * in flight (API calls are aborted; an apply is atomic and is let finish).
  */
@@ -94,13 +96,17 @@ export class Daemon {
   /** The last set applied, for the watcher's repairs between cycles. */
   private readonly memory = new AppliedMemory();
   private watcher: Watcher | undefined;
+  private readonly minuteMs: number;
+  private readonly random: () => number;
 
   constructor(opts: DaemonOptions) {
     this.opts = opts;
     this.logger = opts.logger;
-    this.fast = new FastPath({ parts: () => this.parts, settings: () => this.settings, writer: this.writer, logger: this.logger });
     const minute = opts.minuteMs ?? 60_000;
     const random = opts.random ?? Math.random;
+    this.minuteMs = minute;
+    this.random = random;
+    this.fast = new FastPath({ parts: () => this.parts, settings: () => this.settings, writer: this.writer, logger: this.logger, random });
     this.scheduler = new Scheduler({
       logger: this.logger,
       // Once the cycle's frame is gone: what it left (its plan included) is then garbage. On the
@@ -131,8 +137,26 @@ export class Daemon {
     await this.restore();
     if (this.stopping) return;
     await this.fast.start();
-    this.scheduler.start();
+    this.scheduler.start(this.firstSyncDelay());
     this.startWatcher();
+  }
+
+  /** The start-up delay (startup-delay.ts), logged: a host that waits says why and for how long. */
+  private firstSyncDelay(): number {
+    const now = Math.floor(Date.now() / 1000);
+    const last = this.parts.state.small.lastSuccessAt;
+    const ms = startupDelayMs({
+      lastSuccessAt: last,
+      now,
+      syncTimeMinutes: this.settings.sync_time,
+      maxDelaySeconds: this.parts.config.startup_delay_seconds,
+      minuteMs: this.minuteMs,
+      random: this.random,
+    });
+    if (ms > 0) {
+      this.logger.info({ delayMs: Math.round(ms), lastSuccessAt: last }, `first sync in ${Math.round(ms / 1000)} s: the last successful sync is ${now - last!} s old, the restored set protects meanwhile (startup_delay_seconds)`);
+    }
+    return ms;
   }
 
   private remembering(parts: DaemonParts): DaemonParts {

@@ -1,12 +1,13 @@
 import type { AgentConfig } from '../config/load.js';
 import type { Settings } from '../config/server.js';
 import type { ThreatIntelApi } from '../api/threat-intel.js';
-import { FEED_FILTER } from '../api/wire.js';
+import { FEED_FILTER, feedServerTime } from '../api/wire.js';
 import { feedItemCap, pullFeed } from '../feed/pull.js';
 import type { FirewallPlugin } from '../firewall/index.js';
 import type { Logger } from '../log.js';
 import { rebaseOnDecisions, sameDecisions } from '../policy/decisions-rebase.js';
 import type { SelectedEntry } from '../policy/select.js';
+import { mergePolled, newestTs, pollStart } from './decision-cursor.js';
 import { loadDecisionsCache, saveDecisionsCache } from './decisions-cache.js';
 import { applyLocal } from './overrides-apply.js';
 import { localProtectedSet } from './protect-applied.js';
@@ -21,39 +22,61 @@ export interface DecisionPollDeps {
   settings: Settings;
 }
 
+/** What a poll answers: the new base when something was applied, and the server's clock as the answers gave it. */
+export interface PollResult {
+  next: SelectedEntry[] | undefined;
+  serverTs: number | undefined;
+}
+
 /**
- * One poll of the two manual-decision feeds (filter 2 blocks, filter 3
- * whitelist) between cycles. Pulled in full: a withdrawn decision leaves the
- * feed instead of coming back with a newer `ts`, so an incremental pull could
- * never see it, and both feeds are small. When they differ from what the last
- * cycle (or poll) applied, the last selection is rebased on them and applied
- * with the local overrides, through the protected set, without pulling the
- * score feed. The caller holds the agent lock and the daemon's writer.
- * Answers the new base when something was applied, else undefined. `base` is asked for only
- * then (the daemon keeps it as columns: a million entries made into objects at every poll
- * would be hundreds of MB of garbage).
+ * One poll of the two manual-decision feeds (filter 2 blocks, filter 3 whitelist) between
+ * cycles, asking each only for records newer than the newest it holds (see decision-cursor.ts):
+ * a decision set through `POST /ips` gives its record a new `ts`, so a new block or whitelist
+ * entry is in the answer, and a poll that finds nothing costs a page header. A withdrawn
+ * decision leaves the feed instead of coming back newer: the full pulls of each cycle notice it.
+ * When the decisions differ from what the last cycle (or poll) applied, the last selection is
+ * rebased on them and applied with the local overrides, through the protected set, without
+ * pulling the score feed. The caller holds the agent lock and the daemon's writer.
+ * `serverTs`: the server's clock from the previous poll (kept in memory; the cache file has the
+ * one of the pull that wrote it). `base` is asked for only when something is applied (the daemon
+ * keeps it as columns: a million entries made into objects at every poll would be hundreds of
+ * MB of garbage).
  */
-export async function pollDecisions(deps: DecisionPollDeps, base: () => readonly SelectedEntry[], now: number): Promise<SelectedEntry[] | undefined> {
+export async function pollDecisions(deps: DecisionPollDeps, base: () => readonly SelectedEntry[], now: number, serverTs?: number): Promise<PollResult> {
   const { config, api, state, logger, settings } = deps;
   const previous = loadDecisionsCache(state.dir, logger);
   // Nothing to rebase on before the first successful cycle, which pulls the decisions itself.
-  if (!previous) return undefined;
-  const common = { fromTs: 0, pageSize: config.page_size, logger, now, maxItems: config.max_feed_items ?? feedItemCap(settings.maximum_rules, state.small.largestFeed) };
+  if (!previous) return { next: undefined, serverTs };
+  const clock = Math.max(serverTs ?? 0, previous.serverTs ?? 0) || undefined;
+  const common = { pageSize: config.page_size, logger, now, maxItems: config.max_feed_items ?? feedItemCap(settings.maximum_rules, state.small.largestFeed) };
   const deadline = api.client.cycleDeadline;
   // Bounded like a cycle's calls, by the poll interval: a slow answer must not hold up the next cycle.
   deadline.start(Math.max(10, config.decision_poll_seconds) * 1000);
   let manual, white;
   try {
-    [manual, white] = await Promise.all([pullFeed(api, { ...common, filter: FEED_FILTER.manualBlock }), pullFeed(api, { ...common, filter: FEED_FILTER.whitelist })]);
+    [manual, white] = await Promise.all([
+      pullFeed(api, { ...common, filter: FEED_FILTER.manualBlock, fromTs: pollStart(previous.manualBlocks, clock, now) }),
+      pullFeed(api, { ...common, filter: FEED_FILTER.whitelist, fromTs: pollStart(previous.whitelist, clock, now) }),
+    ]);
   } finally {
     deadline.stop();
   }
-  if (sameDecisions(previous.manualBlocks, manual.items) && sameDecisions(previous.whitelist, white.items)) return undefined;
+  const answered = [feedServerTime(manual.header), feedServerTime(white.header)];
+  const nextServerTs = answered.every((t) => t !== undefined) ? Math.min(...(answered as number[])) : serverTs;
+  const manualBlocks = mergePolled(previous.manualBlocks, manual.items, white.items);
+  const whitelist = mergePolled(previous.whitelist, white.items, manual.items);
+  if (sameDecisions(previous.manualBlocks, manualBlocks) && sameDecisions(previous.whitelist, whitelist)) {
+    // Records re-stamped without a change of decision: kept, so the next poll starts after them.
+    if (newestTs(manualBlocks, now) > newestTs(previous.manualBlocks, now) || newestTs(whitelist, now) > newestTs(previous.whitelist, now)) {
+      saveDecisionsCache(state.dir, { manualBlocks, whitelist, header: previous.formulas, decisionsServerTs: nextServerTs }, previous.at);
+    }
+    return { next: undefined, serverTs: nextServerTs };
+  }
   const protectedSet = await localProtectedSet(config, state, logger, { offline: true });
   const next = rebaseOnDecisions({
     base: base(),
-    manualBlocks: manual.items.values(),
-    whitelist: white.items.values(),
+    manualBlocks: manualBlocks.values(),
+    whitelist: whitelist.values(),
     protectedSet,
     minPrefix: config.min_prefix,
     maximumRules: settings.maximum_rules,
@@ -61,10 +84,10 @@ export async function pollDecisions(deps: DecisionPollDeps, base: () => readonly
   });
   const r = await applyLocal(deps, next, now);
   // What plan --offline and the next poll compare against; the formula is the last cycle's.
-  saveDecisionsCache(state.dir, { manualBlocks: manual.items, whitelist: white.items, header: previous.formulas }, previous.at);
+  saveDecisionsCache(state.dir, { manualBlocks, whitelist, header: previous.formulas, decisionsServerTs: nextServerTs }, previous.at);
   logger.info(
-    { manual: manual.items.size, whitelist: white.items.size, applied: r.applied, added: r.apply?.added ?? 0, removed: r.apply?.removed ?? 0 },
+    { manual: manualBlocks.size, whitelist: whitelist.size, applied: r.applied, added: r.apply?.added ?? 0, removed: r.apply?.removed ?? 0 },
     'manual decisions changed: applied without a full cycle',
   );
-  return next;
+  return { next, serverTs: nextServerTs };
 }

@@ -21,6 +21,8 @@ export interface DecisionsCache {
   formulas: Formulas;
   manualBlocks: IndicatorMap;
   whitelist: IndicatorMap;
+  /** The server's clock (the decision feeds' header `ts`) at that pull, when it gave one: where the next poll starts. */
+  serverTs?: number | undefined;
 }
 
 type Formulas = { eval?: string; exec_python?: string };
@@ -56,11 +58,15 @@ function toMap(value: unknown): IndicatorMap | undefined {
   return map;
 }
 
-export function saveDecisionsCache(stateDir: string, feeds: { manualBlocks: IndicatorMap; whitelist: IndicatorMap; header: FeedHeader | undefined }, at: number): void {
+export function saveDecisionsCache(
+  stateDir: string,
+  feeds: { manualBlocks: IndicatorMap; whitelist: IndicatorMap; header: FeedHeader | undefined; decisionsServerTs?: number | undefined },
+  at: number,
+): void {
   try {
     writeFileAtomic(
       join(stateDir, FILE),
-      JSON.stringify({ version: VERSION, at, formulas: formulasOf(feeds.header), manual: rows(feeds.manualBlocks), whitelist: rows(feeds.whitelist) }),
+      JSON.stringify({ version: VERSION, at, formulas: formulasOf(feeds.header), manual: rows(feeds.manualBlocks), whitelist: rows(feeds.whitelist), serverTs: feeds.decisionsServerTs }),
     );
   } catch (err) {
     throw new StateError(`cannot write ${FILE} in ${stateDir}: ${(err as Error).message}`, { cause: err });
@@ -72,11 +78,12 @@ export function loadDecisionsCache(stateDir: string, logger: Logger): DecisionsC
   const path = join(stateDir, FILE);
   if (!existsSync(path)) return undefined;
   try {
-    const raw = JSON.parse(readFileSync(path, 'utf8')) as { version?: unknown; at?: unknown; formulas?: unknown; manual?: unknown; whitelist?: unknown };
+    const raw = JSON.parse(readFileSync(path, 'utf8')) as { version?: unknown; at?: unknown; formulas?: unknown; manual?: unknown; whitelist?: unknown; serverTs?: unknown };
     const manualBlocks = toMap(raw.manual);
     const whitelist = toMap(raw.whitelist);
     if (raw.version !== VERSION || typeof raw.at !== 'number' || !manualBlocks || !whitelist) throw new Error('unknown format');
-    return { at: raw.at, formulas: formulasOf(raw.formulas), manualBlocks, whitelist };
+    const serverTs = typeof raw.serverTs === 'number' && Number.isSafeInteger(raw.serverTs) && raw.serverTs >= 0 ? raw.serverTs : undefined;
+    return { at: raw.at, formulas: formulasOf(raw.formulas), manualBlocks, whitelist, serverTs };
   } catch (err) {
     logger.warn({ file: path }, `cannot use ${FILE} (${(err as Error).message}); the next sync rewrites it`);
     return undefined;

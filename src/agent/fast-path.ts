@@ -20,6 +20,8 @@ export interface FastPathOptions {
   settings: () => Settings;
   writer: Writer;
   logger: Logger;
+  /** Uniform in [0, 1): where in the first interval the polls start. */
+  random?: () => number;
 }
 
 /**
@@ -38,6 +40,9 @@ export class FastPath {
   private pollTimer: NodeJS.Timeout | undefined;
   private expiryTimer: NodeJS.Timeout | undefined;
   private stopped = false;
+  /** The server's clock as the last poll's answers gave it (where the next poll may start). */
+  private serverTs: number | undefined;
+  private firstPoll = true;
 
   constructor(private readonly o: FastPathOptions) {}
 
@@ -125,7 +130,11 @@ export class FastPath {
   private schedulePoll(): void {
     const seconds = this.o.parts().config.decision_poll_seconds;
     if (this.stopped || seconds <= 0) return;
-    this.pollTimer = setTimeout(() => void this.pollOnce().finally(() => this.schedulePoll()), seconds * 1000);
+    // The first poll at a random point of the interval: a fleet started together would
+    // otherwise poll in the same second every interval, for as long as it runs.
+    const ms = this.firstPoll ? seconds * 1000 * (0.05 + 0.95 * (this.o.random ?? Math.random)()) : seconds * 1000;
+    this.firstPoll = false;
+    this.pollTimer = setTimeout(() => void this.pollOnce().finally(() => this.schedulePoll()), ms);
     this.pollTimer.unref();
   }
 
@@ -136,10 +145,11 @@ export class FastPath {
       const parts = this.o.parts();
       const now = Math.floor(Date.now() / 1000);
       try {
-        const next = await withLock(parts.config.state_dir, () =>
-          pollDecisions({ ...parts, logger: this.o.logger, settings: this.o.settings() }, () => this.currentBase(now), now),
+        const r = await withLock(parts.config.state_dir, () =>
+          pollDecisions({ ...parts, logger: this.o.logger, settings: this.o.settings() }, () => this.currentBase(now), now, this.serverTs),
         );
-        if (next) this.base = SelectedColumns.of(next);
+        this.serverTs = r.serverTs;
+        if (r.next) this.base = SelectedColumns.of(r.next);
       } catch (err) {
         // The next poll or cycle tries again; a failing API is the cycle's to report.
         this.o.logger.debug({ code: (err as WcfError).code }, `decision poll failed: ${errorMessage(err)}`);

@@ -1,5 +1,5 @@
 import type { Logger } from '../log.js';
-import { FEED_FILTER, type FeedHeader } from '../api/wire.js';
+import { FEED_FILTER, feedServerTime, type FeedHeader } from '../api/wire.js';
 import type { IndicatorMap } from '../feed/indicator.js';
 import { pullFeed, type FeedSource } from '../feed/pull.js';
 
@@ -30,6 +30,8 @@ export interface PulledFeeds {
   header: FeedHeader | undefined;
   manualBlocks: IndicatorMap;
   whitelist: IndicatorMap;
+  /** The server's clock as the decision feeds' headers gave it (the earlier of the two), if they did: where polls start. */
+  decisionsServerTs: number | undefined;
   pages: number;
   invalid: number;
 }
@@ -73,7 +75,12 @@ export async function pullAll(input: PullAllInput): Promise<PulledFeeds> {
     header: main.header,
     manualBlocks: manual.items,
     whitelist: white.items,
+    decisionsServerTs: earlier(feedServerTime(manual.header), feedServerTime(white.header)),
     pages: main.pages + manual.pages + white.pages,
     invalid: main.invalid + manual.invalid + white.invalid,
   };
+}
+
+function earlier(a: number | undefined, b: number | undefined): number | undefined {
+  return a === undefined || b === undefined ? undefined : Math.min(a, b);
 }

@@ -28,8 +28,10 @@ export class Scheduler {
 
   constructor(private readonly opts: SchedulerOptions) {}
 
-  start(): void {
-    void this.tick();
+  /** The first cycle now, or after `delayMs` (the start-up delay; a resume(true) meanwhile runs it at once). */
+  start(delayMs = 0): void {
+    if (delayMs > 0) this.schedule(delayMs);
+    else void this.tick();
   }
 
   /** Run a cycle now (unless one is running), then continue the chain. */

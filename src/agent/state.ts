@@ -32,6 +32,23 @@ export interface CycleRecord {
   running: boolean;
 }
 
+/** What the last state report carried (it is bounded: report_max_kb). */
+export interface ReportRecord {
+  at: number;
+  /** Applied entries listed in it. */
+  entries: number;
+  /** Applied entries at the time. */
+  total: number;
+  /** Its size in bytes. */
+  bytes: number;
+  /** Fewer entries than applied. */
+  shortened: boolean;
+  /** Bytes of a first report the server refused as too large (413), when it did. */
+  refused?: number | undefined;
+  /** Whether the server stored it. */
+  ok: boolean;
+}
+
 /** Small persisted state: `state.json` in the state dir. */
 export interface SmallState {
   cursor?: number;
@@ -56,6 +73,8 @@ export interface SmallState {
   apiLastKnown?: LastKnownApi;
   /** Repairs the daemon's watcher made between cycles: how many, the last one's time and what was missing. */
   repairs?: { count: number; lastAt: number; objects: string[] };
+  /** The last state report: how many of the applied entries it listed. */
+  report?: ReportRecord;
 }
 
 /** The last set applied successfully: re-applied at start-up before any network call. */

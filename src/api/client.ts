@@ -16,6 +16,7 @@ import { formatIssues } from '../config/schema.js';
 import { escapeControls } from '../safe-text.js';
 import { CycleDeadline, RequestDeadline } from './deadline.js';
 import { HttpTransport, type TransportResponse } from './http.js';
+import { ValidatorCache } from './validators.js';
 import { CycleDeadlineError, describeNetworkError, isRetryable, serverMessage, tlsVerifyCode } from './failures.js';
 
 export { tlsVerifyCode };
@@ -75,6 +76,11 @@ export interface CallOptions {
    * server the cycle failed; it has its own request deadline).
    */
   afterCycleDeadline?: boolean;
+  /**
+   * Send `If-None-Match` / `If-Modified-Since` when an earlier answer for this URL carried a
+   * validator, and take a 304 as that answer again (validators.ts). For small, repeated answers.
+   */
+  conditional?: boolean;
 }
 
 export interface Response<T> {
@@ -82,6 +88,8 @@ export interface Response<T> {
   data: T | undefined;
   /** The server's Date header, for clock-skew checks. */
   date: string | undefined;
+  /** The server answered 304: `data` is the answer kept from the last time. */
+  notModified?: boolean;
 }
 
 /** Thin, strict HTTP client: timeouts, keep-alive, bounded jittered retries, size cap, schema validation. */
@@ -90,6 +98,7 @@ export class ApiClient {
   private readonly opts: ClientOptions;
   private readonly base: string;
   private readonly controller = new AbortController();
+  private readonly validators = new ValidatorCache();
   /** Started and stopped around each cycle by its caller (see src/agent/bounded-cycle.ts). */
   readonly cycleDeadline = new CycleDeadline();
   /** Per-attempt observer; settable after construction (the daemon attaches metrics to a client built elsewhere). */
@@ -171,7 +180,7 @@ export class ApiClient {
     const method = options.method ?? 'GET';
     try {
       const r = await this.once(route, schema, options);
-      this.notify({ route, method, status: r.status, durationMs: performance.now() - started });
+      this.notify({ route, method, status: r.notModified ? 304 : r.status, durationMs: performance.now() - started });
       return r;
     } catch (err) {
       const status = err instanceof ApiAuthError || err instanceof ApiStatusError ? err.status : undefined;
@@ -201,6 +210,8 @@ export class ApiClient {
       headers['content-type'] = 'application/json';
     }
     const where = `${method} ${route}`;
+    const url = this.url(route, options.query);
+    if (options.conditional) Object.assign(headers, this.validators.conditions(url));
     const cycle = options.afterCycleDeadline ? undefined : this.cycleDeadline.signal;
     if (cycle?.aborted) throw new CycleDeadlineError(`${where}: not sent, ${errorMessage(cycle.reason)}`);
     const deadlineMs = this.opts.requestDeadlineMs ?? 2 * this.opts.requestTimeoutMs;
@@ -219,7 +230,7 @@ export class ApiClient {
     try {
       let res: TransportResponse;
       try {
-        res = await this.transport.request(new URL(this.url(route, options.query)), { method, headers, body, signal });
+        res = await this.transport.request(new URL(url), { method, headers, body, signal });
       } catch (err) {
         const why = stopped(err);
         if (why) throw why;
@@ -234,9 +245,25 @@ export class ApiClient {
       } catch (err) {
         throw stopped(err) ?? err;
       }
+      if (options.conditional) return this.conditional(url, res, text, date, where, schema, options);
       return this.interpret(res.statusCode, text, date, where, schema, options);
     } finally {
       deadline.clear();
+    }
+  }
+
+  /** A conditional call's answer: a 304 is the kept answer again; a new answer with a validator is kept. */
+  private conditional<S extends z.ZodMiniType>(url: string, res: TransportResponse, text: string, date: string | undefined, where: string, schema: S | null, options: CallOptions): Response<z.infer<S>> {
+    const kept = res.statusCode === 304 ? this.validators.get(url) : undefined;
+    if (kept) return { ...this.interpret(200, kept.text, date ?? kept.date, where, schema, options), notModified: true };
+    try {
+      const r = this.interpret(res.statusCode, text, date, where, schema, options);
+      if (r.status >= 200 && r.status < 300) this.validators.remember(url, res.headers, text, date);
+      else this.validators.forget(url);
+      return r;
+    } catch (err) {
+      this.validators.forget(url);
+      throw err;
     }
   }
 

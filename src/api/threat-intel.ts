@@ -2,6 +2,7 @@ import * as z from '../config/zod.js';
 import type { ApiClient } from './client.js';
 import {
   AGENT_QUERY,
+  FEED_FILTER,
   IPS_QUERY,
   ROUTES,
   acceptFeedPage,
@@ -43,19 +44,24 @@ export class ThreatIntelApi {
     await this.client.call(ROUTES.ips, null, { method: 'POST', body, retry: false });
   }
 
-  /** GET /ips: one page of the IPv4 feed. */
+  /**
+   * GET /ips: one page of the IPv4 feed. The decision feeds' pages are asked for conditionally
+   * (small and asked again every poll and cycle: a 304 when the server offers validators);
+   * the score feed's are not (a full pull's thousand pages would only churn the kept answers).
+   */
   async feedPage(filter: FeedFilter, ts: number, limit: number): Promise<FeedPage> {
     const r = await this.client.call(ROUTES.ips, feedPageSchema, {
       query: { [IPS_QUERY.limit]: limit, [IPS_QUERY.filter]: filter, [IPS_QUERY.ts]: ts, [IPS_QUERY.full]: 'no' },
       accept: acceptFeedPage,
       bulk: true,
+      conditional: filter === FEED_FILTER.manualBlock || filter === FEED_FILTER.whitelist,
     });
     return r.data!;
   }
 
   /** GET /feedback for one agent; `null` when the record was deleted (404 or empty array). */
   async agent(agid: string): Promise<AgentRecord | null> {
-    const r = await this.client.call(ROUTES.feedback, agentListSchema, { query: { [AGENT_QUERY]: agid }, allowStatus: [404] });
+    const r = await this.client.call(ROUTES.feedback, agentListSchema, { query: { [AGENT_QUERY]: agid }, allowStatus: [404], conditional: true });
     if (r.status === 404 || !r.data) return null;
     return r.data.find((a) => a.agid === agid) ?? null;
   }

@@ -32,6 +32,18 @@ export type FeedFilter = (typeof FEED_FILTER)[keyof typeof FEED_FILTER];
 
 export const MAX_PAGE_SIZE = 1000;
 
+/**
+ * The feed header's `ts` read as the server's clock when it answered (assumed: the spec gives
+ * the field as "epoch s" and says no more). A decision poll asks for records newer than the
+ * newest seen only once that clock has passed it (see src/agent/decision-cursor.ts); a header
+ * without a usable `ts` keeps the polls inclusive, which costs bytes, never a decision.
+ */
+export function feedServerTime(header: FeedHeader | undefined): number | undefined {
+  const raw = header?.ts;
+  const n = typeof raw === 'string' && /^\d{1,12}$/.test(raw.trim()) ? Number(raw.trim()) : raw;
+  return typeof n === 'number' && Number.isSafeInteger(n) && n >= 0 ? n : undefined;
+}
+
 const epochSeconds = z.number().check(z.int(), z.gte(0));
 const finiteNumber = () => z.number().check(z.refine(Number.isFinite, 'must be a finite number'));
 

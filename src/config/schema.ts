@@ -77,6 +77,13 @@ export const configSchema = z
     jitter_seconds: z._default(numberIn(0, 3600), 30),
     // Seconds between the daemon's polls of the manual-decision feeds between cycles (0 = off).
     decision_poll_seconds: z._default(intIn(0, 86_400), 30),
+    // Daemon: after a restart with a successful sync younger than sync_time, the first sync waits
+    // a random 0..this many seconds (never past the sync that is due), so a fleet restarted
+    // together does not call the API in the same second. 0 = sync at once.
+    startup_delay_seconds: z._default(intIn(0, 86_400), 60),
+    // Largest state report (POST /feedback) in KiB: the applied list is shortened to fit, manual
+    // entries first, then the selection's order. 256 stays well under common body limits (1 MiB).
+    report_max_kb: z._default(intIn(4, 1_048_576), 256),
     shrink_guard_ratio: z._default(numberIn(0, 1), 0.5),
     on_stop: z._default(z.enum(['keep', 'flush']), 'keep'),
     // Daemon: seconds between cheap checks of the agent's objects where no change event exists; 0 = no watching.

@@ -192,7 +192,15 @@ export class AgentMetrics {
     const dnsPlan = outcome.plan?.dns;
     if (dnsPlan) for (const reason of DOMAIN_SKIPS) this.domainsSkipped.set({ reason }, dnsPlan.selection.skipped[reason]);
     if (r.ok) this.setLastSuccess(r.ts);
+    if (outcome.stateReport) {
+      this.reportEntries.set(outcome.stateReport.entries);
+      this.reportShortened.set(outcome.stateReport.shortened ? 1 : 0);
+    }
   }
+
+  private readonly reportEntries = new Gauge({ name: `${PREFIX}report_entries`, help: 'Applied entries listed in the last state report (bounded by report_max_kb)', registers: [this.registry] });
+  private readonly reportShortened = new Gauge({ name: `${PREFIX}report_shortened`, help: '1 when the last state report listed fewer entries than applied (report_max_kb, or a 413 from the server)', registers: [this.registry] });
+  private readonly notModified = new Counter({ name: `${PREFIX}api_not_modified_total`, help: 'API answers 304 Not Modified (a conditional request found nothing changed), by route', labelNames: ['route'], registers: [this.registry] });
 
   setLastSuccess(epochSeconds: number | undefined): void {
     if (epochSeconds !== undefined) this.lastSuccess.set(epochSeconds);
@@ -202,6 +210,7 @@ export class AgentMetrics {
   readonly observeRequest = (info: RequestInfo): void => {
     this.apiDuration.observe({ route: info.route, method: info.method }, info.durationMs / 1000);
     if (info.errorCode) this.apiErrors.inc({ class: info.errorCode });
+    if (info.status === 304) this.notModified.inc({ route: info.route });
   };
 
   observeApply(seconds: number): void {

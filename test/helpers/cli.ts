@@ -42,7 +42,8 @@ export function writeConfig(values: Record<string, unknown>): { path: string; di
   const dir = mkdtempSync(join(tmpdir(), 'wcf-it-'));
   const path = join(dir, 'config.json');
   // 0600 as install.sh makes it: the config holds the token (check-config warns otherwise).
-  writeFileSync(path, JSON.stringify({ state_dir: 'state', plugin: 'dry-run', retries: 1, ...values }, null, 2), { mode: 0o600 });
+  // No start-up delay unless a test asks for one: a restarted daemon's first cycle is what many tests wait for.
+  writeFileSync(path, JSON.stringify({ state_dir: 'state', plugin: 'dry-run', retries: 1, startup_delay_seconds: 0, ...values }, null, 2), { mode: 0o600 });
   return { path, dir };
 }
 

@@ -46,8 +46,9 @@ export function controlHandler(sim: Simulator) {
           return done({ now: sim.clock.now() });
         case 'POST /indicators': {
           if (typeof b.ip !== 'string') return bad('ip: required');
-          sim.upsertIndicator(b as never);
+          // The decision first: it re-stamps the record, which the given fields (ts too) then set.
           if (b.decision !== undefined) sim.setDecision(b.ip, b.decision as never, b.ttl as never);
+          sim.upsertIndicator(b as never);
           return done();
         }
         case 'DELETE /indicators':

@@ -4,10 +4,10 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 export const MAX_BODY_BYTES = 1 << 20;
 
 /** Sends a body; `ascii` (caller guarantees pure ASCII) encodes with a plain copy. */
-export function send(res: ServerResponse, status: number, body: string, contentType = 'application/json', ascii = false): void {
+export function send(res: ServerResponse, status: number, body: string, contentType = 'application/json', ascii = false, extra: Record<string, string> = {}): void {
   if (res.headersSent || res.destroyed) return;
   const buf = Buffer.from(body, ascii ? 'latin1' : 'utf8');
-  const headers: Record<string, string | number> = { 'content-length': buf.length };
+  const headers: Record<string, string | number> = { ...extra, 'content-length': buf.length };
   if (buf.length) headers['content-type'] = contentType;
   res.writeHead(status, headers);
   res.end(buf);
@@ -24,16 +24,16 @@ export function sendMessage(res: ServerResponse, status: number, message: string
 export type BodyResult = { ok: true; value: unknown } | { ok: false; status: number; message: string };
 
 /** Reads a JSON request body (empty body = undefined). */
-export async function readJsonBody(req: IncomingMessage): Promise<BodyResult> {
+export async function readJsonBody(req: IncomingMessage, maxBytes = MAX_BODY_BYTES): Promise<BodyResult> {
   const chunks: Buffer[] = [];
   let size = 0;
   let tooLarge = false;
   for await (const chunk of req as AsyncIterable<Buffer>) {
     size += chunk.length;
-    if (size > MAX_BODY_BYTES) tooLarge = true;
+    if (size > maxBytes) tooLarge = true;
     else chunks.push(chunk);
   }
-  if (tooLarge) return { ok: false, status: 413, message: 'body: larger than 1 MiB' };
+  if (tooLarge) return { ok: false, status: 413, message: `body: larger than ${maxBytes === MAX_BODY_BYTES ? '1 MiB' : `${maxBytes} bytes`}` };
   const text = Buffer.concat(chunks).toString('utf8');
   if (text.trim() === '') return { ok: true, value: undefined };
   try {

@@ -17,6 +17,8 @@ import { renderUser } from './render.js';
 import { API_PREFIX, RequestLog, SimServer, type RequestEntry, type ServerStats } from './server.js';
 import { Clock, FeedStore, type Decision, type FeedItemLite } from './store.js';
 import { FileStore, type AddedFile, type FileRecord } from './files.js';
+import { CONDITIONAL_MODES, Conditional, type ConditionalMode } from './conditional.js';
+import { MAX_BODY_BYTES } from './http-util.js';
 import { UrlData, UrlStore, type UrlRecord } from './urls.js';
 
 export type { AgentRecord, ReportEntry, DeletedAgentResponse } from './agents.js';
@@ -25,6 +27,7 @@ export { FAULT_MODES, type FaultMode, type FaultOptions } from './faults.js';
 export type { RequestEntry } from './server.js';
 export type { Decision, FeedItemLite } from './store.js';
 export type { UrlRecord } from './urls.js';
+export type { ConditionalMode } from './conditional.js';
 export { TAG_BLACKLISTED, TAG_WHITELISTED } from './urls.js';
 export type { AddedFile, FileRecord } from './files.js';
 export { DEFAULT_EVAL, DEFAULT_EXEC_PYTHON } from './render.js';
@@ -53,6 +56,12 @@ export interface SimulatorOptions {
   deletedAgentResponse?: DeletedAgentResponse;
   /** Capacity of the `requests` ring (default 10000). */
   requestLogSize?: number;
+  /** Conditional answers on GET /ips and GET /feedback?agid= (default none, as the spec shows none). */
+  conditional?: ConditionalMode | null;
+  /** Largest request body taken (default 1 MiB); larger ones are answered 413. */
+  maxBodyBytes?: number;
+  /** Told of every API call once it is answered, with its bytes (the `requests` ring keeps only the last ones). */
+  onRequest?: (e: RequestEntry) => void;
 }
 
 export interface UpsertItem {
@@ -66,6 +75,9 @@ export interface UpsertItem {
 
 export interface SimStats {
   requests: number;
+  /** Bytes of every API call (requests and answers, headers included). */
+  bytesIn: number;
+  bytesOut: number;
   /** Time spent inside the request handler, summed (ms). */
   handlerMs: number;
 }
@@ -80,12 +92,17 @@ export interface Simulator {
   /** Closes all sockets promptly, even those of slow or streaming requests. */
   close(): Promise<void>;
   setFault(mode: FaultMode | null, options?: FaultOptions): void;
+  /** Turn conditional answers on (`etag`, `last-modified`, `both`) or off (null). */
+  setConditional(mode: ConditionalMode | null): void;
   readonly clock: { now(): number; set(epoch: number): void; advance(seconds: number): void };
   /** Adds or updates an indicator (new ts = `ts` or clock now; it moves to that place in the feed). */
   upsertIndicator(item: UpsertItem): void;
   /** Removes an indicator from the feed (no-op if absent). */
   removeIndicator(ip: string): void;
-  /** Manual decision; an ip not in the feed is first added (score 1, ts now) unless decision is -1. */
+  /**
+   * Manual decision, as `POST /ips` sets it: the indicator's record gets a new ts (now); an ip
+   * not in the feed is first added (score 1) unless decision is -1.
+   */
   setDecision(ip: string, decision: Decision, ttl?: number): void;
   /** Merges config values VERBATIM into the agent's record (created if missing). */
   setAgentConfig(agid: string, cfg: Record<string, string | number>): void;
@@ -131,7 +148,9 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
   agents.setConfig(agid, (opts.agentConfig ?? {}) as Record<string, ConfigValue>);
   const faults = new FaultState();
   const requests = new RequestLog(opts.requestLogSize ?? 10_000);
-  const stats: ServerStats = { requests: 0, handlerNs: 0n };
+  const stats: ServerStats = { requests: 0, handlerNs: 0n, bytesIn: 0, bytesOut: 0 };
+  if (opts.conditional && !CONDITIONAL_MODES.includes(opts.conditional)) throw new TypeError(`conditional must be one of ${CONDITIONAL_MODES.join(', ')}`);
+  const conditional = new Conditional(opts.conditional ?? null);
   const token = opts.token ?? 'sim-token';
 
   let control: ReturnType<typeof controlHandler> | undefined;
@@ -145,6 +164,9 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
     clock,
     requests,
     stats,
+    conditional,
+    maxBodyBytes: opts.maxBodyBytes ?? MAX_BODY_BYTES,
+    onRequest: opts.onRequest,
     userJson: renderUser(data.ownGid),
     control: (m, r, q, b) => control!(m, r, q, b),
   });
@@ -166,6 +188,10 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
     agid,
     close: () => server.close(),
     setFault: (mode, options) => faults.set(mode, options),
+    setConditional(mode) {
+      if (mode !== null && !CONDITIONAL_MODES.includes(mode)) throw new TypeError(`conditional must be one of ${CONDITIONAL_MODES.join(', ')} or null`);
+      conditional.mode = mode;
+    },
     clock: {
       now: () => clock.now(),
       set: (e) => clock.set(e),
@@ -179,7 +205,9 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
     setDecision(ip, decision, ttl) {
       if (decision !== -1 && decision !== 0 && decision !== 1) throw new TypeError('decision must be -1, 0 or 1');
       if (ttl !== undefined && !Number.isFinite(ttl)) throw new TypeError('ttl must be a finite number');
-      if (decision !== -1 && !feed.has(ip)) feed.upsert(ip, { score: 1 });
+      // The contract: a decision gives the record a new ts, so incremental polls see it.
+      if (feed.has(ip)) feed.upsert(ip, {});
+      else if (decision !== -1) feed.upsert(ip, { score: 1 });
       feed.setDecision(ip, decision, ttl);
     },
     setAgentConfig: (id, cfg) => agents.setConfig(id, cfg),
@@ -204,7 +232,7 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
         },
       };
     },
-    stats: () => ({ requests: stats.requests, handlerMs: Number(stats.handlerNs) / 1e6 }),
+    stats: () => ({ requests: stats.requests, handlerMs: Number(stats.handlerNs) / 1e6, bytesIn: stats.bytesIn, bytesOut: stats.bytesOut }),
     upsertUrl(url, fields = {}) {
       if (fields.score !== undefined && !Number.isFinite(fields.score)) throw new TypeError('score must be a finite number');
       urls.upsert(url, fields);
@@ -219,6 +247,8 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
     resetStats() {
       stats.requests = 0;
       stats.handlerNs = 0n;
+      stats.bytesIn = 0;
+      stats.bytesOut = 0;
     },
     data: {
       sameTsRuns: data.sameTsRuns,

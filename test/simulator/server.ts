@@ -7,6 +7,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AgentStore } from './agents.js';
 import { BAD_JSON_BODY, formulaFor, wrongTypesAgents, wrongTypesPage, type ActiveFault, type FaultState } from './faults.js';
 import { Waiter, readJsonBody, send, sendJson, sendMessage, writeChunk } from './http-util.js';
+import { countBytes, type Conditional } from './conditional.js';
 import { formatAddress } from './ipspace.js';
 import { renderHeader, renderItem, renderPage, type ItemView } from './render.js';
 import type { Clock, FeedStore } from './store.js';
@@ -28,6 +29,9 @@ export interface RequestEntry {
   at: number;
   /** HTTP status sent; 0 when the request got no answer (reset, client gone). */
   status: number;
+  /** Bytes of the request and of its answer, headers included (0 until it is answered). */
+  bytesIn: number;
+  bytesOut: number;
 }
 
 /** Bounded ring of API requests (not /_sim/), oldest first. */
@@ -53,6 +57,9 @@ export class RequestLog {
 
 export interface ServerStats {
   requests: number;
+  /** Bytes of every API call (not /version or /_sim), requests and answers, headers included. */
+  bytesIn: number;
+  bytesOut: number;
   /** Time spent inside the request handler (synchronous parts), ns. */
   handlerNs: bigint;
 }
@@ -68,10 +75,15 @@ export interface SimContext {
   userJson: string;
   requests: RequestLog;
   stats: ServerStats;
+  conditional: Conditional;
+  /** Largest request body taken; a larger one is answered 413. */
+  maxBodyBytes: number;
+  /** Told of every API call once it is answered (the fleet benchmark counts with it). */
+  onRequest?: ((e: RequestEntry) => void) | undefined;
   control(method: string, route: string, q: URLSearchParams, body: unknown): { status: number; value: unknown };
 }
 
-type Answer = { status: number; body: string; ascii?: boolean };
+type Answer = { status: number; body: string; ascii?: boolean; headers?: Record<string, string> };
 const ok = (body: string, ascii = false): Answer => ({ status: 200, body, ascii });
 const msg = (status: number, message: string): Answer => ({ status, body: JSON.stringify({ message }) });
 
@@ -116,6 +128,16 @@ export class SimServer {
       mark = process.hrtime.bigint();
     };
     ctx.stats.requests++;
+    // Every answer moves the socket's counters on; only API calls are charged with their bytes.
+    let counted: RequestEntry | undefined;
+    countBytes(req, res, (bytesIn, bytesOut) => {
+      if (!counted) return;
+      counted.bytesIn = bytesIn;
+      counted.bytesOut = bytesOut;
+      ctx.stats.bytesIn += bytesIn;
+      ctx.stats.bytesOut += bytesOut;
+      ctx.onRequest?.(counted);
+    });
     const method = req.method ?? 'GET';
     const url = new URL(req.url ?? '/', 'http://sim');
     const path = url.pathname;
@@ -141,17 +163,18 @@ export class SimServer {
         }
       }
       if (param === undefined && !API_ROUTES.has(route)) return sendMessage(res, 404, 'not found');
-      const entry: RequestEntry = { method, path, query: Object.fromEntries(url.searchParams), at: ctx.clock.now(), status: 0 };
+      const entry: RequestEntry = { method, path, query: Object.fromEntries(url.searchParams), at: ctx.clock.now(), status: 0, bytesIn: 0, bytesOut: 0 };
       ctx.requests.push(entry);
       res.on('finish', () => {
         entry.status = res.statusCode;
       });
+      counted = entry;
       const denied = checkAuth(req, ctx.token);
       if (denied) return send(res, denied.status, denied.body);
       let body: unknown;
       if (method === 'POST' || method === 'PUT') {
         pause();
-        const b = await readJsonBody(req);
+        const b = await readJsonBody(req, ctx.maxBodyBytes);
         resume();
         if (!b.ok) return sendMessage(res, b.status, b.message);
         body = b.value;
@@ -194,7 +217,16 @@ export class SimServer {
         answer = msg(400, e.message);
       }
       if (fault && answer.status === 200) return this.postFault(res, route, answer.body, fault);
-      send(res, answer.status, answer.body, 'application/json', answer.ascii);
+      if (answer.status === 200 && (route === 'GET /ips' || (route === 'GET /feedback' && url.searchParams.has('agid')))) {
+        const c = ctx.conditional.check(path + url.search, answer.body, req, ctx.clock.now());
+        if (c?.notModified) {
+          res.writeHead(304, c.headers);
+          res.end();
+          return;
+        }
+        if (c) answer.headers = c.headers;
+      }
+      send(res, answer.status, answer.body, 'application/json', answer.ascii, answer.headers);
     } finally {
       pause();
     }

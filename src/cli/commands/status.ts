@@ -97,6 +97,10 @@ export async function statusCommand(opts: GlobalOptions & { json?: boolean }): P
     repairs: s.repairs?.count ?? 0,
     last_repair: s.repairs?.lastAt ?? null,
     last_repair_objects: s.repairs?.objects ?? [],
+    // The state report is bounded (report_max_kb): whether the last one listed every applied entry.
+    report: s.report
+      ? { at: s.report.at, entries: s.report.entries, applied: s.report.total, shortened: s.report.shortened, bytes: s.report.bytes, refused_bytes: s.report.refused ?? null, stored: s.report.ok }
+      : null,
     settings,
     sources,
     dns: dnsStatus(config, logger),
