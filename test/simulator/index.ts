@@ -14,7 +14,7 @@ import { controlHandler } from './control.js';
 import { IndicatorData, type SameTsRun } from './data.js';
 import { FaultState, type FaultMode, type FaultOptions } from './faults.js';
 import { renderUser } from './render.js';
-import { API_PREFIX, RequestLog, SimServer, type RequestEntry, type ServerStats } from './server.js';
+import { API_PREFIX, RequestLog, SimServer, type CallEntry, type RequestEntry, type ServerStats } from './server.js';
 import { Clock, FeedStore, type Decision, type FeedItemLite } from './store.js';
 import { FileStore, type AddedFile, type FileRecord } from './files.js';
 import { CONDITIONAL_MODES, Conditional, type ConditionalMode } from './conditional.js';
@@ -24,7 +24,7 @@ import { UrlData, UrlStore, type UrlRecord } from './urls.js';
 export type { AgentRecord, ReportEntry, DeletedAgentResponse } from './agents.js';
 export type { SameTsRun } from './data.js';
 export { FAULT_MODES, type FaultMode, type FaultOptions } from './faults.js';
-export type { RequestEntry } from './server.js';
+export type { CallEntry, RequestEntry } from './server.js';
 export type { Decision, FeedItemLite } from './store.js';
 export type { UrlRecord } from './urls.js';
 export type { ConditionalMode } from './conditional.js';
@@ -61,7 +61,7 @@ export interface SimulatorOptions {
   /** Largest request body taken (default 1 MiB); larger ones are answered 413. */
   maxBodyBytes?: number;
   /** Told of every API call once it is answered, with its bytes (the `requests` ring keeps only the last ones). */
-  onRequest?: (e: RequestEntry) => void;
+  onRequest?: (e: CallEntry) => void;
 }
 
 export interface UpsertItem {
@@ -114,6 +114,8 @@ export interface Simulator {
   /** Bounded ring of API requests (not /version or /_sim), oldest first. */
   readonly requests: ReadonlyArray<RequestEntry>;
   clearRequests(): void;
+  /** Bounded ring of answered API calls with their bytes (headers included), oldest first; cleared with clearRequests. */
+  readonly calls: ReadonlyArray<CallEntry>;
   /** Every indicator currently in the feed, in feed order, computed lazily. */
   indicators(filter?: 0 | 1 | 2 | 3): Iterable<FeedItemLite>;
   stats(): SimStats;
@@ -148,6 +150,7 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
   agents.setConfig(agid, (opts.agentConfig ?? {}) as Record<string, ConfigValue>);
   const faults = new FaultState();
   const requests = new RequestLog(opts.requestLogSize ?? 10_000);
+  const calls = new RequestLog<CallEntry>(opts.requestLogSize ?? 10_000);
   const stats: ServerStats = { requests: 0, handlerNs: 0n, bytesIn: 0, bytesOut: 0 };
   if (opts.conditional && !CONDITIONAL_MODES.includes(opts.conditional)) throw new TypeError(`conditional must be one of ${CONDITIONAL_MODES.join(', ')}`);
   const conditional = new Conditional(opts.conditional ?? null);
@@ -163,6 +166,7 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
     faults,
     clock,
     requests,
+    calls,
     stats,
     conditional,
     maxBodyBytes: opts.maxBodyBytes ?? MAX_BODY_BYTES,
@@ -223,7 +227,13 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
     get requests() {
       return requests.toArray();
     },
-    clearRequests: () => requests.clear(),
+    clearRequests: () => {
+      requests.clear();
+      calls.clear();
+    },
+    get calls() {
+      return calls.toArray();
+    },
     indicators(filter = 0) {
       return {
         *[Symbol.iterator]() {

@@ -29,24 +29,27 @@ export interface RequestEntry {
   at: number;
   /** HTTP status sent; 0 when the request got no answer (reset, client gone). */
   status: number;
-  /** Bytes of the request and of its answer, headers included (0 until it is answered). */
+}
+
+/** An answered API call with its bytes: the request and its answer, headers included. */
+export interface CallEntry extends RequestEntry {
   bytesIn: number;
   bytesOut: number;
 }
 
 /** Bounded ring of API requests (not /_sim/), oldest first. */
-export class RequestLog {
-  private readonly buf: RequestEntry[] = [];
+export class RequestLog<E = RequestEntry> {
+  private readonly buf: E[] = [];
   private head = 0;
   constructor(readonly capacity = 10_000) {}
-  push(e: RequestEntry): void {
+  push(e: E): void {
     if (this.buf.length < this.capacity) this.buf.push(e);
     else {
       this.buf[this.head] = e;
       this.head = (this.head + 1) % this.capacity;
     }
   }
-  toArray(): RequestEntry[] {
+  toArray(): E[] {
     return [...this.buf.slice(this.head), ...this.buf.slice(0, this.head)];
   }
   clear(): void {
@@ -74,12 +77,14 @@ export interface SimContext {
   clock: Clock;
   userJson: string;
   requests: RequestLog;
+  /** The answered API calls with their bytes (a ring like `requests`). */
+  calls: RequestLog<CallEntry>;
   stats: ServerStats;
   conditional: Conditional;
   /** Largest request body taken; a larger one is answered 413. */
   maxBodyBytes: number;
   /** Told of every API call once it is answered (the fleet benchmark counts with it). */
-  onRequest?: ((e: RequestEntry) => void) | undefined;
+  onRequest?: ((e: CallEntry) => void) | undefined;
   control(method: string, route: string, q: URLSearchParams, body: unknown): { status: number; value: unknown };
 }
 
@@ -132,11 +137,11 @@ export class SimServer {
     let counted: RequestEntry | undefined;
     countBytes(req, res, (bytesIn, bytesOut) => {
       if (!counted) return;
-      counted.bytesIn = bytesIn;
-      counted.bytesOut = bytesOut;
+      const call: CallEntry = { ...counted, status: res.statusCode, bytesIn, bytesOut };
       ctx.stats.bytesIn += bytesIn;
       ctx.stats.bytesOut += bytesOut;
-      ctx.onRequest?.(counted);
+      ctx.calls.push(call);
+      ctx.onRequest?.(call);
     });
     const method = req.method ?? 'GET';
     const url = new URL(req.url ?? '/', 'http://sim');
@@ -163,7 +168,7 @@ export class SimServer {
         }
       }
       if (param === undefined && !API_ROUTES.has(route)) return sendMessage(res, 404, 'not found');
-      const entry: RequestEntry = { method, path, query: Object.fromEntries(url.searchParams), at: ctx.clock.now(), status: 0, bytesIn: 0, bytesOut: 0 };
+      const entry: RequestEntry = { method, path, query: Object.fromEntries(url.searchParams), at: ctx.clock.now(), status: 0 };
       ctx.requests.push(entry);
       res.on('finish', () => {
         entry.status = res.statusCode;
