@@ -46,13 +46,15 @@ import { benchSync, SCORE_THRESHOLD, useSyncEntry, type SyncFigure } from './ben
 import { benchDaemon, idleCpu, useAgentEntry, type AgentForm, type DaemonFigure, type IdleFigure } from './bench/daemon.js';
 import { benchPeers, type PeerFigure } from './bench/peers.js';
 import { daemonChart, memoryRows, memoryTargets, peerCharts } from './bench/memory-report.js';
+import { benchFleet, type FleetResult } from './bench/fleet.js';
+import { fleetRows, fleetTargets } from './bench/fleet-report.js';
 
-const FIGURES = ['sync', 'incremental', 'apply', 'naive', 'daemon', 'idle', 'peers'] as const;
+const FIGURES = ['sync', 'incremental', 'apply', 'naive', 'daemon', 'idle', 'peers', 'fleet'] as const;
 type FigureName = (typeof FIGURES)[number];
-/** Figures left out unless `--only` names them: the idle figure takes 10 minutes, the peer needs CrowdSec's packages. */
-const OPT_IN: readonly FigureName[] = ['idle', 'peers'];
+/** Figures left out unless `--only` names them: the idle figure takes 10 minutes, the peer needs CrowdSec's packages, the fleet half an hour. */
+const OPT_IN: readonly FigureName[] = ['idle', 'peers', 'fleet'];
 /** Worker groups, in the order they run. */
-const GROUPS = ['sync', 'apply', 'naive', 'daemon', 'idle', 'peers'] as const;
+const GROUPS = ['sync', 'apply', 'naive', 'daemon', 'idle', 'peers', 'fleet'] as const;
 type Group = (typeof GROUPS)[number];
 type Options = ReturnType<typeof parseOptions>;
 
@@ -63,9 +65,10 @@ interface GroupResult {
   daemon: DaemonFigure[];
   idle: IdleFigure[];
   peers: PeerFigure[];
+  fleet: FleetResult[];
 }
 
-const emptyResult = (): GroupResult => ({ sync: [], apply: [], naive: [], daemon: [], idle: [], peers: [] });
+const emptyResult = (): GroupResult => ({ sync: [], apply: [], naive: [], daemon: [], idle: [], peers: [], fleet: [] });
 
 function parseOptions() {
   const { values } = parseArgs({
@@ -88,6 +91,8 @@ function parseOptions() {
       entry: { type: 'string' },
       'idle-minutes': { type: 'string' },
       'peer-sizes': { type: 'string' },
+      'fleet-hosts': { type: 'string' },
+      'fleet-sizes': { type: 'string' },
       from: { type: 'string' },
       help: { type: 'boolean', short: 'h', default: false },
       // Internal: run one group of figures in the given namespace, print its results as JSON.
@@ -106,6 +111,7 @@ function parseOptions() {
         '               [--cycles 3] [--gap-ms 4000] [--agent node|binary] [--entry dist/cli.js (another build, to compare; sync too)]\n' +
         '               environment: the systemd unit\'s Environment= lines, plus WCF_BENCH_DAEMON_ENV="K=V K=V" if set\n' +
         '       idle (opt-in): [--idle-minutes 10]; peers (opt-in, CrowdSec): [--peer-sizes 10000,100000]\n' +
+        '       fleet (opt-in, virtual time): [--fleet-hosts 1000] [--fleet-sizes 10000,1000000]\n' +
         '--quick = --sizes 10000,100000 --runs 1 --naive-sizes 1000 (flags given explicitly still win)\n',
     );
     process.exit(0);
@@ -143,6 +149,8 @@ function parseOptions() {
     entry: values.entry,
     idleMinutes: positive('--idle-minutes', values['idle-minutes'] ?? '10'),
     peerSizes: list(values['peer-sizes'], '10000'),
+    fleetHosts: positive('--fleet-hosts', values['fleet-hosts'] ?? '1000'),
+    fleetSizes: list(values['fleet-sizes'], '10000,1000000'),
     from: values.from,
     worker: values.worker as Group | undefined,
     netns: values.netns,
@@ -181,6 +189,8 @@ async function runGroup(o: Options, group: Group, nsName: string): Promise<Group
     r.daemon = await benchDaemon({ ns, sizes: o.daemonSizes, plugins: o.daemonPlugins, allSelectedSizes: o.allSelectedSizes, runs: o.runs, cycles: o.cycles, gapMs: o.gapMs, agent: o.agent, https: o.https });
   } else if (group === 'idle') {
     r.idle = [await idleCpu(ns, 10_000, o.idleMinutes, o.agent)];
+  } else if (group === 'fleet') {
+    r.fleet = [await benchFleet({ hosts: o.fleetHosts, sizes: o.fleetSizes })];
   } else {
     r.peers = await benchPeers({ sizes: o.peerSizes, runs: o.runs, agent: o.agent });
   }
@@ -305,7 +315,7 @@ function charts(sync: SyncFigure[], apply: ApplyResult[], naive: NaiveFigure[], 
 }
 
 /** The results table and the targets table, on stdout; answers the targets. */
-function printResults({ sync, apply, naive, daemon = [], idle = [], peers = [] }: GroupResult): Target[] {
+function printResults({ sync, apply, naive, daemon = [], idle = [], peers = [], fleet = [] }: GroupResult): Target[] {
   const rows: string[][] = [['figure', 'size', 'median', 'peak RSS', 'details']];
   for (const f of sync) {
     const t = f.median.timings;
@@ -335,10 +345,10 @@ function printResults({ sync, apply, naive, daemon = [], idle = [], peers = [] }
       `${n.perAddressMs.toFixed(2)} ms per address${n.extrapolated ? ', linear from the largest measured (a lower bound)' : ''}`,
     ]);
   }
-  rows.push(...memoryRows(daemon, idle, peers));
+  rows.push(...memoryRows(daemon, idle, peers), ...fleetRows(fleet));
   console.log();
   printTable(rows, [2, 3]);
-  const tgt = [...targets(sync, apply), ...memoryTargets(daemon)];
+  const tgt = [...targets(sync, apply), ...memoryTargets(daemon), ...fleetTargets(fleet)];
   if (tgt.length) {
     console.log();
     printTable([['target', 'limit', 'measured', 'met'], ...tgt.map((t) => [t.what, t.limit, t.measured, t.met ? 'yes' : 'NO'])], [2]);
@@ -368,7 +378,7 @@ async function main(): Promise<void> {
   log(`bench: namespace ${ns.name}; sizes ${o.sizes.join(',')}; runs ${o.runs}; figures ${o.only.join(',')}`);
   const started = new Date();
 
-  const wanted: Record<Group, boolean> = { sync: want('sync') || want('incremental'), apply: want('apply'), naive: want('naive'), daemon: want('daemon'), idle: want('idle'), peers: want('peers') };
+  const wanted: Record<Group, boolean> = { sync: want('sync') || want('incremental'), apply: want('apply'), naive: want('naive'), daemon: want('daemon'), idle: want('idle'), peers: want('peers'), fleet: want('fleet') };
   const results = emptyResult();
   for (const g of GROUPS) {
     if (!wanted[g]) continue;
@@ -390,7 +400,7 @@ async function main(): Promise<void> {
       nft: version('nft', ['-v']),
       iptables: version('iptables', ['-V']),
     },
-    options: { sizes: o.sizes, runs: o.runs, only: o.only, naiveSizes: o.naiveSizes, incrementalSizes: o.incrementalSizes, cpuProf: o.cpuProf, scoreThreshold: SCORE_THRESHOLD, daemonSizes: o.daemonSizes, daemonPlugins: o.daemonPlugins, allSelectedSizes: o.allSelectedSizes, https: o.https, cycles: o.cycles, gapMs: o.gapMs, agent: o.agent, idleMinutes: o.idleMinutes, peerSizes: o.peerSizes },
+    options: { sizes: o.sizes, runs: o.runs, only: o.only, naiveSizes: o.naiveSizes, incrementalSizes: o.incrementalSizes, cpuProf: o.cpuProf, scoreThreshold: SCORE_THRESHOLD, daemonSizes: o.daemonSizes, daemonPlugins: o.daemonPlugins, allSelectedSizes: o.allSelectedSizes, https: o.https, cycles: o.cycles, gapMs: o.gapMs, agent: o.agent, idleMinutes: o.idleMinutes, peerSizes: o.peerSizes, fleetHosts: o.fleetHosts, fleetSizes: o.fleetSizes },
     ...results,
     targets: tgt,
   };

@@ -56,6 +56,10 @@ export class ThreatIntelApi {
       bulk: true,
       conditional: filter === FEED_FILTER.manualBlock || filter === FEED_FILTER.whitelist,
     });
+    // A 304 gives back the page kept from before, whose header `ts` is the server's clock of
+    // then; the 304's Date header is its clock now (polls start from it: decision-cursor.ts).
+    const date = r.notModified && r.date ? Math.floor(Date.parse(r.date) / 1000) : NaN;
+    if (Number.isSafeInteger(date) && date > 0) return { ...r.data!, header: { ...r.data!.header, ts: String(date) } };
     return r.data!;
   }
 

@@ -115,7 +115,7 @@ export class FeedStore {
     const ts = fields.ts ?? this.clock.now();
     let rec = this.overlay.get(p.key);
     if (rec) {
-      this.sorted.splice(this.sorted.indexOf(rec), 1);
+      this.sorted.splice(this.positionOf(rec), 1);
     } else {
       const i = this.data.indexOf(p.addr, p.prefix);
       const d = this.data;
@@ -147,13 +147,19 @@ export class FeedStore {
     const rec = this.overlay.get(p.key);
     if (rec) {
       this.overlay.delete(p.key);
-      this.sorted.splice(this.sorted.indexOf(rec), 1);
+      this.sorted.splice(this.positionOf(rec), 1);
       return true;
     }
     const i = this.data.indexOf(p.addr, p.prefix);
     if (i < 0 || this.shadowed.has(i)) return false;
     this.shadowed.add(i);
     return true;
+  }
+
+  /** Where an overlay record sits in `sorted`: from the first record of its ts on (a scan of the whole array cost seconds per update at a million). */
+  private positionOf(rec: OverlayRec): number {
+    for (let i = upperBoundTs(this.sorted, rec.ts, false); i < this.sorted.length; i++) if (this.sorted[i] === rec) return i;
+    return this.sorted.indexOf(rec);
   }
 
   has(ip: string): boolean {
