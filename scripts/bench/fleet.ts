@@ -13,10 +13,10 @@
  *   selected (fresh, score 10, threshold 1, maximum_rules N), with 1% of them re-stamped every
  *   hour (in 5-minute steps) or none (idle); without and with validators (ETag) at the server.
  * - The fleet: H daemons (small feed: the timing does not depend on its size) started over one
- *   sync interval, steady state for half an hour, then all restarted in the same second, once
+ *   sync interval, steady state over the next interval, then all restarted in the same second, once
  *   with startup_delay_seconds 0 (the behaviour before) and once with the default 60.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
@@ -29,8 +29,12 @@ import { VirtualClock } from './virtual-clock.js';
 import { log } from './stats.js';
 
 const MIN = 60_000;
+/** State dirs in memory where there is one: a thousand agents' fsyncs on a shared disk measure the disk, not the API. */
+const TMP = existsSync('/dev/shm') ? '/dev/shm' : tmpdir();
 const HOUR = 60 * MIN;
 const SYNC_MINUTES = 15;
+/** What is looked at after a restart: the start-up delay (at most a minute by default) and the polls' first round. */
+const RESTART_WINDOW = 5 * MIN;
 
 export interface HostDayFigure {
   size: number;
@@ -48,7 +52,7 @@ export interface HostDayFigure {
 
 export interface RestartFigure {
   startupDelaySeconds: number;
-  /** Hosts with any API call in the busiest second of the 20 minutes after the restart. */
+  /** Hosts with any API call in the busiest second of the 5 minutes after the restart. */
   busiestHosts: number;
   /** Hosts starting a sync (the agent-record call) in the busiest second. */
   busiestSyncs: number;
@@ -95,7 +99,7 @@ interface Host {
 }
 
 function host(sim: Simulator, extra: Record<string, unknown>, onRequest?: (route: string) => void): Host {
-  const dir = mkdtempSync(join(tmpdir(), 'wcf-fleet-'));
+  const dir = mkdtempSync(join(TMP, 'wcf-fleet-'));
   const config = parseConfig(
     JSON.stringify({ agid: sim.agid, base_url: sim.url, token: sim.token, plugin: 'dry-run', state_dir: join(dir, 'state'), watch_interval_seconds: 0, log_level: 'error', ...extra }),
     join(dir, 'config.json'),
@@ -236,8 +240,8 @@ async function fleet(hosts: number, size: number): Promise<Pick<FleetResult, 'st
       fleet[i] = h;
       await h.daemon!.start();
     }
-    const steadyFrom = t0 + 30 * MIN;
-    await clock.runUntil(t0 + 60 * MIN);
+    const steadyFrom = t0 + SYNC_MINUTES * MIN;
+    await clock.runUntil(t0 + 2 * SYNC_MINUTES * MIN);
     const steady = seconds.window(steadyFrom, clock.nowMs());
     log(`fleet ${hosts}: steady ${steady.meanRequestsPerSecond.toFixed(1)} req/s, busiest second ${steady.busiestRequests} requests, ${steady.busiestHosts} hosts, ${steady.busiestSyncs} syncs`);
     const restarts: RestartFigure[] = [];
@@ -250,8 +254,8 @@ async function fleet(hosts: number, size: number): Promise<Pick<FleetResult, 'st
         h.daemon = daemonFor(h, (route) => seconds.note(i, route));
       });
       for (const h of fleet) await h.daemon!.start();
-      await clock.runUntil(at + 20 * MIN);
-      const w = seconds.window(at, at + 20 * MIN);
+      await clock.runUntil(at + RESTART_WINDOW);
+      const w = seconds.window(at, at + RESTART_WINDOW);
       const r = { startupDelaySeconds: delay, busiestHosts: w.busiestHosts, busiestSyncs: w.busiestSyncs, busiestRequests: w.busiestRequests, meanRequestsPerSecond: w.meanRequestsPerSecond, allSyncedAfter: seconds.allSynced(at, hosts) };
       restarts.push(r);
       log(`fleet ${hosts}: restart with startup_delay_seconds ${delay}: busiest second ${r.busiestSyncs} syncs, ${r.busiestHosts} hosts, ${r.busiestRequests} requests; all synced after ${r.allSyncedAfter} s`);
@@ -274,13 +278,12 @@ export interface FleetOptions {
 export async function benchFleet(o: FleetOptions): Promise<FleetResult> {
   const started = performance.now();
   const days: HostDayFigure[] = [];
-  // Idle and changing at each size, without validators; the idle 10k host (the target) also with
-  // ETags at the server and with an hourly sync_time (the two ways it costs less); a changing
-  // host with ETags at the smaller sizes (at 1M the feed's own pulls dominate either way).
+  // Up to 100k: idle (without validators, with ETags at the server, and with an hourly sync_time:
+  // the two ways it costs less) and changing (without and with ETags). At 1M only changing
+  // without validators: the feed's own pulls dominate there, and a simulated day takes minutes.
   const runs: [number, boolean, ConditionalMode | 'none', number][] = [];
   for (const size of o.sizes) {
-    runs.push([size, false, 'none', SYNC_MINUTES]);
-    if (size <= 100_000) runs.push([size, false, 'etag', SYNC_MINUTES], [size, false, 'none', 60]);
+    if (size <= 100_000) runs.push([size, false, 'none', SYNC_MINUTES], [size, false, 'etag', SYNC_MINUTES], [size, false, 'none', 60]);
     runs.push([size, true, 'none', SYNC_MINUTES]);
     if (size <= 100_000) runs.push([size, true, 'etag', SYNC_MINUTES]);
   }
