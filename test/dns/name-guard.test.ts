@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config/load.js';
 import { createDnsPlugin } from '../../src/dns/index.js';
 import { parseRpzNames } from '../../src/dns/render.js';
+import { rpzOriginOf } from '../../src/dns/rpz/origin.js';
 import { blockRefusal, isDnsName } from '../../src/feed/dns-name.js';
 import { hostOfUrl } from '../../src/feed/host.js';
 
@@ -80,6 +81,16 @@ describe('the 255-octet limit with the RPZ wildcard and origin', () => {
       }),
       { numRuns: 1000 },
     );
+  });
+});
+
+describe('the RPZ zone\'s origin for the length check', () => {
+  it('is the zone rpz_reload names last, never shorter than rpz.wcf', () => {
+    expect(rpzOriginOf(['rndc', 'reload', 'Blocklist.RPZ.corp.example.'])).toBe('blocklist.rpz.corp.example');
+    expect(rpzOriginOf(['unbound-control', '-c', '/etc/unbound/unbound.conf', 'auth_zone_reload', 'wcf.rpz.internal'])).toBe('wcf.rpz.internal');
+    for (const reload of [undefined, ['/usr/local/sbin/reload-rpz'], ['rndc', 'reload'], ['rndc', 'reload', 'rpz'], ['systemctl', 'reload', 'unbound']]) {
+      expect(rpzOriginOf(reload), JSON.stringify(reload)).toBe('rpz.wcf');
+    }
   });
 });
 

@@ -1,4 +1,6 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { proxyEnvFor } from '../../src/api/http.js';
 import { parseConfig } from '../../src/config/load.js';
 import { domainPolicyOf } from '../../src/dns/index.js';
 
@@ -49,5 +51,23 @@ describe('names the agent itself needs are never blocked', () => {
     const p = domainPolicyOf(config({ proxy: 'http://10.1.2.3:3128' }), {});
     expect(p.veto('1.2.3')).toBeNull();
     expect(p.veto('evil.example')).toBeNull();
+  });
+
+  it('whatever the settings, the proxy the transport connects to is protected (its own decision, Node\'s lower-case-first rule)', () => {
+    const host = fc.constantFrom('p1.corp.lan', 'p2.corp.lan', 'proxy.branch.lan', 'PROXY.Corp.LAN.');
+    const value = fc.option(host.map((h) => `http://${h}:3128`), { nil: undefined });
+    fc.assert(
+      fc.property(value, value, value, value, value, (cfg, HTTP_PROXY, http_proxy, HTTPS_PROXY, https_proxy) => {
+        const env = Object.fromEntries(Object.entries({ HTTP_PROXY, http_proxy, HTTPS_PROXY, https_proxy }).filter(([, v]) => v !== undefined));
+        const policy = domainPolicyOf(config(cfg ? { proxy: cfg } : {}), env);
+        const used = proxyEnvFor(cfg, env);
+        for (const v of [used?.https_proxy || used?.HTTPS_PROXY, used?.http_proxy || used?.HTTP_PROXY]) {
+          if (!v) continue;
+          const name = new URL(v).hostname.replace(/\.$/, '');
+          expect(policy.veto(name), name).toBe('allowlist');
+        }
+      }),
+      { numRuns: 300 },
+    );
   });
 });

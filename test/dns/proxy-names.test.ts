@@ -31,7 +31,8 @@ describe.each(['config', 'environment'] as const)('the proxy named in the %s is 
   let etc: string;
   let cfg: { path: string; dir: string };
   const proxyUrl = `http://proxy.corp.lan:${PROXY_PORT}`;
-  const env = where === 'environment' ? { HTTP_PROXY: proxyUrl, HTTPS_PROXY: '', http_proxy: '', https_proxy: '', NO_PROXY: '', no_proxy: '' } : { HTTP_PROXY: '', HTTPS_PROXY: '', http_proxy: '', https_proxy: '' };
+  // Whatever the test runner's own environment says: only the proxy under test.
+  const env: Record<string, string> = { HTTP_PROXY: where === 'environment' ? proxyUrl : '', HTTPS_PROXY: '', http_proxy: '', https_proxy: '', NO_PROXY: '', no_proxy: '' };
   const sync = () => runCli(['sync', '--once', '--json', '--config', cfg.path], env, ['ip', 'netns', 'exec', lab.ns.name]);
 
   beforeAll(async () => {
