@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { StateError } from '../../errors.js';
 import { writeFileAtomic } from '../../util/atomic-file.js';
 import { currentHolder, holderAlive, parseHolder, processStartedAt, type LockHolder } from './lock.js';
-import { readStateFile, UnsafeStateFile } from './state-file.js';
+import { readStateFile, UnsafeStateFile } from '../../util/untrusted-file.js';
 
 /**
  * Whether a daemon serves this state dir. The agent lock is held only while a

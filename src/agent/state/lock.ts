@@ -1,7 +1,7 @@
 import { closeSync, constants, openSync, readFileSync, renameSync, unlinkSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { LockHeldError, StateError } from '../../errors.js';
-import { readStateFile, UnsafeStateFile } from './state-file.js';
+import { readStateFile, UnsafeStateFile } from '../../util/untrusted-file.js';
 
 /**
  * The lock records who holds it: PID, the process's start time (field 22 of

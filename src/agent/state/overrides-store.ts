@@ -3,7 +3,7 @@ import { StateError } from '../../errors.js';
 import { parseCidr, toCidr } from '../../net/ipv4.js';
 import type { LocalOverride } from '../../policy/overrides.js';
 import { writeFileAtomic } from '../../util/atomic-file.js';
-import { readStateFile, UnsafeStateFile } from './state-file.js';
+import { readStateFile, UnsafeStateFile } from '../../util/untrusted-file.js';
 
 /**
  * The operator's local overrides (`wcf-agent allow` / `block`), kept in

@@ -12,7 +12,7 @@ import { decodeAppliedRecord, encodeAppliedRecord } from './applied-record.js';
 import type { AppliedColumns } from './applied-columns.js';
 import { AppliedCounts, fileVersion } from './applied-count.js';
 import { writeFileAtomic } from '../../util/atomic-file.js';
-import { readStateFile, UnsafeStateFile } from './state-file.js';
+import { readStateFile, UnsafeStateFile } from '../../util/untrusted-file.js';
 import type { LastKnownApi } from '../../host/protected-set.js';
 
 /** Outcome of the last cycle, shown by `status` and reported to the API. */

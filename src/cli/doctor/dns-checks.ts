@@ -4,7 +4,7 @@ import { dirname } from 'node:path';
 import type { AgentConfig } from '../../config/load.js';
 import { createDnsRunner, runTool } from '../../dns/exec.js';
 import { dnsOwnedFiles } from '../../dns/index.js';
-import { OWNED_MARKER } from '../../dns/owned-file.js';
+import { readOwned } from '../../dns/owned-file.js';
 import type { CommandRunner } from '../../exec/runner.js';
 import { errorMessage } from '../../errors.js';
 import { check, type CheckResult } from './check.js';
@@ -43,8 +43,13 @@ function filesCheck(config: AgentConfig): CheckResult {
   const problems: string[] = [];
   for (const f of dnsOwnedFiles(config)) {
     if (existsSync(f)) {
-      const first = readFileSync(f, 'utf8').split('\n', 1)[0] ?? '';
-      if (first.length && !first.includes(OWNED_MARKER)) problems.push(`${f} exists and was not written by wcf-agent (it will not be overwritten)`);
+      // The agent's own read (a FIFO or a symlink there fails at once instead of hanging doctor).
+      try {
+        readOwned(f);
+      } catch (err) {
+        problems.push(errorMessage(err));
+        continue;
+      }
       try {
         accessSync(f, constants.W_OK);
       } catch {

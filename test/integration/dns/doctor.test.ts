@@ -1,4 +1,5 @@
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli, writeConfig } from '../../helpers/cli.js';
 import { isRoot } from '../../netns/netns.js';
@@ -13,7 +14,8 @@ describe('doctor with url_feed on', () => {
   let etc: string;
   const doctor = async (extra: Record<string, unknown> = {}) => {
     const cfg = writeConfig({ agid: 'a', base_url: 'http://127.0.0.1:9/api/v1', token: 't', url_feed: true, unbound_control: lab.control, unbound_conf_file: lab.includeFile, retries: 0, connect_timeout_ms: 200, ...extra });
-    const r = await runCli(['doctor', '--json', '--config', cfg.path], {}, ['ip', 'netns', 'exec', lab.ns.name]);
+    // `timeout`: a doctor that hangs (a FIFO read) ends, and fails the test, instead of the suite.
+    const r = await runCli(['doctor', '--json', '--config', cfg.path], {}, ['timeout', '-s', 'KILL', '45', 'ip', 'netns', 'exec', lab.ns.name]);
     return new Map((JSON.parse(r.stdout) as { checks: { name: string; status: string; message: string }[] }).checks.map((c) => [c.name, c]));
   };
 
@@ -51,5 +53,14 @@ describe('doctor with url_feed on', () => {
     const c = await doctor({ unbound_conf_file: foreign });
     expect(c.get('resolver files')?.status).toBe('fail');
     expect(c.get('resolver files')?.message).toContain('not written by wcf-agent');
+  });
+
+  it('a FIFO at unbound_conf_file fails the files check at once and is left as it is', async () => {
+    const fifo = `${lab.dir}/fifo-blocks.conf`;
+    await execa('mkfifo', [fifo]);
+    const c = await doctor({ unbound_conf_file: fifo });
+    expect(c.get('resolver files')?.status).toBe('fail');
+    expect(c.get('resolver files')?.message).toMatch(/FIFO/);
+    expect(statSync(fifo).isFIFO()).toBe(true);
   });
 });

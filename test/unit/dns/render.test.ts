@@ -45,19 +45,23 @@ describe('resolver plugins never overwrite a file that is not theirs', () => {
     expect(readFileSync(foreign, 'utf8')).toBe('$TTL 60\n@ IN SOA ns. h. 1 1 1 1 1\n');
   });
 
-  it('unbound: only names of its own include file are ever removed; additions go before removals', async () => {
+  it('unbound: only names of its own include file are ever removed; additions go before removals, recorded before either', async () => {
     const conf = join(dir, 'own.conf');
     writeFileSync(conf, renderUnboundInclude(['old.example', 'keep.example'], { action: 'nxdomain' }));
     const calls: string[] = [];
+    const recorded: string[] = [];
     const runner: CommandRunner = {
       async run(_file, args, options) {
         calls.push(`${args.at(-1)}:${String(options?.input ?? '').trim().split('\n').join(',')}`);
+        // The include file when unbound is told to add a name: it must already name it.
+        if (args.at(-1) === 'local_zones') recorded.push(...parseUnboundInclude(readFileSync(conf, 'utf8')));
         return { stdout: args.at(-1) === 'list_local_zones' ? 'old.example. always_nxdomain\nkeep.example. always_nxdomain\nadmin.example. static\n' : 'ok', stderr: '' };
       },
     };
     const ub = createUnboundPlugin({ control: ['unbound-control'], confFile: conf, answer: { action: 'nxdomain' }, runner, logger });
     const r = await ub.apply(['keep.example', 'new.example', 'admin.example']);
-    expect(calls).toEqual(['list_local_zones:', 'local_zones:new.example always_nxdomain', 'local_zones_remove:old.example']);
+    expect(calls).toEqual(['list_local_zones:', 'list_local_data:', 'local_zones:new.example always_nxdomain', 'local_zones_remove:old.example']);
+    expect(recorded).toEqual(expect.arrayContaining(['new.example', 'keep.example', 'old.example']));
     expect(r).toMatchObject({ added: 1, removed: 1, total: 2, foreign: ['admin.example'] });
     expect(parseUnboundInclude(readFileSync(conf, 'utf8'))).toEqual(['keep.example', 'new.example']);
   });

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import pino from 'pino';
-import { StateStore } from '../../../../src/agent/state/store.js';
+import { StateStore } from '../../../src/agent/state/store.js';
 
 /** Special files where state files belong: never followed, never blocked on, never quoted. */
 const dirs: string[] = [];
