@@ -84,12 +84,12 @@ function seconds(span: string): number {
   return total;
 }
 
-/** The ```ini block of README's "Running as a non-root user": the drop-in operators are told to add. */
-function readmeDropIn(): string {
-  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
-  const at = readme.indexOf('**Running as a non-root user.**');
+/** The ```ini block of docs/daemon.md's "Running as a non-root user": the drop-in operators are told to add. */
+function docsDropIn(): string {
+  const page = readFileSync(join(ROOT, 'docs/daemon.md'), 'utf8');
+  const at = page.indexOf('\n## Running as a non-root user\n');
   expect(at).toBeGreaterThan(-1);
-  const m = /```ini\n([\s\S]*?)```/.exec(readme.slice(at));
+  const m = /```ini\n([\s\S]*?)```/.exec(page.slice(at));
   expect(m).not.toBeNull();
   return m![1]!;
 }
@@ -174,7 +174,7 @@ describe('systemd unit', () => {
     expect(values('SyslogIdentifier')).toEqual(['wcf-agent']);
   });
 
-  describe("README's non-root drop-in", () => {
+  describe("docs/daemon.md's non-root drop-in", () => {
     /** security --offline of the unit plus `dropIn` as wcf-agent.service.d/nonroot.conf: `setting -> ok?`. */
     async function securityWith(dropIn: string) {
       const sub = join(dir, `dropin-${Math.random().toString(36).slice(2)}`);
@@ -196,7 +196,7 @@ describe('systemd unit', () => {
     }
 
     it('verifies cleanly, runs as a non-root user, and leaves CAP_NET_ADMIN but no CAP_NET_RAW', async () => {
-      const dropIn = readmeDropIn();
+      const dropIn = docsDropIn();
       // The empty lines come first: a drop-in adds to the unit's lists otherwise.
       for (const key of ['CapabilityBoundingSet', 'AmbientCapabilities']) {
         const vs = [...dropIn.matchAll(new RegExp(`^${key}=(.*)$`, 'gm'))].map((m) => m[1]!.trim());
