@@ -1,6 +1,6 @@
 // Every relative link and anchor in README.md and docs/*.md leads somewhere: the pages were cut out
 // of one README, and a link left pointing at the old place would fail silently on GitHub.
-import { readFileSync, readdirSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { anchorsOf, brokenLinks, brokenLinksIn, slug } from '../../helpers/doc-links.js';
@@ -19,6 +19,34 @@ describe('documentation links', () => {
   it('README.md and every docs/ page: each relative link names a file that exists, each anchor a heading', () => {
     expect(PAGES.length).toBeGreaterThan(5);
     expect(brokenLinksIn(PAGES, ROOT, WRITTEN_ELSEWHERE)).toEqual([]);
+  });
+
+  it('every file or folder of the repository a page names in backticks (`src/...`, `scripts/...`) exists', () => {
+    const named: { page: string; path: string }[] = [];
+    for (const page of PAGES) {
+      const text = readFileSync(join(ROOT, page), 'utf8');
+      for (const m of text.matchAll(/`((?:src|scripts|test|packaging|systemd|deploy|docs)\/[\w./-]*)`/g)) named.push({ page, path: m[1]! });
+    }
+    expect(named.length).toBeGreaterThan(20);
+    expect(named.filter((n) => !existsSync(join(ROOT, n.path)))).toEqual([]);
+  });
+
+  it("docs/development.md's source layout names folders that exist, and every folder of src/", () => {
+    const page = readFileSync(join(ROOT, 'docs/development.md'), 'utf8');
+    const start = page.indexOf('## Source layout');
+    const block = /```\n([\s\S]*?)```/.exec(page.slice(start))![1]!;
+    const listed: string[] = [];
+    let parent = '';
+    for (const line of block.split('\n')) {
+      const top = /^(src\/[\w./-]*\/)\s/.exec(line)?.[1];
+      const sub = /^ {2}([\w-]+\/)\s/.exec(line)?.[1];
+      if (top) listed.push((parent = top));
+      else if (sub) listed.push(parent + sub);
+    }
+    expect(listed.length).toBeGreaterThan(8);
+    expect(listed.filter((p) => !existsSync(join(ROOT, p)))).toEqual([]);
+    const folders = readdirSync(join(ROOT, 'src'), { withFileTypes: true }).filter((d) => d.isDirectory()).map((d) => `src/${d.name}/`);
+    expect(folders.filter((f) => !listed.includes(f))).toEqual([]);
   });
 
   it('the README links every docs/ page, and the pages written elsewhere', () => {
