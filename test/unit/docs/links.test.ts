@@ -21,11 +21,16 @@ describe('documentation links', () => {
     expect(brokenLinksIn(PAGES, ROOT, WRITTEN_ELSEWHERE)).toEqual([]);
   });
 
-  it('every file or folder of the repository a page names in backticks (`src/...`, `scripts/...`) exists', () => {
+  it('every file or folder of the repository a page names in code (`src/...`, `npx tsx scripts/...`) exists', () => {
     const named: { page: string; path: string }[] = [];
     for (const page of PAGES) {
       const text = readFileSync(join(ROOT, page), 'utf8');
-      for (const m of text.matchAll(/`((?:src|scripts|test|packaging|systemd|deploy|docs)\/[\w./-]*)`/g)) named.push({ page, path: m[1]! });
+      // Code blocks are code throughout; elsewhere, only code spans.
+      const fences = [...text.matchAll(/^```.*\n([\s\S]*?)^```/gm)].map((m) => m[1]!);
+      const spans = [...text.replace(/^```.*\n[\s\S]*?^```/gm, '').matchAll(/`([^`]+)`/g)].map((m) => m[1]!);
+      for (const code of [...fences, ...spans]) {
+        for (const m of code.matchAll(/(?:^|[\s(='"])((?:src|scripts|test|packaging|systemd|deploy|docs)\/[\w./-]*[\w/])/gm)) named.push({ page, path: m[1]! });
+      }
     }
     expect(named.length).toBeGreaterThan(20);
     expect(named.filter((n) => !existsSync(join(ROOT, n.path)))).toEqual([]);
