@@ -1,6 +1,6 @@
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import type { AgentConfig } from '../config/load.js';
-import { isDnsName } from '../feed/dns-name.js';
+import { isDnsName } from '../net/dns-name.js';
 import type { Logger } from '../log.js';
 import { DomainPolicy } from '../policy/domain-policy.js';
 import { createDnsDryRun } from './dry-run.js';
@@ -35,7 +35,7 @@ export function dnsDryRunOutput(config: AgentConfig): string {
   return join(config.state_dir, 'dns-dry-run.zone');
 }
 
-/** The resolver files the configured plugin writes (for doctor, the unit's write access, README). */
+/** The resolver files the configured plugin writes (for doctor, the unit's write access, docs/url-feed.md). */
 export function dnsOwnedFiles(config: AgentConfig): string[] {
   if (config.dns_plugin === 'unbound') return [configPath(config, config.unbound_conf_file)];
   if (config.dns_plugin === 'rpz' && config.rpz_file) return [configPath(config, config.rpz_file)];
