@@ -47,7 +47,7 @@ export function dnsDryRunOutput(config: AgentConfig): string {
   return join(config.state_dir, 'dns-dry-run.zone');
 }
 
-/** The resolver files the configured plugin writes (for doctor, the unit's write access, README). */
+/** The resolver files the configured plugin writes (for doctor, the unit's write access, docs/url-feed.md). */
 export function dnsOwnedFiles(config: AgentConfig): string[] {
   if (config.dns_plugin === 'unbound') return [configPath(config, config.unbound_conf_file)];
   if (config.dns_plugin === 'rpz' && config.rpz_file) return [configPath(config, config.rpz_file)];

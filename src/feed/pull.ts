@@ -54,7 +54,7 @@ export function feedItemCap(maximumRules: number, largestFeedSeen = 0): number {
 }
 
 /**
- * Pull every page of one feed selector from `fromTs` (the feed walk described in the README): pages
+ * Pull every page of one feed selector from `fromTs` (the feed walk described in docs/daemon.md): pages
  * come ordered by ts; while a page is full, ask again from its largest ts (the
  * overlap is de-duplicated). A full page whose items all share the requested ts
  * cannot advance by ts: ask once with the largest page size, then step past that

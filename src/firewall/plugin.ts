@@ -81,7 +81,7 @@ export interface DropCounters {
 
 /**
  * Packets and bytes the kernel blocked for one address on one side, since
- * the kernel last (re-)created its record (see the README for what resets it).
+ * the kernel last (re-)created its record (see docs/firewall.md for what resets it).
  * `ip` is the address the packets carried (nft, ipset) or the entry whose
  * rule matched (iptables): the caller maps it to the indicator covering it.
  */

@@ -1,5 +1,5 @@
 /**
- * Score decay (see the README, How a sync works): the built-in formula, or the feed header's formula when it
+ * Score decay (see docs/daemon.md, How a sync works): the built-in formula, or the feed header's formula when it
  * parses with the whitelisted grammar (./formula.ts) and behaves like a decay.
  */
 import { parseFormula, type ScoreFn } from './formula.js';
