@@ -3,7 +3,7 @@
 // tunnel (407, 302, 103) and keep the connection open. The connect timeout, the request and
 // cycle deadlines and the agent's stop must end each attempt with a clear error, and the
 // client must close its connection to the proxy (the proxy sees it go).
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
@@ -205,6 +205,25 @@ describe('an honest proxy', () => {
       sim.setFault(null);
     }
     expect(p.accepted).toBe(1);
+  });
+
+  it('an https:// proxy: TLS to the proxy, verified against ca_file too, then TLS to the API inside it', async () => {
+    const p = await proxy({ kind: 'tunnel', port: frontPort() });
+    mkdirSync(join(tmp, 'proxy-front'), { recursive: true });
+    const proxyFront = await startTlsFront(p.url, join(tmp, 'proxy-front'));
+    try {
+      const httpsProxy = `https://127.0.0.1:${new URL(proxyFront.url).port}`;
+      const both = join(tmp, 'api-and-proxy.pem');
+      writeFileSync(both, readFileSync(front.caFile, 'utf8') + readFileSync(proxyFront.caFile, 'utf8'));
+      expect((await api(p, { proxy: httpsProxy, caFile: both }).feedPage(0, 0, 10)).body).toHaveLength(10);
+      expect(p.requests).toHaveLength(1);
+      // The proxy's certificate is checked: trusted for the API only, the call fails at the proxy.
+      const err = await failureWithin(api(p, { proxy: httpsProxy }).feedPage(0, 0, 10), 15_000);
+      expect(err.message).toMatch(/ERR_PROXY_TUNNEL: connecting to the proxy 127\.0\.0\.1:\d+: self[- ]signed certificate/);
+      expect(p.requests).toHaveLength(1);
+    } finally {
+      await proxyFront.close();
+    }
   });
 
   it('NO_PROXY in the environment exempts the https API from HTTPS_PROXY', async () => {
