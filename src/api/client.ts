@@ -209,8 +209,7 @@ export class ApiClient {
       (ms) => new ApiUnreachableError(`${where}: no complete answer after ${ms} ms (request deadline ${deadlineMs} ms${options.bulk ? `, or slower than ${this.opts.minBytesPerSecond} bytes/s` : ''})`),
     );
     const signal = AbortSignal.any([this.controller.signal, deadline.signal, ...(cycle ? [cycle] : [])]);
-    // Why a request stopped: the agent stopping, the cycle's deadline, this request's deadline; else undefined.
-    // Stopped while a proxy tunnel was being opened, the tunnel's error says how far it got.
+    // Why a request stopped: the agent stopping, the cycle's or this request's deadline; else undefined (plus how far a proxy tunnel got).
     const stopped = (err: unknown): Error | undefined => {
       const tunnel = (err as { code?: unknown } | undefined)?.code === 'ERR_PROXY_TUNNEL' ? `: ${describeNetworkError(err)}` : '';
       if (this.aborted) return new ApiUnreachableError(`${where}: aborted, the agent is stopping${tunnel}`, { cause: err });

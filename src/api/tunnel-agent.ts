@@ -24,6 +24,9 @@ export function tunnelAgentFor(o: Pick<TransportOptions, 'proxy' | 'env' | 'conn
 }
 
 export class TunnelAgent extends https.Agent {
+  /** Ends the tunnels still being opened when the Agent is destroyed (they are not its sockets yet). */
+  private readonly closing = new AbortController();
+
   constructor(
     private readonly route: ProxyRoute,
     /** Bounds a tunnel opened without a request signal (never the case from src/api/http.ts). */
@@ -44,7 +47,8 @@ export class TunnelAgent extends https.Agent {
     const port = Number(options.port ?? 443);
     const proxy = this.route.for(host, port);
     if (!proxy) return super.createConnection(options, callback);
-    const signal = (options as { [TUNNEL_SIGNAL]?: AbortSignal })[TUNNEL_SIGNAL] ?? AbortSignal.timeout(this.connectTimeoutMs);
+    const own = (options as { [TUNNEL_SIGNAL]?: AbortSignal })[TUNNEL_SIGNAL] ?? AbortSignal.timeout(this.connectTimeoutMs);
+    const signal = AbortSignal.any([own, this.closing.signal]);
     openTunnel({ proxy, host, port, signal, secureContext: this.tlsOptions.secureContext }).then(
       (raw) => {
         // TLS with the API over the tunnel, verified as a direct connection is (servername and
@@ -58,5 +62,10 @@ export class TunnelAgent extends https.Agent {
       (err: Error) => callback?.(err, undefined as unknown as Duplex),
     );
     return undefined;
+  }
+
+  override destroy(): void {
+    this.closing.abort(new Error('the API client was closed'));
+    super.destroy();
   }
 }

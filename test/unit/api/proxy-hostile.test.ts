@@ -130,6 +130,27 @@ describe('a proxy that accepts and never answers CONNECT', () => {
   });
 });
 
+describe('the same silent proxy, other cases', () => {
+  it('closing the client (a config reload) ends a tunnel still being opened', async () => {
+    const p = await proxy({ kind: 'silent' });
+    const a = api(p, { connectTimeoutMs: 60_000 });
+    const call = a.feedPage(0, 0, 10);
+    await waitFor(() => p.requests.length === 1, 'the CONNECT to reach the proxy', 10_000);
+    await a.client.close();
+    const err = await failureWithin(call, 5000);
+    expect(err.message).toMatch(/ERR_PROXY_TUNNEL: the proxy .* has not answered CONNECT/);
+    await proxyLetGo(p);
+  });
+
+  it('a plain-http API behind it (the proxy gets the request itself): the idle limit ends the call', async () => {
+    const p = await proxy({ kind: 'silent' });
+    const err = await failureWithin(api(p, { baseUrl: sim.url, requestTimeoutMs: 700 }).feedPage(0, 0, 10), 15_000);
+    expect(err.message).toMatch(/HEADERS_TIMEOUT: Headers Timeout Error \(no answer within 700 ms\)/);
+    expect(p.requests[0]).toMatch(/^GET http:\/\/127\.0\.0\.1:\d+\/api\/v1\/ips\?/);
+    await proxyLetGo(p);
+  });
+});
+
 describe('a proxy that trickles or floods its answer to CONNECT', () => {
   it('one byte every 0.2 s after the status line: connect_timeout_ms ends it', async () => {
     const p = await proxy({ kind: 'trickle', first: 'HTTP/1.1 200 OK\r\n', everyMs: 200 });
