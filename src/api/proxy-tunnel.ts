@@ -1,11 +1,13 @@
 /**
- * The CONNECT tunnel through a forward proxy, for https calls, written here over node:net and
- * node:tls because neither Node's built-in tunnel (`proxyEnv`) nor undici's ProxyAgent can be
- * bounded: while either waits for the proxy's answer the request has no socket, and no abort
- * signal or timeout of the caller reaches that wait (a silent proxy held `sync` for good; a
- * trickled answer grew Node's listeners until it crashed; a 407 left the socket open). Here
- * every phase ends on the caller's signal (connect timeout, request and cycle deadlines, the
- * agent stopping), the answer is read with a byte cap, and every failure closes the socket.
+ * The CONNECT tunnel through a forward proxy, for https calls, over node:net and node:tls.
+ * Written here because neither Node's built-in tunnel (`proxyEnv`) nor undici's ProxyAgent
+ * (8.12) is bounded by the caller: while Node's waits for the proxy's answer the request has
+ * no socket, so no abort or timeout reaches it (a silent proxy held `sync` for good; a trickled
+ * answer added a 'readable' listener per read until Node crashed; a 407 left the socket open);
+ * undici's ProxyAgent ignored the request's abort signal and headersTimeout while a proxy said
+ * nothing to its CONNECT, and costs ~10 MB resident besides. Here every phase ends on the
+ * caller's signal (connect timeout, request and cycle deadlines, the agent stopping), the answer
+ * is read with one listener and a byte cap, and every failure closes the socket.
  */
 import type { Socket } from 'node:net';
 import type { SecureContext, TLSSocket } from 'node:tls';
