@@ -1,7 +1,10 @@
-import type { Agent as HttpAgent, IncomingHttpHeaders, IncomingMessage, ProxyEnv } from 'node:http';
+import type { Agent as HttpAgent, IncomingMessage, ProxyEnv } from 'node:http';
 import type { Agent as HttpsAgent } from 'node:https';
 import type { Socket } from 'node:net';
 import type { SecureContext, TLSSocket } from 'node:tls';
+import { TransportTimeoutError, TUNNEL_SIGNAL, type TransportOptions, type TransportRequest, type TransportResponse } from './transport-types.js';
+
+export { TransportTimeoutError, type TransportOptions, type TransportRequest, type TransportResponse };
 
 // Taken as CommonJS exports, not with an ES `import`: an ES import of node:http reads every
 // export to build the module namespace, and three of them (WebSocket, CloseEvent, MessageEvent)
@@ -12,13 +15,6 @@ import type { SecureContext, TLSSocket } from 'node:tls';
 const http = process.getBuiltinModule('node:http');
 
 /**
- * Symbol key of the request option that carries the abort signal to the tunnel Agent
- * (src/api/tunnel-agent.ts): Node keeps a request's `signal` to itself, and a tunnel still being
- * opened has no socket that destroying the request could reach.
- */
-export const TUNNEL_SIGNAL = Symbol('wcf-agent tunnel signal');
-
-/**
  * What the agent trusts for TLS: `ca_file` added to Node's default roots (Mozilla's list bundled
  * with Node, plus NODE_EXTRA_CA_CERTS), as "extra CA" says; Node's `ca` option alone would
  * replace them. One context for all connections: given as `ca`, the ~270 certificates would be
@@ -27,52 +23,6 @@ export const TUNNEL_SIGNAL = Symbol('wcf-agent tunnel signal');
 function trustedContext(ca: string): SecureContext {
   const tls = process.getBuiltinModule('node:tls');
   return tls.createSecureContext({ ca: [...tls.getCACertificates('default'), ca] });
-}
-
-/**
- * The HTTP transport under the API client: Node's own `http`/`https` with one keep-alive Agent
- * per protocol. It replaced undici, whose WASM parser, HTTP/2 and fetch code cost the daemon
- * about 13 MB resident (README, Performance). What undici gave and Node's client does not is
- * here: a connect timeout, an idle timeout while waiting for the headers and between body chunks,
- * and the proxy: plain http calls through Node's built-in proxy support (`proxyEnv`: the proxy
- * gets the request itself, on a socket the request owns from the start, so every limit reaches
- * it); https calls through the agent's own CONNECT tunnel (src/api/tunnel-agent.ts), which the
- * request's signal and connect timeout bound at every phase, as Node's built-in tunnel is not.
- */
-export interface TransportOptions {
-  connectTimeoutMs: number;
-  /** Idle limit: no byte for this long while waiting for the headers or between body chunks. */
-  idleTimeoutMs: number;
-  /** PEM of CA certificates trusted in addition to Node's default list (config `ca_file`). */
-  ca?: string | undefined;
-  /** Proxy for every call (config `proxy`); else the proxy environment variables, if any. */
-  proxy?: string | undefined;
-  env?: NodeJS.ProcessEnv;
-}
-
-export interface TransportRequest {
-  method: string;
-  headers: Record<string, string>;
-  /** A string, or bytes sent as they are (a large body the caller wrote into one buffer). */
-  body?: string | Uint8Array | undefined;
-  signal: AbortSignal;
-}
-
-export interface TransportResponse {
-  statusCode: number;
-  headers: IncomingHttpHeaders;
-  body: IncomingMessage;
-}
-
-/** A request or response stalled past one of the transport's limits; `code` says which. */
-export class TransportTimeoutError extends Error {
-  constructor(
-    readonly code: 'CONNECT_TIMEOUT' | 'HEADERS_TIMEOUT' | 'BODY_TIMEOUT',
-    message: string,
-  ) {
-    super(message);
-    this.name = 'TransportTimeoutError';
-  }
 }
 
 const PROXY_VARIABLES = ['HTTP_PROXY', 'http_proxy', 'HTTPS_PROXY', 'https_proxy'] as const;
@@ -95,6 +45,16 @@ type SecureClient = {
   via?: (host: string, port: number) => string | undefined;
 };
 
+/**
+ * The HTTP transport under the API client: Node's own `http`/`https` with one keep-alive Agent
+ * per protocol. It replaced undici, whose WASM parser, HTTP/2 and fetch code cost the daemon
+ * about 13 MB resident (README, Performance). What undici gave and Node's client does not is
+ * here: a connect timeout, an idle timeout while waiting for the headers and between body chunks,
+ * and the proxy: plain http calls through Node's built-in proxy support (`proxyEnv`: the proxy
+ * gets the request itself, on a socket the request owns from the start, so every limit reaches
+ * it); https calls through the agent's own CONNECT tunnel (src/api/tunnel-agent.ts), which the
+ * request's signal and connect timeout bound at every phase, as Node's built-in tunnel is not.
+ */
 export class HttpTransport {
   private readonly proxyEnv: ProxyEnv | undefined;
   private readonly http: HttpAgent;

@@ -11,8 +11,8 @@
  */
 import type { Socket } from 'node:net';
 import type { SecureContext, TLSSocket } from 'node:tls';
-import { escapeControls } from '../safe-text.js';
-import { TransportTimeoutError } from './http.js';
+import { escapeControls } from '../util/terminal-text.js';
+import { TransportTimeoutError } from './transport-types.js';
 import type { ProxyServer } from './proxy-route.js';
 
 const net = process.getBuiltinModule('node:net');

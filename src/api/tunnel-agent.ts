@@ -7,7 +7,7 @@
 import type { RequestOptions } from 'node:http';
 import type { AgentOptions } from 'node:https';
 import type { Duplex } from 'node:stream';
-import { TUNNEL_SIGNAL, type TransportOptions } from './http.js';
+import { TUNNEL_SIGNAL, type TransportOptions } from './transport-types.js';
 import { openTunnel } from './proxy-tunnel.js';
 import { ProxyRoute } from './proxy-route.js';
 

@@ -2,7 +2,7 @@
  * What a proxy costs in memory, and what undici's ProxyAgent would have cost instead of the
  * agent's own CONNECT tunnel (src/api/proxy-tunnel.ts):
  *
- *   npx tsx scripts/bench/proxy.ts [--runs 5] [--size 10000] [--cycles 3] [--gap-ms 3000] [--entry OTHER/dist/cli.js]
+ *   npx tsx scripts/bench/standalone/proxy.ts [--runs 5] [--size 10000] [--cycles 3] [--gap-ms 3000] [--entry OTHER/dist/cli.js]
  *
  * 1. The daemon (`dist/cli.js run`, the unit's environment, dry-run backend) against the
  *    simulator behind a TLS front: https direct, and https through an honest loopback proxy.
@@ -23,14 +23,14 @@ import { connect, createServer, type AddressInfo, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as esbuild from 'esbuild';
-import { procMemory, startDaemon, useAgentEntry } from './daemon.js';
-import { onExit } from './netns.js';
-import { startSimulatorProcess } from './simulator.js';
-import { log, median } from './stats.js';
-import { agentNodeFlags } from './sync.js';
-import { startTlsFront } from './tls-front.js';
+import { procMemory, startDaemon, useAgentEntry } from '../daemon.js';
+import { onExit } from '../netns.js';
+import { startSimulatorProcess } from '../simulator.js';
+import { log, median } from '../stats.js';
+import { agentNodeFlags } from '../sync.js';
+import { startTlsFront } from '../tls-front.js';
 
-const ROOT = join(import.meta.dirname, '../..');
+const ROOT = join(import.meta.dirname, '../../..');
 const { values } = parseArgs({
   options: {
     runs: { type: 'string', default: '5' },
