@@ -58,6 +58,10 @@ describe('what the daemon loads', () => {
     expect(urlFeed).toEqual([]);
   });
 
+  it('does not load the proxy tunnel (route, CONNECT, its Agent) while no proxy is configured', () => {
+    expect(loaded.sources.filter((s) => /^src\/api\/(proxy-route|proxy-tunnel|tunnel-agent)\.ts$/.test(s))).toEqual([]);
+  });
+
   it('does not load the metrics endpoint or the admin commands while they are not asked for', () => {
     const unasked = loaded.sources.filter((s) => /\/prom-client\/|^src\/metrics\/|^src\/cli\/commands\/(?!run\.ts)/.test(s));
     expect(unasked).toEqual([]);
