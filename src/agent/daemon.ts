@@ -88,8 +88,13 @@ export class Daemon {
   private settings!: Settings;
   /** The reload in progress: reloads run one after the other, never interleaved. */
   private reloading: Promise<boolean> = Promise.resolve(true);
-  /** One writer at a time: cycles and the fast path (overrides, decision polls) queue here. */
+  /**
+   * One writer at a time: each write of a cycle, the fast path's applies (overrides, decision
+   * polls) and the watcher's repairs queue here. Held only while writing, never across a pull.
+   */
   private readonly writer = new Writer();
+  /** A cycle runs (its pull included): decision polls wait for the next turn (they share the API client's cycle deadline). */
+  private cycling = false;
   private readonly fast: FastPath;
   /** The last set applied, for the watcher's repairs between cycles. */
   private readonly memory = new AppliedMemory();
@@ -98,7 +103,7 @@ export class Daemon {
   constructor(opts: DaemonOptions) {
     this.opts = opts;
     this.logger = opts.logger;
-    this.fast = new FastPath({ parts: () => this.parts, settings: () => this.settings, writer: this.writer, logger: this.logger });
+    this.fast = new FastPath({ parts: () => this.parts, settings: () => this.settings, writer: this.writer, logger: this.logger, cycling: () => this.cycling });
     const minute = opts.minuteMs ?? 60_000;
     const random = opts.random ?? Math.random;
     this.scheduler = new Scheduler({
@@ -215,13 +220,33 @@ export class Daemon {
 
   private async cycle(): Promise<boolean> {
     if (this.stopping) return true;
-    const outcome = await this.writer.run(() => withLock(this.parts.config.state_dir, () =>
-      runBoundedCycle({ config: this.parts.config, api: this.parts.api, state: this.parts.state, logger: this.logger }, this.parts.plugin),
-    )).catch((err: unknown) => {
-      // The lock is held by a manual `sync --once`, or the state dir broke: try again later.
-      this.logger.warn(`cycle skipped: ${errorMessage(err)}`);
-      return undefined;
-    });
+    this.cycling = true;
+    let outcome: CycleOutcome | undefined;
+    try {
+      await this.fast.pollDone();
+      const { config, api, state, plugin } = this.parts;
+      // The agent lock for the whole cycle (no manual sync meanwhile); the writer only for its writes.
+      outcome = await withLock(config.state_dir, () =>
+        runBoundedCycle(
+          {
+            config,
+            api,
+            state,
+            logger: this.logger,
+            write: (job) => this.writer.run(job),
+            onSettings: (settings) => (this.settings = settings),
+            onApplied: (plan) => this.fast.applied(plan),
+          },
+          plugin,
+        ),
+      ).catch((err: unknown) => {
+        // The lock is held by a manual `sync --once`, or the state dir broke: try again later.
+        this.logger.warn(`cycle skipped: ${errorMessage(err)}`);
+        return undefined;
+      });
+    } finally {
+      this.cycling = false;
+    }
     const ok = outcome?.record.ok ?? false;
     this.failures = ok ? 0 : this.failures + 1;
     if (outcome) {
@@ -259,12 +284,15 @@ export class Daemon {
     await this.watcher?.stop();
     try {
       const parts = this.remembering(await this.opts.open(next));
-      if (namesChanged) {
-        this.logger.warn('owned object names or plugin changed: removing the old objects');
-        await old.plugin.flush().catch((err: unknown) => this.logger.error(`flush of the old objects failed: ${errorMessage(err)}`));
-      }
+      // Through the writer like every other write: an override applied meanwhile goes to the new objects.
+      await this.writer.run(async () => {
+        if (namesChanged) {
+          this.logger.warn('owned object names or plugin changed: removing the old objects');
+          await old.plugin.flush().catch((err: unknown) => this.logger.error(`flush of the old objects failed: ${errorMessage(err)}`));
+        }
+        this.parts = parts;
+      });
       await old.api.client.close().catch(() => undefined);
-      this.parts = parts;
       this.logger.info({ config: next.configPath }, 'configuration reloaded');
     } catch (err) {
       this.logger.error(`config reload failed, keeping the running configuration: ${errorMessage(err)}`);
