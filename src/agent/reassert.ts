@@ -33,12 +33,16 @@ export async function reassertMissing(
     // protected since the last apply (the API moved to it, an allowlist edit) does not come back.
     const { kept, removed } = filterApplied(last, await protectedSet, now);
     const entries = appliedToFirewall(kept, now);
-    const result = await plugin.apply(entries, { capacity: settings.maximum_rules, appliedBefore: true });
+    // One repair, one warning: this one (the plugin does not log its own).
+    const result = await plugin.apply(entries, { capacity: settings.maximum_rules, appliedBefore: true, callerLogsRepairs: true });
     if (removed.length) {
       logRemoved(logger, removed, 're-assert');
       state.saveApplied({ ts: last.ts, plugin: plugin.name, entries: kept });
     }
-    logger.warn({ missing, entries: entries.length }, `firewall objects were missing; re-asserted the last applied set (${entries.length} entries) before the pull`);
+    logger.warn(
+      { missing, repaired: result.repaired, entries: entries.length },
+      `firewall objects were missing; re-asserted the last applied set (${entries.length} entries) before the pull`,
+    );
     return result;
   } catch (err) {
     logger.error({ code: (err as WcfError).code }, `could not re-assert the last applied set: ${errorMessage(err)}`);
