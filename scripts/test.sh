@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 
 missing=()
 command -v ip >/dev/null 2>&1 || missing+=(iproute2)
-command -v iptables >/dev/null 2>&1 || missing+=(iptables)
+command -v iptables >/dev/null 2>&1 && command -v iptables-legacy >/dev/null 2>&1 || missing+=(iptables)
 command -v ipset >/dev/null 2>&1 || missing+=(ipset)
 command -v nft >/dev/null 2>&1 || missing+=(nftables)
 # The resolver tests start their own unbound inside a namespace and query it with dig.
