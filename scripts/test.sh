@@ -14,6 +14,8 @@ command -v nft >/dev/null 2>&1 || missing+=(nftables)
 # The resolver tests start their own unbound inside a namespace and query it with dig.
 command -v unbound >/dev/null 2>&1 || missing+=(unbound)
 command -v dig >/dev/null 2>&1 || missing+=(dnsutils)
+# The unit file is checked with systemd-analyze verify and security --offline (systemd >= 250).
+command -v systemd-analyze >/dev/null 2>&1 || missing+=(systemd)
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "test: installing ${missing[*]} for the netfilter tests" >&2
