@@ -71,7 +71,7 @@ afterAll(async () => {
 
 describe('what a running daemon has loaded after its first cycle', () => {
   it('the daemon, the cycle, its HTTP client and the firewall backend (the checks below look at a real run)', () => {
-    for (const s of ['src/agent/daemon.ts', 'src/agent/cycle.ts', 'src/agent/watcher.ts', 'src/firewall/dry-run.ts']) expect(loaded.sources).toContain(s);
+    for (const s of ['src/agent/daemon/daemon.ts', 'src/agent/cycle/cycle.ts', 'src/agent/daemon/watcher.ts', 'src/firewall/dry-run.ts']) expect(loaded.sources).toContain(s);
     expect(loaded.sources.some((s) => s.includes('node_modules/zod/'))).toBe(true);
     expect(loaded.builtins).toContain('NativeModule http');
   });
@@ -85,7 +85,7 @@ describe('what a running daemon has loaded after its first cycle', () => {
   });
 
   it('not the URL feed, the resolver backends or the public suffix list while url_feed is off', () => {
-    const urlFeed = loaded.sources.filter((s) => /^src\/dns\/|\/tldts|^src\/agent\/dns-cycle\.ts$|^src\/feed\/(url-|host\.ts)/.test(s));
+    const urlFeed = loaded.sources.filter((s) => /^src\/dns\/|\/tldts|^src\/agent\/cycle\/url-feed-step\.ts$|^src\/feed\/(url-|host\.ts)/.test(s));
     expect(urlFeed).toEqual([]);
   });
 

@@ -4,7 +4,7 @@ import { HARD_LIMITS } from '../../config/schema.js';
 import { ApiStatusError, UsageError } from '../../errors.js';
 import { createApi, loadContext, type GlobalOptions } from '../context.js';
 import { duration, isoTime, printJson, table } from '../format.js';
-import { terminalSafe } from '../terminal-text.js';
+import { terminalSafe } from '../../util/terminal-text.js';
 
 const RUNNING: Record<string, 'true' | 'false'> = {
   on: 'true', true: 'true', yes: 'true', enabled: 'true',

@@ -34,8 +34,8 @@ describe('agents list', () => {
       expect(r.stdout).not.toMatch(/[\x00-\x09\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]/);
       const rows = r.stdout.split('\n').filter((l) => l.includes('forged'));
       expect(rows, 'one row for the record, its CR/LF escaped').toHaveLength(1);
-      expect(rows[0]).toContain('ev\\u{1b}]0;pwned\\u{7}il\\u{1b}[2J\\u{d}\\u{a}forged \\u{202e}etc\\u{9b}31m');
-      expect(rows[0]).toContain('\\u{1b}[31mred\\u{202e}');
+      expect(rows[0]).toContain('ev\\x1b]0;pwned\\x07il\\x1b[2J\\r\\nforged \\u202eetc\\x9b31m');
+      expect(rows[0]).toContain('\\x1b[31mred\\u202e');
       expect(r.stdout.split('\n').some((l) => l.startsWith('forged'))).toBe(false);
     } finally {
       sim.deleteAgent(evil);
