@@ -48,7 +48,7 @@ type SecureClient = {
 /**
  * The HTTP transport under the API client: Node's own `http`/`https` with one keep-alive Agent
  * per protocol. It replaced undici, whose WASM parser, HTTP/2 and fetch code cost the daemon
- * about 13 MB resident (README, Performance). What undici gave and Node's client does not is
+ * about 13 MB resident (docs/performance.md). What undici gave and Node's client does not is
  * here: a connect timeout, an idle timeout while waiting for the headers and between body chunks,
  * and the proxy: plain http calls through Node's built-in proxy support (`proxyEnv`: the proxy
  * gets the request itself, on a socket the request owns from the start, so every limit reaches
