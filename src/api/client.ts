@@ -13,7 +13,7 @@ import {
 } from '../errors.js';
 import type { Logger } from '../log.js';
 import { formatIssues } from '../config/schema.js';
-import { escapeControls } from '../safe-text.js';
+import { escapeControls } from '../util/terminal-text.js';
 import { CycleDeadline, RequestDeadline } from './deadline.js';
 import { HttpTransport, type TransportResponse } from './http.js';
 import { ValidatorCache } from './validators.js';
@@ -99,7 +99,7 @@ export class ApiClient {
   private readonly base: string;
   private readonly controller = new AbortController();
   private readonly validators = new ValidatorCache();
-  /** Started and stopped around each cycle by its caller (see src/agent/bounded-cycle.ts). */
+  /** Started and stopped around each cycle by its caller (see src/agent/cycle/bounded-cycle.ts). */
   readonly cycleDeadline = new CycleDeadline();
   /** Per-attempt observer; settable after construction (the daemon attaches metrics to a client built elsewhere). */
   onRequest: RequestObserver | undefined;
@@ -220,11 +220,12 @@ export class ApiClient {
       (ms) => new ApiUnreachableError(`${where}: no complete answer after ${ms} ms (request deadline ${deadlineMs} ms${options.bulk ? `, or slower than ${this.opts.minBytesPerSecond} bytes/s` : ''})`),
     );
     const signal = AbortSignal.any([this.controller.signal, deadline.signal, ...(cycle ? [cycle] : [])]);
-    // Why a request stopped: the agent stopping, the cycle's deadline, this request's deadline; else undefined.
+    // Why a request stopped: the agent stopping, the cycle's or this request's deadline; else undefined (plus how far a proxy tunnel got).
     const stopped = (err: unknown): Error | undefined => {
-      if (this.aborted) return new ApiUnreachableError(`${where}: aborted, the agent is stopping`, { cause: err });
-      if (cycle?.aborted) return new CycleDeadlineError(`${where}: aborted, ${errorMessage(cycle.reason)}`, { cause: err });
-      if (deadline.expired) return deadline.signal.reason as Error;
+      const tunnel = (err as { code?: unknown } | undefined)?.code === 'ERR_PROXY_TUNNEL' ? `: ${describeNetworkError(err)}` : '';
+      if (this.aborted) return new ApiUnreachableError(`${where}: aborted, the agent is stopping${tunnel}`, { cause: err });
+      if (cycle?.aborted) return new CycleDeadlineError(`${where}: aborted, ${errorMessage(cycle.reason)}${tunnel}`, { cause: err });
+      if (deadline.expired) return tunnel ? new ApiUnreachableError(`${(deadline.signal.reason as Error).message}${tunnel}`, { cause: err }) : (deadline.signal.reason as Error);
       return undefined;
     };
     try {

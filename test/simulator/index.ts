@@ -94,6 +94,10 @@ export interface Simulator {
   setFault(mode: FaultMode | null, options?: FaultOptions): void;
   /** Turn conditional answers on (`etag`, `last-modified`, `both`) or off (null). */
   setConditional(mode: ConditionalMode | null): void;
+  /** Answers of the `trickle` fault being sent now. */
+  readonly trickling: number;
+  /** Every trickled answer in flight sends the rest of its body at once (the fault itself stays as set). */
+  finishTrickles(): void;
   readonly clock: { now(): number; set(epoch: number): void; advance(seconds: number): void };
   /** Adds or updates an indicator (new ts = `ts` or clock now; it moves to that place in the feed). */
   upsertIndicator(item: UpsertItem): void;
@@ -196,6 +200,10 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
       if (mode !== null && !CONDITIONAL_MODES.includes(mode)) throw new TypeError(`conditional must be one of ${CONDITIONAL_MODES.join(', ')} or null`);
       conditional.mode = mode;
     },
+    get trickling() {
+      return server.trickling;
+    },
+    finishTrickles: () => server.finishTrickles(),
     clock: {
       now: () => clock.now(),
       set: (e) => clock.set(e),

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Direction } from '../../../src/firewall/direction.js';
-import type { FirewallEntry, FirewallPlugin, HitCounter, PluginOptions } from '../../../src/firewall/plugin.js';
+import type { FirewallPlugin, HitCounter, PluginOptions } from '../../../src/firewall/plugin.js';
+import type { FirewallEntry } from '../../../src/firewall/entry.js';
 import { ADDR, Netns, createLab, destroyAll, snapshot, type Lab } from '../../netns/netns.js';
 import { CAP, fillers, net, options } from './common.js';
 import { received, startTraffic, type Traffic } from './traffic.js';
@@ -104,7 +105,7 @@ export function directionSuite(b: DirectionBackend, direction: Direction): void 
     }
 
     const other: Direction = direction === 'both' ? 'inbound' : 'both';
-    it(`changing direction to ${other} and back rebuilds the hooks in one apply, and repairs nothing afterwards`, async () => {
+    it(`changing direction to ${other} and back: the first apply after each change rebuilds the hooks, the next finds nothing to repair`, async () => {
       const p = b.create(opts({ direction: other }));
       const r = await p.apply(entries, CAP);
       expect(r.repaired.length).toBeGreaterThan(0);

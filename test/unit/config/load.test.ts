@@ -4,9 +4,15 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadConfig, parseConfig, resolveConfigPath } from '../../../src/config/load.js';
 import { ConfigError } from '../../../src/errors.js';
+import { checkConfiguredNames } from '../../../src/firewall/names.js';
 
 const base = { agid: 'a1', base_url: 'http://127.0.0.1:1/api/v1', token: 't' };
-const parse = (o: unknown) => parseConfig(JSON.stringify(o), '/etc/wcf-agent/config.json');
+// As every command loads it: the shape, then the owned names where they meet the firewall.
+const parse = (o: unknown) => {
+  const config = parseConfig(JSON.stringify(o), '/etc/wcf-agent/config.json');
+  checkConfiguredNames(config);
+  return config;
+};
 function problems(o: unknown): string[] {
   try {
     parse(o);
@@ -44,6 +50,13 @@ describe('config loading', () => {
       'base_url: must be the API root, ending in /api/v1 (got path "/api/v2")',
     ]);
     expect(parse({ ...base, base_url: 'https://intel.corp.test/prefix/api/v1/' }).base_url).toBe('https://intel.corp.test/prefix/api/v1/');
+  });
+
+  it('a proxy that is not an http:// or https:// URL is refused, naming proxy (it used to be ignored: calls went around it)', () => {
+    const message = 'proxy: must be an http:// or https:// URL, e.g. http://proxy.corp.example:3128';
+    expect(problems({ ...base, proxy: 'socks5://127.0.0.1:1080' })).toEqual([message]);
+    expect(problems({ ...base, proxy: 'proxy.corp.example:3128' })).toEqual([message]);
+    expect(parse({ ...base, proxy: 'https://user:pw@proxy.corp.example:3128' }).proxy).toBe('https://user:pw@proxy.corp.example:3128');
   });
 
   it('a placeholder in token_file names token_file', () => {
