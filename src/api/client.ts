@@ -16,7 +16,7 @@ import { formatIssues } from '../config/schema.js';
 import { escapeControls } from '../util/terminal-text.js';
 import { CycleDeadline, RequestDeadline } from './deadline.js';
 import { HttpTransport, type TransportResponse } from './http.js';
-import { ValidatorCache } from './validators.js';
+import { ValidatorCache, conditionalAnswer } from './validators.js';
 import { CycleDeadlineError, describeNetworkError, isRetryable, serverMessage, tlsVerifyCode } from './failures.js';
 
 export { tlsVerifyCode };
@@ -246,25 +246,10 @@ export class ApiClient {
       } catch (err) {
         throw stopped(err) ?? err;
       }
-      if (options.conditional) return this.conditional(url, res, text, date, where, schema, options);
+      if (options.conditional) return conditionalAnswer(this.validators, url, res, text, date, (status, body, d) => this.interpret(status, body, d, where, schema, options));
       return this.interpret(res.statusCode, text, date, where, schema, options);
     } finally {
       deadline.clear();
-    }
-  }
-
-  /** A conditional call's answer: a 304 is the kept answer again; a new answer with a validator is kept. */
-  private conditional<S extends z.ZodMiniType>(url: string, res: TransportResponse, text: string, date: string | undefined, where: string, schema: S | null, options: CallOptions): Response<z.infer<S>> {
-    const kept = res.statusCode === 304 ? this.validators.get(url) : undefined;
-    if (kept) return { ...this.interpret(200, kept.text, date ?? kept.date, where, schema, options), notModified: true };
-    try {
-      const r = this.interpret(res.statusCode, text, date, where, schema, options);
-      if (r.status >= 200 && r.status < 300) this.validators.remember(url, res.headers, text, date);
-      else this.validators.forget(url);
-      return r;
-    } catch (err) {
-      this.validators.forget(url);
-      throw err;
     }
   }
 

@@ -1,4 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
+import type { TransportResponse } from './transport-types.js';
 
 /**
  * Conditional requests: when an answer carries `ETag` or `Last-Modified`, the next request for
@@ -68,5 +69,30 @@ export class ValidatorCache {
     if (!e) return;
     this.entries.delete(url);
     this.bytes -= e.text.length;
+  }
+}
+
+/**
+ * A conditional call's answer: a 304 is the kept answer again (`interpret`ed as a 200, marked
+ * `notModified`); a new answer with a validator is kept, anything else forgets the URL's.
+ */
+export function conditionalAnswer<R extends { status: number }>(
+  kept: ValidatorCache,
+  url: string,
+  res: Pick<TransportResponse, 'statusCode' | 'headers'>,
+  text: string,
+  date: string | undefined,
+  interpret: (status: number, text: string, date: string | undefined) => R,
+): R & { notModified?: boolean } {
+  const old = res.statusCode === 304 ? kept.get(url) : undefined;
+  if (old) return { ...interpret(200, old.text, date ?? old.date), notModified: true };
+  try {
+    const r = interpret(res.statusCode, text, date);
+    if (r.status >= 200 && r.status < 300) kept.remember(url, res.headers, text, date);
+    else kept.forget(url);
+    return r;
+  } catch (err) {
+    kept.forget(url);
+    throw err;
   }
 }

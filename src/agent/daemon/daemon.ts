@@ -19,7 +19,7 @@ import { restoreWithOverrides } from '../cycle/overrides-apply.js';
 import { AppliedMemory } from '../state/applied-memory.js';
 import { releaseCycleMemory } from '../../util/release-memory.js';
 import { Watcher } from './watcher.js';
-import { startupDelayMs } from './startup-delay.js';
+import { firstSyncDelay } from './startup-delay.js';
 import type { DaemonParts } from './parts.js';
 
 
@@ -135,26 +135,10 @@ export class Daemon {
     await this.restore();
     if (this.stopping) return;
     await this.fast.start();
-    this.scheduler.start(this.firstSyncDelay());
+    this.scheduler.start(
+      firstSyncDelay({ lastSuccessAt: this.parts.state.small.lastSuccessAt, syncTimeMinutes: this.settings.sync_time, maxDelaySeconds: this.parts.config.startup_delay_seconds, minuteMs: this.minuteMs, random: this.random }, this.logger),
+    );
     this.startWatcher();
-  }
-
-  /** The start-up delay (startup-delay.ts), logged: a host that waits says why and for how long. */
-  private firstSyncDelay(): number {
-    const now = Math.floor(Date.now() / 1000);
-    const last = this.parts.state.small.lastSuccessAt;
-    const ms = startupDelayMs({
-      lastSuccessAt: last,
-      now,
-      syncTimeMinutes: this.settings.sync_time,
-      maxDelaySeconds: this.parts.config.startup_delay_seconds,
-      minuteMs: this.minuteMs,
-      random: this.random,
-    });
-    if (ms > 0) {
-      this.logger.info({ delayMs: Math.round(ms), lastSuccessAt: last }, `first sync in ${Math.round(ms / 1000)} s: the last successful sync is ${now - last!} s old, the restored set protects meanwhile (startup_delay_seconds)`);
-    }
-    return ms;
   }
 
   private remembering(parts: DaemonParts): DaemonParts {

@@ -1,3 +1,5 @@
+import type { Logger } from '../../log.js';
+
 export interface StartupDelayInput {
   /** Epoch s of the last successful sync, if any. */
   lastSuccessAt: number | undefined;
@@ -27,4 +29,17 @@ export function startupDelayMs(i: StartupDelayInput): number {
   const dueInMs = i.syncTimeMinutes * i.minuteMs - sinceMs;
   if (dueInMs <= 0) return 0;
   return Math.min(dueInMs, i.maxDelaySeconds * 1000 * scale) * i.random();
+}
+
+/** The start-up delay at `run`, logged when there is one: a host that waits says why and for how long. */
+export function firstSyncDelay(i: Omit<StartupDelayInput, 'now'>, logger: Logger): number {
+  const now = Math.floor(Date.now() / 1000);
+  const ms = startupDelayMs({ ...i, now });
+  if (ms > 0) {
+    logger.info(
+      { delayMs: Math.round(ms), lastSuccessAt: i.lastSuccessAt },
+      `first sync in ${Math.round(ms / 1000)} s: the last successful sync is ${now - i.lastSuccessAt!} s old, the restored set protects meanwhile (startup_delay_seconds)`,
+    );
+  }
+  return ms;
 }

@@ -87,7 +87,7 @@ describe('the state report is bounded', () => {
     // The next cycle sends a report of the same kind: nothing new to say.
     await a.cycle();
     expect(a.lines.filter((l) => /^the state report lists/.test(l.msg))).toHaveLength(1);
-  }, 120_000);
+  }, 300_000);
 
   it('a 413 is answered by one much shorter report in the same cycle, which does not fail; every cycle, never more than two tries', async () => {
     const sim = await simulator({ indicators: 40_000, seed: 9, maxBodyBytes: 32 * 1024, agentConfig: { maximum_rules: '10000', score_threshold: '1', sync_time: '5', running: 'true' } });
