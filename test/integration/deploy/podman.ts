@@ -65,9 +65,15 @@ export class Podman {
     return new Podman(dir, { CONTAINERS_CONF: conf, CONTAINERS_STORAGE_CONF: storage });
   }
 
-  /** `podman ARGS`, optionally inside a network namespace (`ip netns exec NS podman ...`). */
-  async run(args: readonly string[], opts: { netns?: string; input?: string; timeoutMs?: number } = {}): Promise<PodmanResult> {
-    const argv = opts.netns ? ['ip', 'netns', 'exec', opts.netns, 'podman', ...args] : ['podman', ...args];
+  /**
+   * `podman ARGS`, optionally in a network namespace: there a container with host
+   * networking (`--network host`, a pod's `hostNetwork: true`) gets that namespace, never
+   * the machine's. nsenter rather than `ip netns exec`, which mounts a fresh /sys and so
+   * hides the cgroup file systems podman needs.
+   */
+  async run(args: readonly string[], opts: { netns?: string; input?: string; timeoutMs?: number; file?: string } = {}): Promise<PodmanResult> {
+    const tool = opts.file ?? 'podman';
+    const argv = opts.netns ? ['nsenter', `--net=/run/netns/${opts.netns}`, tool, ...args] : [tool, ...args];
     const r = await execa(argv[0]!, argv.slice(1), {
       reject: false,
       env: { ...this.env, LC_ALL: 'C' },
@@ -78,10 +84,10 @@ export class Podman {
     return { exitCode: r.exitCode ?? -1, stdout: String(r.stdout), stderr: String(r.stderr) };
   }
 
-  /** Like run, but throws with podman's stderr when it fails. */
-  async ok(args: readonly string[], opts: { netns?: string; input?: string; timeoutMs?: number } = {}): Promise<string> {
+  /** Like run (`file`: another tool on the same configuration, e.g. podman-compose), but throws with podman's stderr when it fails. */
+  async ok(args: readonly string[], opts: { netns?: string; input?: string; timeoutMs?: number; file?: string } = {}): Promise<string> {
     const r = await this.run(args, opts);
-    if (r.exitCode !== 0) throw new Error(`podman ${args.join(' ')} failed (${r.exitCode}): ${r.stderr || r.stdout}`);
+    if (r.exitCode !== 0) throw new Error(`${opts.file ?? 'podman'} ${args.join(' ')} failed (${r.exitCode}): ${r.stderr || r.stdout}`);
     return r.stdout;
   }
 
