@@ -1,7 +1,7 @@
 import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Netns } from '../../netns/netns.js';
+import { ADDR, type Netns } from '../../netns/netns.js';
 import type { Simulator } from '../../simulator/index.js';
 import { IMAGE, type Podman } from './podman.js';
 
@@ -22,6 +22,20 @@ export interface MountedConfig {
   /** `podman run` arguments mounting both read-only. */
   readonly mounts: string[];
   remove(): void;
+}
+
+/**
+ * The simulator's feed for these tests: 150 fresh indicators with high scores and the
+ * lab's addresses (ADDR.blocked and ADDR.net24 selected, ADDR.allowed below the
+ * threshold). Nothing crosses the threshold while a test runs, so a plan computed a few
+ * seconds after the daemon's cycle selects the same set (with maximum_rules 100 and
+ * score_threshold 4).
+ */
+export function seedSimulator(sim: Simulator): void {
+  for (let i = 0; i < 150; i++) sim.upsertIndicator({ ip: `203.0.${113 + (i >> 7)}.${(i % 128) + 1}`, score: 9.5 - (i % 50) / 100 });
+  sim.upsertIndicator({ ip: ADDR.blocked, score: 9.9 });
+  sim.upsertIndicator({ ip: ADDR.net24, score: 9.8, is_network: true });
+  sim.upsertIndicator({ ip: ADDR.allowed, score: 1 });
 }
 
 /** config.json for an agent reaching the simulator through a relay at 127.0.0.1:API_PORT in its namespace. */

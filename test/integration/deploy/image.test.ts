@@ -3,7 +3,7 @@ import { startSimulator, type Simulator } from '../../simulator/index.js';
 import { waitFor } from '../../helpers/cli.js';
 import { ADDR, createLab, isRoot, Netns, snapshot, type Lab, type RulesetSnapshot } from '../../netns/netns.js';
 import { relayInto, type InNamespace } from '../../netns/relay.js';
-import { agentRunArgs, API_PORT, kernelEntries, mountedConfig, planFromImage, type MountedConfig } from './agent-image.js';
+import { agentRunArgs, API_PORT, kernelEntries, mountedConfig, planFromImage, seedSimulator, type MountedConfig } from './agent-image.js';
 import { IMAGE, Podman, uniqueName } from './podman.js';
 
 /**
@@ -12,8 +12,6 @@ import { IMAGE, Podman, uniqueName } from './podman.js';
  * config and the token mounted read-only, the state dir on a volume. The agent in it
  * talks to the simulator through a relay at 127.0.0.1 inside the namespace.
  */
-
-const HIGH = 9.5;
 
 describe.each(['nftables', 'ipset'] as const)('the image with the %s backend', (plugin) => {
   let podman: Podman;
@@ -34,13 +32,8 @@ describe.each(['nftables', 'ipset'] as const)('the image with the %s backend', (
     if (!isRoot) throw new Error('the deployment tests need root (network namespaces, podman)');
     podman = Podman.create();
     await podman.loadImage();
-    // Fresh, high scores: nothing crosses the threshold while the test runs, so the plan
-    // computed a few seconds after the daemon's cycle selects the same set.
-    sim = await startSimulator({ indicators: 0, seed: 30, agentConfig: { maximum_rules: '100', score_threshold: '4', sync_time: '5', running: 'true' } });
-    for (let i = 0; i < 150; i++) sim.upsertIndicator({ ip: `203.0.${113 + (i >> 7)}.${(i % 128) + 1}`, score: HIGH - (i % 50) / 100 });
-    sim.upsertIndicator({ ip: ADDR.blocked, score: 9.9 });
-    sim.upsertIndicator({ ip: ADDR.net24, score: 9.8, is_network: true });
-    sim.upsertIndicator({ ip: ADDR.allowed, score: 1 });
+    sim = await startSimulator({ indicators: 0, agentConfig: { maximum_rules: '100', score_threshold: '4', sync_time: '5', running: 'true' } });
+    seedSimulator(sim);
     lab = await createLab();
     // Someone else's objects: flush must leave them byte for byte.
     await lab.host.exec('nft', ['add', 'table', 'inet', 'someone_else']);
