@@ -39,7 +39,7 @@ export function seedSimulator(sim: Simulator): void {
 }
 
 /** config.json for an agent reaching the simulator through a relay at 127.0.0.1:API_PORT in its namespace. */
-export function mountedConfig(sim: Simulator, extra: Record<string, unknown> = {}): MountedConfig {
+export function mountedConfig(sim: Pick<Simulator, 'agid' | 'url' | 'token'>, extra: Record<string, unknown> = {}): MountedConfig {
   const base = mkdtempSync(join(tmpdir(), 'wcf-deploy-cfg-'));
   const token = join(base, 'token');
   writeFileSync(token, `${sim.token}\n`, { mode: 0o600 });
