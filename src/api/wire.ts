@@ -1,5 +1,5 @@
 import * as z from '../config/zod.js';
-import { TextBuilder } from '../net/text-builder.js';
+import { TextBuilder } from '../util/text-builder.js';
 
 /**
  * Everything the agent knows about the API's wire format lives here: routes,

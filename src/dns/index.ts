@@ -1,6 +1,6 @@
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import type { AgentConfig } from '../config/load.js';
-import { isDnsName } from '../feed/dns-name.js';
+import { isDnsName } from '../net/dns-name.js';
 import type { Logger } from '../log.js';
 import { DomainPolicy } from '../policy/domain-policy.js';
 import { createDnsDryRun } from './dry-run.js';

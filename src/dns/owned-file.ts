@@ -1,5 +1,5 @@
 import { existsSync, readFileSync } from 'node:fs';
-import { writeFileAtomic } from '../agent/atomic-file.js';
+import { writeFileAtomic } from '../util/atomic-file.js';
 import { DnsError } from '../errors.js';
 
 /** First line of every resolver file the agent writes: a file without it is never overwritten. */

@@ -1,6 +1,6 @@
 import { isIPv4 } from 'node:net';
 import { getPublicSuffix } from 'tldts';
-import { isDnsName } from './dns-name.js';
+import { isDnsName } from '../net/dns-name.js';
 
 /**
  * What a URL from the feed can be blocked as. WHATWG URL parsing (the browser's own

@@ -2,7 +2,7 @@ import { ApiResponseError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { MAX_PAGE_SIZE, type FeedFilter, type FeedHeader, type FeedPage } from '../api/wire.js';
 import { IndicatorMap, toIndicator } from './indicator.js';
-import { escapeControls } from '../safe-text.js';
+import { escapeControls } from '../util/terminal-text.js';
 
 export interface FeedSource {
   feedPage(filter: FeedFilter, ts: number, limit: number): Promise<FeedPage>;

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
-import type { Cidr } from '../net/ipv4.js';
 import type { Direction, Side } from './direction.js';
 import type { FirewallEntries } from './entry-columns.js';
+import type { CommandRunner } from '../exec/runner.js';
 
 /**
  * The firewall plugin interface: everything code outside src/firewall/ may ask
@@ -12,16 +12,6 @@ import type { FirewallEntries } from './entry-columns.js';
 
 export type PluginName = 'ipset' | 'nftables' | 'iptables' | 'dry-run';
 
-/** One address or network to block. */
-export interface FirewallEntry {
-  /** Parsed once at the edge (selection or the applied-set file); the plugins never re-parse text. */
-  readonly cidr: Cidr;
-  /**
-   * Seconds until the kernel removes the entry by itself (the decayed score
-   * crosses the threshold then). Undefined = no timeout (manual blocks).
-   */
-  readonly timeoutSeconds?: number | undefined;
-}
 
 /** Names of the objects the agent owns. Validated at config load. */
 export interface OwnedNames {
@@ -33,10 +23,6 @@ export interface OwnedNames {
   readonly tableName: string;
 }
 
-/** Runs one command with an argument array and optional stdin. Never a shell. */
-export interface CommandRunner {
-  run(file: string, args: readonly string[], options?: { input?: string | Buffer }): Promise<{ stdout: string; stderr: string }>;
-}
 
 export interface PluginOptions {
   readonly names: OwnedNames;

@@ -2,14 +2,16 @@ import type { Logger } from '../../log.js';
 import { DnsError } from '../../errors.js';
 import { readOwned, writeOwned } from '../owned-file.js';
 import { nextSerial, parseRpzNames, parseRpzSerial, renderRpzZone } from '../render.js';
-import type { DnsAnswer, DnsApplyResult, DnsPlugin, DnsRunner } from '../types.js';
+import type { DnsAnswer, DnsApplyResult, DnsPlugin } from '../types.js';
+import type { CommandRunner } from '../../exec/runner.js';
+import { runTool } from '../exec.js';
 
 export interface RpzOptions {
   zoneFile: string;
   /** Run after each write, e.g. ['rndc', 'reload', 'rpz.wcf']; none: the resolver reloads on its own. */
   reload: readonly string[] | undefined;
   answer: DnsAnswer;
-  runner: DnsRunner;
+  runner: CommandRunner;
   logger: Logger;
   now: () => number;
 }
@@ -26,7 +28,7 @@ export function createRpzPlugin(o: RpzOptions): DnsPlugin {
     writeOwned(o.zoneFile, text);
     if (o.reload) {
       try {
-        await o.runner.run(o.reload);
+        await runTool(o.runner, o.reload);
       } catch (err) {
         if (previous) writeOwned(o.zoneFile, previous);
         throw err instanceof DnsError ? err : new DnsError(String(err), { cause: err });

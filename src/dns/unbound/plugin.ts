@@ -1,7 +1,9 @@
 import type { Logger } from '../../log.js';
 import { readOwned, writeOwned } from '../owned-file.js';
 import { parseUnboundInclude, renderUnboundInclude, sinkholeRecord, unboundZoneType } from '../render.js';
-import type { DnsAnswer, DnsApplyResult, DnsPlugin, DnsRunner } from '../types.js';
+import type { DnsAnswer, DnsApplyResult, DnsPlugin } from '../types.js';
+import type { CommandRunner } from '../../exec/runner.js';
+import { runTool } from '../exec.js';
 
 /** Lines per unbound-control call: large enough to stay quick, small enough to keep each call short. */
 export const BATCH = 10_000;
@@ -12,7 +14,7 @@ export interface UnboundOptions {
   /** The include file the agent owns (unbound.conf includes it). */
   confFile: string;
   answer: DnsAnswer;
-  runner: DnsRunner;
+  runner: CommandRunner;
   logger: Logger;
 }
 
@@ -37,7 +39,7 @@ export function parseLocalZones(text: string): Map<string, string> {
  * is written last, once the runtime agrees with it (the next cycle repairs a difference).
  */
 export function createUnboundPlugin(o: UnboundOptions): DnsPlugin {
-  const ctl = (args: string[], input?: string) => o.runner.run([...o.control, ...args], input);
+  const ctl = (args: string[], input?: string) => runTool(o.runner, [...o.control, ...args], input);
   const type = unboundZoneType(o.answer);
 
   async function inBatches(args: string[], lines: readonly string[]): Promise<void> {

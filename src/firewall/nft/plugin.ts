@@ -1,6 +1,6 @@
 import { NotOwnedError } from '../../errors.js';
 import { chooseMode, diffEntries, releaseChanges } from '../diff.js';
-import { releaseArray } from '../../net/release.js';
+import { releaseArray } from '../../util/release.js';
 import { columnsToMap, normalizeEntries, sortCidrTexts } from '../entries.js';
 import { EntryColumns, type FirewallEntries } from '../entry-columns.js';
 import { createRunner, stderrMatches } from '../exec.js';
@@ -8,7 +8,8 @@ import { KernelPlugin } from '../kernel-plugin.js';
 import { OWNER_MARK, type Ownership } from '../ownership.js';
 import { isV01NftTable } from '../legacy-shapes.js';
 import { hitsSetName, sides } from '../direction.js';
-import type { ApplyOptions, ApplyResult, CommandRunner, DropCounters, HitCounter, FirewallPlugin, OwnedObject, PluginOptions, WatchCheck } from '../plugin.js';
+import type { ApplyOptions, ApplyResult, DropCounters, HitCounter, FirewallPlugin, OwnedObject, PluginOptions, WatchCheck } from '../plugin.js';
+import type { CommandRunner } from '../../exec/runner.js';
 import { parseNftCounters } from './json.js';
 import { deltaReshapesIntervals, resolveOverlaps } from './overlaps.js';
 import { checkNftStructure, type NftStructure } from './structure.js';

@@ -1,7 +1,7 @@
 import { rangeToCidrs } from '../../net/cidr-index.js';
 import { toCidr, type Cidr } from '../../net/ipv4.js';
 import { EntryColumns } from '../entry-columns.js';
-import { ENTRY_LINE_MAX, TextBuilder } from '../../net/text-builder.js';
+import { ENTRY_LINE_MAX, TextBuilder } from '../../util/text-builder.js';
 import { directionHooks, hitsSetName, sides, type Direction, type Side } from '../direction.js';
 import type { HitCounter, PluginOptions } from '../plugin.js';
 import { LOG_LIMIT_PER_MINUTE, LOG_PREFIX } from '../log-prefix.js';
