@@ -6,15 +6,15 @@
  * limit counts, the nft/ipset children included) after the first full cycle, its
  * peak, and the daemon's own VmHWM. Needs root, podman, runc.
  *
- *   npx tsx scripts/bench-image.ts [--sizes 10000,100000] [--plugins nftables,ipset] [--runs 1]
+ *   npx tsx scripts/bench/standalone/image.ts [--sizes 10000,100000] [--plugins nftables,ipset] [--runs 1]
  */
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { startSimulatorProcess } from './bench/simulator.js';
-import { Netns, destroyAll } from '../test/netns/netns.js';
-import { relayInto } from '../test/netns/relay.js';
-import { IMAGE, Podman, uniqueName } from '../test/integration/deploy/podman.js';
-import { agentRunArgs, mountedConfig, API_PORT } from '../test/integration/deploy/agent-image.js';
+import { startSimulatorProcess } from '../simulator.js';
+import { Netns, destroyAll } from '../../../test/netns/netns.js';
+import { relayInto } from '../../../test/netns/relay.js';
+import { IMAGE, Podman, uniqueName } from '../../../test/integration/deploy/podman.js';
+import { agentRunArgs, mountedConfig, API_PORT } from '../../../test/integration/deploy/agent-image.js';
 
 const { values } = parseArgs({
   options: { sizes: { type: 'string', default: '10000,100000' }, plugins: { type: 'string', default: 'nftables,ipset' }, runs: { type: 'string', default: '1' } },
