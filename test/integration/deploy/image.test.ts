@@ -72,6 +72,10 @@ describe.each(['nftables', 'ipset'] as const)('the image with the %s backend', (
     const status = JSON.parse(await podman.ok(['exec', first, 'wcf-agent', 'status', '--json'])) as { enforcing: boolean; daemon: { running: boolean } };
     expect(status.enforcing).toBe(true);
     expect(status.daemon.running).toBe(true);
+    // The exec probe.
+    const probe = await podman.run(['exec', first, 'wcf-agent', 'status', '--probe']);
+    expect(probe.exitCode, probe.stderr).toBe(0);
+    expect(probe.stdout).toMatch(/^ready: enforcing, 100 entries in the kernel/);
   });
 
   it('killed and started again on a node whose ruleset is empty, with the API down: the set is back from the state volume', async () => {

@@ -86,6 +86,13 @@ describe('the DaemonSet pod under podman kube play', () => {
     });
     expect(await lab.connect(ADDR.blocked)).toBe('timeout');
     expect(await lab.connect(ADDR.allowed)).toBe('connected');
+    // The probes the DaemonSet names, where it names them (metrics_listen 127.0.0.1:9464 on the node's network).
+    const probe = async (path: string) =>
+      JSON.parse(
+        await lab.host.exec(process.execPath, ['-e', `fetch('http://127.0.0.1:9464${path}').then(async (r) => console.log(JSON.stringify({ status: r.status, text: (await r.text()).trim() })))`]),
+      ) as { status: number; text: string };
+    expect(await probe('/healthz')).toMatchObject({ status: 200, text: expect.stringMatching(/^alive: /) });
+    expect(await probe('/readyz')).toEqual({ status: 200, text: 'ready: nftables enforcing the last applied set (100 entries)' });
     // The hostPath state dir holds the set a restarted pod re-applies.
     expect(existsSync(join(dir, 'state', 'applied-nftables.json'))).toBe(true);
     expect(JSON.parse(readFileSync(join(dir, 'state', 'applied-nftables.json'), 'utf8')).entries).toHaveLength(100);
