@@ -20,7 +20,7 @@ import { AppliedMemory } from '../state/applied-memory.js';
 import { releaseCycleMemory } from '../../util/release-memory.js';
 import { Watcher } from './watcher.js';
 import type { DaemonParts } from './parts.js';
-
+import { DaemonHealth } from './health.js';
 
 export interface DaemonOptions {
   logger: Logger;
@@ -92,6 +92,8 @@ export class Daemon {
   /** The last set applied, for the watcher's repairs between cycles. */
   private readonly memory = new AppliedMemory();
   private watcher: Watcher | undefined;
+  /** For /healthz and /readyz: the loop turns, and the firewall holds the last applied set. */
+  readonly health: DaemonHealth;
 
   constructor(opts: DaemonOptions) {
     this.opts = opts;
@@ -99,12 +101,15 @@ export class Daemon {
     this.fast = new FastPath({ parts: () => this.parts, settings: () => this.settings, writer: this.writer, logger: this.logger });
     const minute = opts.minuteMs ?? 60_000;
     const random = opts.random ?? Math.random;
+    this.health = new DaemonHealth({ minuteMs: minute, view: () => ({
+      plugin: this.parts?.plugin, running: this.settings?.running ?? false, applied: this.memory.lastingCount(Date.now(), 0),
+      cycleDeadlineSeconds: this.opts.initialConfig.cycle_deadline_seconds }) });
     this.scheduler = new Scheduler({
       logger: this.logger,
       // Once the cycle's frame is gone: what it left (its plan included) is then garbage. On the
       // next turn of the event loop, so the next sync's time is recorded first (for `status`)
       // rather than after a collection that can take a while at a million entries.
-      run: () => this.cycle().finally(() => void setImmediate(releaseCycleMemory)),
+      run: () => this.health.during(() => this.cycle()).finally(() => void setImmediate(releaseCycleMemory)),
       delayAfter: (ok) =>
         nextCycleDelayMs({
           ok,
@@ -114,7 +119,7 @@ export class Daemon {
           minuteMs: minute,
           random,
         }),
-      onScheduled: (atMs) => this.safeUpdate({ nextSyncAt: Math.floor(atMs / 1000) }),
+      onScheduled: (atMs) => (this.health.scheduled(atMs), this.safeUpdate({ nextSyncAt: Math.floor(atMs / 1000) })),
     });
   }
 
@@ -126,7 +131,7 @@ export class Daemon {
     } catch (err) {
       this.logger.warn(errorMessage(err));
     }
-    await this.restore();
+    await this.health.during(() => this.restore());
     if (this.stopping) return;
     await this.fast.start();
     this.scheduler.start();
@@ -288,6 +293,7 @@ export class Daemon {
     this.parts.api.client.abort();
     await this.watcher?.stop();
     await this.scheduler.stop();
+    this.health.stopped();
     await this.fast.stop();
     await this.writer.idle();
     if (this.parts.config.on_stop === 'flush') {
