@@ -19,6 +19,16 @@ command -v dig >/dev/null 2>&1 || missing+=(dnsutils)
 command -v groff >/dev/null 2>&1 || missing+=(groff-base)
 # The unit file is checked with systemd-analyze verify and security --offline (systemd >= 250).
 command -v systemd-analyze >/dev/null 2>&1 || missing+=(systemd)
+# The deployment tests (test/integration/deploy): the image is built with mmdebstrap and
+# run by podman with runc (crun refuses this kernel's hybrid cgroups), the compose file
+# by podman-compose, the Ansible role through Debian's ansible (its containers.podman
+# collection has the podman connection plugin). They use a podman configuration and
+# image store of their own, never /etc/containers or the machine's images.
+command -v podman >/dev/null 2>&1 || missing+=(podman)
+command -v runc >/dev/null 2>&1 || missing+=(runc)
+command -v mmdebstrap >/dev/null 2>&1 || missing+=(mmdebstrap)
+command -v podman-compose >/dev/null 2>&1 || missing+=(podman-compose)
+{ command -v ansible-playbook >/dev/null 2>&1 && [ -d /usr/lib/python3/dist-packages/ansible_collections/containers/podman ]; } || missing+=(ansible)
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "test: installing ${missing[*]} for the netfilter tests" >&2

@@ -21,7 +21,7 @@ import { releaseCycleMemory } from '../../util/release-memory.js';
 import { Watcher } from './watcher.js';
 import { firstSyncDelay } from './startup-delay.js';
 import type { DaemonParts } from './parts.js';
-
+import { DaemonHealth } from './health.js';
 
 export interface DaemonOptions {
   logger: Logger;
@@ -70,8 +70,7 @@ export function nextCycleDelayMs(i: DelayInput): number {
 /**
  * `wcf-agent run`: restore the last known good set before any network call,
  * sync at once (or after the start-up delay when a recent sync exists), then every sync_time
- * minutes plus jitter. Failures back off
- * (bounded, jittered) and never remove what is applied. stop() ends the cycle
+ * minutes plus jitter. Failures back off (bounded, jittered) and never remove what is applied. stop() ends the cycle
  * in flight (API calls are aborted; an apply is atomic and is let finish).
  */
 export class Daemon {
@@ -94,23 +93,24 @@ export class Daemon {
   /** The last set applied, for the watcher's repairs between cycles. */
   private readonly memory = new AppliedMemory();
   private watcher: Watcher | undefined;
-  private readonly minuteMs: number;
-  private readonly random: () => number;
+  /** For /healthz and /readyz: the loop turns, and the firewall holds the last applied set. */
+  readonly health: DaemonHealth;
 
   constructor(opts: DaemonOptions) {
     this.opts = opts;
     this.logger = opts.logger;
     const minute = opts.minuteMs ?? 60_000;
     const random = opts.random ?? Math.random;
-    this.minuteMs = minute;
-    this.random = random;
     this.fast = new FastPath({ parts: () => this.parts, settings: () => this.settings, writer: this.writer, logger: this.logger, random });
+    this.health = new DaemonHealth({ minuteMs: minute, view: () => ({
+      plugin: this.parts?.plugin, running: this.settings?.running ?? false, applied: this.memory.lastingCount(Date.now(), 0),
+      cycleDeadlineSeconds: this.opts.initialConfig.cycle_deadline_seconds }) });
     this.scheduler = new Scheduler({
       logger: this.logger,
       // Once the cycle's frame is gone: what it left (its plan included) is then garbage. On the
       // next turn of the event loop, so the next sync's time is recorded first (for `status`)
       // rather than after a collection that can take a while at a million entries.
-      run: () => this.cycle().finally(() => void setImmediate(releaseCycleMemory)),
+      run: () => this.health.during(() => this.cycle()).finally(() => void setImmediate(releaseCycleMemory)),
       delayAfter: (ok) =>
         nextCycleDelayMs({
           ok,
@@ -120,7 +120,7 @@ export class Daemon {
           minuteMs: minute,
           random,
         }),
-      onScheduled: (atMs) => this.safeUpdate({ nextSyncAt: Math.floor(atMs / 1000) }),
+      onScheduled: (atMs) => (this.health.scheduled(atMs), this.safeUpdate({ nextSyncAt: Math.floor(atMs / 1000) })),
     });
   }
 
@@ -132,12 +132,11 @@ export class Daemon {
     } catch (err) {
       this.logger.warn(errorMessage(err));
     }
-    await this.restore();
+    await this.health.during(() => this.restore());
     if (this.stopping) return;
     await this.fast.start();
-    this.scheduler.start(
-      firstSyncDelay({ lastSuccessAt: this.parts.state.small.lastSuccessAt, syncTimeMinutes: this.settings.sync_time, maxDelaySeconds: this.parts.config.startup_delay_seconds, minuteMs: this.minuteMs, random: this.random }, this.logger),
-    );
+    const { minuteMs = 60_000, random = Math.random } = this.opts;
+    this.scheduler.start(firstSyncDelay({ lastSuccessAt: this.parts.state.small.lastSuccessAt, syncTimeMinutes: this.settings.sync_time, maxDelaySeconds: this.parts.config.startup_delay_seconds, minuteMs, random }, this.logger));
     this.startWatcher();
   }
 
@@ -296,6 +295,7 @@ export class Daemon {
     this.parts.api.client.abort();
     await this.watcher?.stop();
     await this.scheduler.stop();
+    this.health.stopped();
     await this.fast.stop();
     await this.writer.idle();
     if (this.parts.config.on_stop === 'flush') {
