@@ -42,6 +42,7 @@ export function netnsPrefix(netns: string | undefined): string[] {
 export function createRunner(prefix: readonly string[] = [], options: RunnerOptions = {}): CommandRunner {
   const timeout = options.timeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS;
   return {
+    scope: prefix.join(' '),
     async run(file, args, runOptions) {
       const argv = [...prefix, file, ...args];
       const command = formatCommand(argv[0]!, argv.slice(1));

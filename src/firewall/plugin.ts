@@ -35,6 +35,8 @@ export interface OwnedNames {
 
 /** Runs one command with an argument array and optional stdin. Never a shell. */
 export interface CommandRunner {
+  /** Where the commands run (the namespace prefix), when known: one kernel ruleset per scope. */
+  readonly scope?: string;
   run(file: string, args: readonly string[], options?: { input?: string | Buffer }): Promise<{ stdout: string; stderr: string }>;
 }
 
@@ -158,6 +160,13 @@ export interface FirewallPlugin {
    * apply's repairs. Absent for dry-run (nothing to watch).
    */
   check?(): Promise<WatchCheck>;
+  /**
+   * Optional, for backends that trust what they last applied instead of
+   * reading it back (nftables): another process may have changed the owned
+   * objects, so the next apply reads the kernel. The watcher calls it for
+   * every such transaction it hears of.
+   */
+  distrust?(why: string): void;
 }
 
 /** What a watcher's cheap check found. */

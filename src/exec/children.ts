@@ -1,0 +1,59 @@
+import { accessSync, constants } from 'node:fs';
+import { delimiter, join } from 'node:path';
+
+/**
+ * The agent's children: which process ids are its own (so the firewall watcher
+ * can tell the agent's own ruleset changes from another tool's: the kernel
+ * names the process behind every nftables transaction), and the wrapper that
+ * makes them die with the agent.
+ *
+ * A child must not outlive the agent: an `nft monitor` or a listing left
+ * behind by a SIGKILLed agent kept running (and holding its memory) for good.
+ * Node cannot call prctl(PR_SET_PDEATHSIG) in the child between fork and
+ * exec, so every tool is started through util-linux's `setpriv --pdeathsig
+ * KILL`, which sets it and then execs the tool in place (same process id; the
+ * setting survives the exec of a tool without set-user-id or file
+ * capabilities, which nft, ipset, iptables and ip are not). Where setpriv is
+ * missing, tools run as before; systemd still stops the whole unit's cgroup.
+ */
+
+/** How long a finished child's id is still taken as the agent's (its kernel events arrive after it exits). */
+const REMEMBER_MS = 120_000;
+const own = new Map<number, number>(); // pid -> exit time (Infinity while running)
+
+/** Remember a child the agent started. */
+export function rememberChild(pid: number | undefined): void {
+  if (pid !== undefined) own.set(pid, Infinity);
+}
+
+/** The child has exited (its id stays the agent's for a while: see REMEMBER_MS). */
+export function childExited(pid: number | undefined, nowMs = Date.now()): void {
+  if (pid === undefined) return;
+  own.set(pid, nowMs);
+  for (const [p, at] of own) if (nowMs - at > REMEMBER_MS) own.delete(p);
+}
+
+/** Whether `pid` is (or recently was) a process the agent started. */
+export function isOwnChild(pid: number): boolean {
+  return own.has(pid);
+}
+
+let wrapper: readonly string[] | undefined;
+
+function onPath(file: string): boolean {
+  for (const dir of (process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin').split(delimiter)) {
+    try {
+      accessSync(join(dir, file), constants.X_OK);
+      return true;
+    } catch {
+      /* next */
+    }
+  }
+  return false;
+}
+
+/** `['setpriv', '--pdeathsig', 'KILL']` when setpriv is installed, else nothing (looked up once). WCF_NO_PDEATHSIG=1 turns it off. */
+export function deathSignalWrapper(): readonly string[] {
+  if (wrapper === undefined) wrapper = process.env.WCF_NO_PDEATHSIG !== '1' && onPath('setpriv') ? ['setpriv', '--pdeathsig', 'KILL'] : [];
+  return wrapper;
+}
