@@ -310,12 +310,12 @@ export class NftablesPlugin extends KernelPlugin implements FirewallPlugin {
     if (owner.kind === 'foreign') return [{ what, state: 'foreign', error: owner.why }, ...all('foreign', 'in a table that is not the agent\'s')];
     // The probe's findings when it answered (own table), else the full structure's.
     const problems = probe ? probe.missing : ((await this.structure())?.problems ?? []);
-    const missing = new Set(problems.map((p) => p.replace(/^rule in /, '')));
+    const missing = new Set(problems);
     const known = new Set(parts.map(([p]) => p));
     return [
       { what, state: 'present' },
       ...parts.map(([p, w]): OwnedObject => ({ what: w, state: missing.has(p) ? 'absent' : 'present' })),
-      ...problems.filter((p) => !known.has(p) && !known.has(p.replace(/^rule in /, ''))).map((p): OwnedObject => ({ what: p, state: 'absent' })),
+      ...problems.filter((p) => !known.has(p)).map((p): OwnedObject => ({ what: p, state: 'absent' })),
     ];
   }
 

@@ -90,12 +90,14 @@ async function checkBatch(runner: CommandRunner, commands: readonly string[]): P
 export async function probeNft(runner: CommandRunner, l: NftLayout, rules = true): Promise<NftProbe> {
   const t = `inet ${l.table}`;
   const lines: Array<{ cmd: string; what: string; present: 'exists' | 'deletable' }> = [];
+  // Rules first, then their chains (a chain deleted earlier in the batch would hide its rules).
   for (const [name, def] of setOrder(l)) lines.push({ cmd: `create set ${t} ${name} ${def}`, what: `nft set ${name}`, present: 'exists' });
   if (rules) {
     for (const { chain, handle } of expectedHandles(l)) {
       lines.push({ cmd: `delete rule ${t} ${chain} handle ${handle}`, what: `rule in nft chain ${chain}`, present: 'deletable' });
     }
   }
+  for (const chain of chainOrder(l)) lines.push({ cmd: `delete chain ${t} ${chain}`, what: `nft chain ${chain}`, present: 'deletable' });
   lines.push({ cmd: `create table ${t}`, what: `nft table ${t}`, present: 'exists' });
   const stderr = await checkBatch(runner, lines.map((x) => x.cmd));
   const said = complaints(stderr);
@@ -121,5 +123,6 @@ export async function probeNft(runner: CommandRunner, l: NftLayout, rules = true
     }
   });
   if (evaluatedOnly && missing.length === 0) throw new FirewallError(`nft check of table ${t} failed: ${stderr.slice(0, 300)}`, { stderr });
-  return { table: true, missing };
+  // A chain that is gone is named once, not with each of its rules.
+  return { table: true, missing: missing.filter((m) => !(m.startsWith('rule in ') && seen.has(m.slice('rule in '.length)))) };
 }
