@@ -132,21 +132,45 @@ export class NftablesPlugin extends KernelPlugin implements FirewallPlugin {
 
   protected async applyNow(entries: FirewallEntries, options: ApplyOptions): Promise<ApplyResult> {
     const wanted = this.wantedParts(entries);
-    const doubt = this.ledger.whyDoubt();
-    const recorded = doubt === undefined ? this.ledger.current() : undefined;
     try {
-      if (recorded) {
-        const probe = await probeNft(this.runner, this.layout, this.ledger.handlesKnown);
-        if (probe.table && probe.missing.length === 0) return await this.applyTrusted(wanted, recorded, options);
-        // Something of the table is gone: repaired from a full read (the sets may be gone with it).
-        this.ledger.distrust(`missing: ${probe.missing.join(', ')}`);
-      } else if (doubt !== undefined) this.log.debug({ why: doubt }, 'nft: reading the agent’s sets back before this apply');
+      const probe = await probeNft(this.runner, this.layout, this.ledger.handlesKnown);
+      // Missing objects: the table is re-created from the wanted entries, so its sets need no read
+      // (only whose table it is, when the marker cannot be read cheaply).
+      if (!probe.table || probe.missing.length > 0) return await this.recreate(wanted, probe, options);
+      const doubt = this.ledger.whyDoubt();
+      const recorded = doubt === undefined ? this.ledger.current() : undefined;
+      if (recorded) return await this.applyTrusted(wanted, recorded, options);
+      this.log.debug({ why: doubt }, 'nft: reading the agent’s sets back before this apply');
       return await this.applyRead(wanted, options);
     } catch (err) {
       // The kernel may hold part of what was sent: read it back next time.
       this.ledger.distrust(`an apply failed: ${(err as Error).message.slice(0, 200)}`);
       throw err;
     }
+  }
+
+  private fields() {
+    return { what: 'nft table', fields: { table: this.layout.table, set: this.layout.set }, owned: [this.tableWhat] };
+  }
+
+  /** The table (re-)created whole with the wanted entries, after the probe found it missing or incomplete. */
+  private async recreate(wanted: NftParts, probe: NftProbe, options: ApplyOptions): Promise<ApplyResult> {
+    let legacy = false;
+    if (probe.table) {
+      const { owner } = await this.cheapOwnership();
+      // Checked before anything is written: a table that is not the agent's stays byte-identical.
+      if (owner.kind === 'foreign') throw new NotOwnedError(this.tableWhat, owner.why);
+      legacy = owner.kind === 'legacy';
+      if (owner.kind === 'absent') return this.recreate(wanted, { table: false, missing: [`nft table inet ${this.layout.table}`] }, options);
+    }
+    if (legacy) this.log.warn({ table: this.layout.table }, `adopting the unmarked ${this.tableWhat} an earlier wcf-agent version made (exactly its shape) and marking it as the agent's`);
+    const repairs = this.repairs(!probe.table, options);
+    for (const m of probe.missing) repairs.note(m);
+    const size = wanted.hosts.length + wanted.nets.length;
+    await runTransactions(this.runner, transactions(this.layout, [], wanted));
+    this.ledger.record(wanted.hosts, wanted.nets, Date.now(), true);
+    await this.checkHandles();
+    return this.done(repairs, this.fields(), { added: size, updated: 0, removed: 0 }, 'full', size);
   }
 
   /** The delta from the record (nothing read back): see NftLedger. */
@@ -166,7 +190,7 @@ export class NftablesPlugin extends KernelPlugin implements FirewallPlugin {
       this.log.debug({ runs, ...sum }, 'nft: delta from the recorded sets');
     }
     this.ledger.record(h.next, n.next, Date.now(), false);
-    return this.done(repairs, { what: 'nft table', fields: { table: this.layout.table, set: this.layout.set }, owned: [this.tableWhat] }, sum, mode, size);
+    return this.done(repairs, this.fields(), sum, mode, size);
   }
 
   /** Read the table and its sets, then repair and update: the path when the record is in doubt. */
@@ -175,23 +199,11 @@ export class NftablesPlugin extends KernelPlugin implements FirewallPlugin {
     const owner = this.ownership(structure);
     // Checked before anything is written: a table that is not the agent's stays byte-identical.
     if (owner.kind === 'foreign') throw new NotOwnedError(this.tableWhat, owner.why);
-    const repairs = this.repairs(structure === undefined, options);
-    if (structure === undefined) repairs.note(`nft table inet ${this.layout.table}`);
-    else for (const p of structure.problems) repairs.note(p);
-    // An earlier version's table is re-created with the marker (its entries are the wanted ones).
     const intact = owner.kind === 'own' && structure !== undefined && structure.problems.length === 0;
-    if (owner.kind === 'legacy') this.log.warn({ table: this.layout.table }, `adopting the unmarked ${this.tableWhat} an earlier wcf-agent version made (exactly its shape) and marking it as the agent's`);
+    // Something the quick check does not see (an added rule or chain, a set of the wrong shape): re-created whole.
+    if (!intact) return this.recreate(wanted, { table: structure !== undefined, missing: structure?.problems ?? [`nft table inet ${this.layout.table}`] }, options);
+    const repairs = this.repairs(false, options);
     const size = wanted.hosts.length + wanted.nets.length;
-    const fields = { what: 'nft table', fields: { table: this.layout.table, set: this.layout.set }, owned: [this.tableWhat] };
-    if (!intact) {
-      // Counted against what a broken table still holds, where its sets can be read.
-      const old = structure?.setReadable ? await this.readParts().catch(() => undefined) : undefined;
-      const counts = old ? this.counts(old, wanted) : { added: size, updated: 0, removed: 0 };
-      await runTransactions(this.runner, transactions(this.layout, [], wanted));
-      this.ledger.record(wanted.hosts, wanted.nets, Date.now(), true);
-      await this.checkHandles();
-      return this.done(repairs, fields, counts, 'full', size);
-    }
     const current = await this.readParts();
     const h = ledgerDiff(current.hosts, 0, wanted.hosts);
     const n = ledgerDiff(current.nets, 0, wanted.nets);
@@ -205,7 +217,7 @@ export class NftablesPlugin extends KernelPlugin implements FirewallPlugin {
       ]));
     }
     this.ledger.record(h.next, n.next, Date.now(), true);
-    return this.done(repairs, fields, sum, mode, size);
+    return this.done(repairs, this.fields(), sum, mode, size);
   }
 
   /** Both sets as the kernel holds them (an absent set reads as empty). */
@@ -213,15 +225,6 @@ export class NftablesPlugin extends KernelPlugin implements FirewallPlugin {
     const hosts = await this.elements(this.layout.set);
     const nets = await this.elements(this.layout.nets);
     return { hosts: hosts?.entries ?? new EntryColumns(1), nets: nets?.entries ?? new EntryColumns(1), nonCidr: (hosts?.nonCidr ?? 0) + (nets?.nonCidr ?? 0) };
-  }
-
-  private counts(old: { hosts: EntryColumns; nets: EntryColumns }, wanted: NftParts) {
-    const h = diffEntries(old.hosts, wanted.hosts);
-    const n = diffEntries(old.nets, wanted.nets);
-    const out = { added: h.added + n.added, updated: h.updated + n.updated, removed: h.removed + n.removed };
-    releaseChanges(h, wanted.hosts);
-    releaseChanges(n, wanted.nets);
-    return out;
   }
 
   /** After the agent created its table: the probe must find every rule at its predicted handle, else it stops relying on them. */
