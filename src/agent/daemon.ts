@@ -19,6 +19,7 @@ import { restoreWithOverrides } from './overrides-apply.js';
 import { AppliedMemory } from './applied-memory.js';
 import { releaseCycleMemory } from './release-memory.js';
 import { Watcher } from './watcher.js';
+import { stopReads } from '../exec/children.js';
 
 export interface DaemonParts {
   config: AgentConfig;
@@ -244,6 +245,15 @@ export class Daemon {
     return this.reloading;
   }
 
+  /**
+   * Answered at once, whatever runs: the new configuration is read, checked and
+   * put in force for everything that starts from now on, and "configuration
+   * reloaded" is logged. Work in flight (a cycle's apply at a million entries
+   * takes seconds) finishes with the configuration it started with; what must
+   * follow it (removing the old objects when the names or the backend changed,
+   * closing the old API client) is queued behind it on the writer, and a cycle
+   * with the new configuration runs as soon as the one in flight has ended.
+   */
   private async reloadNow(): Promise<boolean> {
     let next: AgentConfig;
     try {
@@ -255,24 +265,34 @@ export class Daemon {
     const old = this.parts;
     const namesChanged =
       next.set_name !== old.config.set_name || next.chain_name !== old.config.chain_name || next.table_name !== old.config.table_name || next.plugin !== old.config.plugin;
-    await this.scheduler.pause();
-    await this.watcher?.stop();
+    this.scheduler.hold();
+    const watcher = this.watcher;
+    this.watcher = undefined;
+    const watcherStopped = watcher?.stop(); // its check in flight finishes on its own (cheap; it takes the writer)
+    let parts: DaemonParts;
     try {
-      const parts = this.remembering(await this.opts.open(next));
+      parts = this.remembering(await this.opts.open(next));
+    } catch (err) {
+      this.logger.error(`config reload failed, keeping the running configuration: ${errorMessage(err)}`);
+      await watcherStopped;
+      this.scheduler.release(false);
+      this.startWatcher();
+      return false;
+    }
+    this.parts = parts;
+    const busy = this.writer.busy;
+    this.logger.info({ config: next.configPath, ...(busy ? { pending: 'the work in flight finishes with the previous configuration' } : {}) }, 'configuration reloaded');
+    // Behind the work in flight, in order, before the next cycle (which takes the writer after them).
+    void this.writer.run(async () => {
       if (namesChanged) {
         this.logger.warn('owned object names or plugin changed: removing the old objects');
         await old.plugin.flush().catch((err: unknown) => this.logger.error(`flush of the old objects failed: ${errorMessage(err)}`));
       }
       await old.api.client.close().catch(() => undefined);
-      this.parts = parts;
-      this.logger.info({ config: next.configPath }, 'configuration reloaded');
-    } catch (err) {
-      this.logger.error(`config reload failed, keeping the running configuration: ${errorMessage(err)}`);
-      this.scheduler.resume(false);
-      this.startWatcher();
-      return false;
-    }
-    this.scheduler.resume(true);
+    });
+    await watcherStopped;
+    if (this.stopping) return true;
+    this.scheduler.release(true);
     this.startWatcher();
     return true;
   }
@@ -283,6 +303,8 @@ export class Daemon {
     this.stopping = true;
     if (!this.parts) return; // stopped before start() had built anything
     this.parts.api.client.abort();
+    // A listing in flight is ended (at a million nft elements it takes minutes); an apply in flight finishes.
+    stopReads();
     await this.watcher?.stop();
     await this.scheduler.stop();
     await this.fast.stop();

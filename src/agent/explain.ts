@@ -109,6 +109,12 @@ export async function readKernel(open: Promise<FirewallPlugin>, query: Cidr): Pr
     return { plugin: null, inKernel: null, entries: [], error: errorMessage(err) };
   }
   try {
+    if (plugin.lookup) {
+      // Only what overlaps the query (a million-element nft set is never listed whole for it).
+      const found = await plugin.lookup(query);
+      const entries = found.map((e) => ({ cidr: e.cidr, timeoutSeconds: e.timeoutSeconds ?? (e.cidr.includes('/') ? null : undefined) }));
+      return { plugin: plugin.name, inKernel: coversAll(query, found.map((e) => e.cidr)), entries };
+    }
     const timed = plugin.listTimeouts ? await plugin.listTimeouts() : undefined;
     const all = timed ? [...timed.keys()] : await plugin.list();
     const overlapping = all.filter((t) => {

@@ -40,7 +40,8 @@ export function isOwnChild(pid: number): boolean {
 
 let wrapper: readonly string[] | undefined;
 
-function onPath(file: string): boolean {
+/** Whether an executable named `file` is on PATH. */
+export function onPath(file: string): boolean {
   for (const dir of (process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin').split(delimiter)) {
     try {
       accessSync(join(dir, file), constants.X_OK);
@@ -56,4 +57,31 @@ function onPath(file: string): boolean {
 export function deathSignalWrapper(): readonly string[] {
   if (wrapper === undefined) wrapper = process.env.WCF_NO_PDEATHSIG !== '1' && onPath('setpriv') ? ['setpriv', '--pdeathsig', 'KILL'] : [];
   return wrapper;
+}
+
+/**
+ * Read-only commands (listings) that are running, so a stopping daemon can end
+ * them: a stop waits for a write in flight (it is atomic and short), never for
+ * a listing, which at a million nft elements takes minutes.
+ */
+const reads = new Set<() => void>();
+let readsStopped = false;
+
+/** Register a running read-only command's kill; returns its unregister. Throws when reads are stopped. */
+export function trackRead(kill: () => void): () => void {
+  if (readsStopped) kill();
+  reads.add(kill);
+  return () => reads.delete(kill);
+}
+
+/** End every running read-only command now, and any started later (the daemon is stopping). */
+export function stopReads(): void {
+  readsStopped = true;
+  for (const kill of reads) kill();
+  reads.clear();
+}
+
+/** Let reads run again (a test that stops and starts daemons in one process). */
+export function allowReads(): void {
+  readsStopped = false;
 }

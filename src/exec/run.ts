@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { childExited, deathSignalWrapper, rememberChild } from './children.js';
+import { childExited, deathSignalWrapper, rememberChild, trackRead } from './children.js';
 
 /**
  * The agent's one way to run an external tool (nft, ipset, iptables-restore,
@@ -27,6 +27,8 @@ export interface RunCommandOptions {
   maxBuffer: number;
   /** Added to the agent's own environment. */
   env?: Record<string, string>;
+  /** Only reads (a listing): killed when the daemon stops (see stopReads). */
+  readOnly?: boolean;
 }
 
 export interface CommandOutput {
@@ -140,6 +142,13 @@ export function runCommand(argv: readonly string[], options: RunCommandOptions):
       timedOut = true;
       kill();
     }, options.timeoutMs);
+    let stopped = false;
+    const untrack = options.readOnly
+      ? trackRead(() => {
+          stopped = true;
+          child.kill('SIGKILL');
+        })
+      : undefined;
     const onOverflow = (): void => {
       overflowed = true;
       kill();
@@ -149,6 +158,7 @@ export function runCommand(argv: readonly string[], options: RunCommandOptions):
     const finish = (outcome: CommandOutput | CommandFailure): void => {
       if (settled) return;
       settled = true;
+      untrack?.();
       clearTimeout(timer);
       if (killTimer) clearTimeout(killTimer);
       if (outcome instanceof CommandFailure) reject(outcome);
@@ -163,7 +173,8 @@ export function runCommand(argv: readonly string[], options: RunCommandOptions):
     child.on('close', (exitCode, signal) => {
       childExited(child.pid);
       const out = { stdout: stdout(), stderr: stderr() };
-      if (timedOut) finish(new CommandFailure(`timed out after ${options.timeoutMs} ms`, { reason: 'timeout', exitCode, signal, ...out }));
+      if (stopped) finish(new CommandFailure('stopped: the agent is stopping', { reason: 'signal', exitCode, signal, ...out }));
+      else if (timedOut) finish(new CommandFailure(`timed out after ${options.timeoutMs} ms`, { reason: 'timeout', exitCode, signal, ...out }));
       else if (overflowed) finish(new CommandFailure(`output exceeded ${options.maxBuffer} bytes`, { reason: 'output-limit', exitCode, signal, ...out }));
       else if (exitCode === 0) finish(out);
       else if (wrappedNotFound(exitCode, out.stderr)) finish(new CommandFailure(`${argv[0]}: not found`, { reason: 'not-found', exitCode, ...out }));

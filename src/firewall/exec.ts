@@ -49,6 +49,7 @@ export function createRunner(prefix: readonly string[] = [], options: RunnerOpti
       try {
         return await runCommand(argv, {
           input: runOptions?.input,
+          readOnly: runOptions?.readOnly,
           timeoutMs: timeout,
           killAfterMs: 2000,
           maxBuffer: MAX_BUFFER,

@@ -37,7 +37,8 @@ export interface OwnedNames {
 export interface CommandRunner {
   /** Where the commands run (the namespace prefix), when known: one kernel ruleset per scope. */
   readonly scope?: string;
-  run(file: string, args: readonly string[], options?: { input?: string | Buffer }): Promise<{ stdout: string; stderr: string }>;
+  /** `readOnly`: a listing, ended when the daemon stops (a write is let finish). */
+  run(file: string, args: readonly string[], options?: { input?: string | Buffer; readOnly?: boolean }): Promise<{ stdout: string; stderr: string }>;
 }
 
 export interface PluginOptions {
@@ -167,6 +168,14 @@ export interface FirewallPlugin {
    * every such transaction it hears of.
    */
   distrust?(why: string): void;
+  /**
+   * Optional, for backends whose whole listing is slow at scale (nftables): the
+   * owned entries overlapping `query`, read without listing the whole set.
+   * `hosts`: single addresses to look for when the query is wider than a /24
+   * (the caller's candidates, e.g. from the applied record); without them a
+   * wide query reads the whole set. Timeouts are given where the read tells them.
+   */
+  lookup?(query: Cidr, hosts?: readonly number[]): Promise<Array<{ cidr: string; timeoutSeconds: number | undefined }>>;
 }
 
 /** What a watcher's cheap check found. */

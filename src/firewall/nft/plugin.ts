@@ -1,4 +1,5 @@
 import { FirewallError, NotOwnedError } from '../../errors.js';
+import { fromNumber, type Cidr } from '../../net/ipv4.js';
 import { chooseMode, diffEntries, releaseChanges } from '../diff.js';
 import { columnsToMap, normalizeEntries, sortCidrTexts } from '../entries.js';
 import { EntryColumns, type FirewallEntries } from '../entry-columns.js';
@@ -63,7 +64,7 @@ export class NftablesPlugin extends KernelPlugin implements FirewallPlugin {
   /** `nft -j ARGS` output, or undefined when the object listed does not exist. */
   private async listJson(args: readonly string[]): Promise<string | undefined> {
     try {
-      return (await this.runner.run('nft', ['-j', ...args])).stdout;
+      return (await this.runner.run('nft', ['-j', ...args], { readOnly: true })).stdout;
     } catch (err) {
       if (stderrMatches(err, NO_SUCH_OBJECT)) return undefined;
       throw err;
@@ -84,7 +85,7 @@ export class NftablesPlugin extends KernelPlugin implements FirewallPlugin {
     // The set (which carries the marker in JSON) may be what someone deleted; nft 1.0.6
     // prints the table's own comment only in the text listing, so look there before
     // calling the table unmarked.
-    const text = await this.runner.run('nft', ['-t', 'list', 'table', 'inet', this.layout.table]).catch(() => undefined);
+    const text = await this.runner.run('nft', ['-t', 'list', 'table', 'inet', this.layout.table], { readOnly: true }).catch(() => undefined);
     const marked = text !== undefined && text.stdout.split('\n').slice(0, 3).some((l) => l.trim() === `comment "${OWNER_MARK}"`);
     // 0.1 hooked input and forward only (no output, no hit counters, no marker).
     const v01 = !marked && isV01NftTable(json, this.layout.table, this.layout.set, this.layout.hooks.filter((h) => h !== 'output'));
@@ -235,6 +236,54 @@ export class NftablesPlugin extends KernelPlugin implements FirewallPlugin {
       this.ledger.handlesKnown = false;
       this.log.info({ missing: probe.missing }, 'nft numbered the agent’s rules differently than expected: the quick check looks at tables and sets only');
     }
+  }
+
+  /**
+   * Entries overlapping `query` (see FirewallPlugin.lookup): the networks' set is listed (only it:
+   * nft reads no other set's elements for that), addresses are asked for one by one in check mode
+   * (`nft -c delete element`: "No such file or directory" when absent; nothing changes).
+   */
+  async lookup(query: Cidr, hosts?: readonly number[]): Promise<Array<{ cidr: string; timeoutSeconds: number | undefined }>> {
+    const out: Array<{ cidr: string; timeoutSeconds: number | undefined }> = [];
+    const nets = await this.elements(this.layout.nets);
+    if (nets) for (let i = 0; i < nets.entries.length; i++) {
+      const c = nets.entries.cidr(i);
+      if (c.start <= query.end && query.start <= c.end) out.push({ cidr: c.text, timeoutSeconds: nets.entries.timeoutAt(i) });
+    }
+    let candidates: number[];
+    if (query.prefix >= 24) candidates = Array.from({ length: query.end - query.start + 1 }, (_, i) => query.start + i);
+    else if (hosts) candidates = hosts.filter((a) => a >= query.start && a <= query.end);
+    else {
+      const all = await this.elements(this.layout.set);
+      if (all) for (let i = 0; i < all.entries.length; i++) {
+        const a = all.entries.starts[i]!;
+        if (a >= query.start && a <= query.end) out.push({ cidr: all.entries.text(i), timeoutSeconds: all.entries.timeoutAt(i) });
+      }
+      return out;
+    }
+    for (let i = 0; i < candidates.length; i += 4096) {
+      const part = candidates.slice(i, i + 4096);
+      const cmds = part.map((a) => `delete element inet ${this.layout.table} ${this.layout.set} { ${fromNumber(a, 32).text} }`);
+      let stderr = '';
+      try {
+        await this.runner.run('nft', ['-c', '-f', '-'], { input: cmds.join('\n') + '\n', readOnly: true });
+      } catch (err) {
+        if (!(err instanceof FirewallError) || err.stderr === undefined) throw err;
+        stderr = err.stderr;
+      }
+      const absent = new Set<number>();
+      for (const m of stderr.matchAll(/^[^\n:]*:(\d+):[\d-]+: Error: ([^\n]*)$/gm)) {
+        if (!/No such file or directory/.test(m[2]!)) throw new FirewallError(`nft lookup failed: ${m[2]}`, { stderr });
+        // nft's own evaluation (not the kernel) complains when the set or table is missing: nothing there.
+        if (!m[2]!.startsWith('Could not process rule:')) return out;
+        absent.add(Number(m[1]) - 1);
+      }
+      if (stderr !== '' && absent.size === 0) throw new FirewallError(`nft lookup failed: ${stderr.slice(0, 300)}`, { stderr });
+      part.forEach((a, k) => {
+        if (!absent.has(k)) out.push({ cidr: fromNumber(a, 32).text, timeoutSeconds: undefined });
+      });
+    }
+    return out;
   }
 
   /** Something may have changed the sets behind the agent's back (the watcher heard another process): the next apply reads them. */
