@@ -65,23 +65,18 @@ export function deathSignalWrapper(): readonly string[] {
  * a listing, which at a million nft elements takes minutes.
  */
 const reads = new Set<() => void>();
-let readsStopped = false;
 
-/** Register a running read-only command's kill; returns its unregister. Throws when reads are stopped. */
+/** Register a running read-only command's kill; returns its unregister. */
 export function trackRead(kill: () => void): () => void {
-  if (readsStopped) kill();
   reads.add(kill);
   return () => reads.delete(kill);
 }
 
-/** End every running read-only command now, and any started later (the daemon is stopping). */
+/**
+ * End every read-only command running now (the daemon is stopping: the work they
+ * serve fails and ends). Later reads run (on_stop=flush reads whose table it is).
+ */
 export function stopReads(): void {
-  readsStopped = true;
   for (const kill of reads) kill();
   reads.clear();
-}
-
-/** Let reads run again (a test that stops and starts daemons in one process). */
-export function allowReads(): void {
-  readsStopped = false;
 }
