@@ -95,6 +95,8 @@ export class Daemon {
   /** The last set applied, for the watcher's repairs between cycles. */
   private readonly memory = new AppliedMemory();
   private watcher: Watcher | undefined;
+  /** Configurations taken by SIGHUP so far (logged with each cycle: which one it ran with). */
+  private reloads = 0;
 
   constructor(opts: DaemonOptions) {
     this.opts = opts;
@@ -216,6 +218,8 @@ export class Daemon {
 
   private async cycle(): Promise<boolean> {
     if (this.stopping) return true;
+    // Which configuration the cycle runs with (a reload answered while it runs does not change it).
+    const configGeneration = this.reloads;
     const outcome = await this.writer.run(() => withLock(this.parts.config.state_dir, () =>
       runBoundedCycle({ config: this.parts.config, api: this.parts.api, state: this.parts.state, logger: this.logger }, this.parts.plugin),
     )).catch((err: unknown) => {
@@ -229,7 +233,7 @@ export class Daemon {
       this.settings = outcome.settings;
       this.fast.onCycle(outcome);
       const r = outcome.record;
-      if (r.ok) this.logger.info({ applied: r.applied, manual: r.byReason.manual, score: r.byReason.score, code: r.code, ms: r.durationMs }, 'cycle done');
+      if (r.ok) this.logger.info({ applied: r.applied, manual: r.byReason.manual, score: r.byReason.score, code: r.code, ms: r.durationMs, configGeneration }, 'cycle done');
       this.opts.onCycle?.(outcome);
     }
     return ok;
@@ -280,8 +284,9 @@ export class Daemon {
       return false;
     }
     this.parts = parts;
+    this.reloads++;
     const busy = this.writer.busy;
-    this.logger.info({ config: next.configPath, ...(busy ? { pending: 'the work in flight finishes with the previous configuration' } : {}) }, 'configuration reloaded');
+    this.logger.info({ config: next.configPath, configGeneration: this.reloads, ...(busy ? { pending: 'the work in flight finishes with the previous configuration' } : {}) }, 'configuration reloaded');
     // Behind the work in flight, in order, before the next cycle (which takes the writer after them).
     void this.writer.run(async () => {
       if (namesChanged) {

@@ -153,10 +153,10 @@ describe.each(['ipset', 'nftables'] as const)('watching between cycles with the 
     it('nft monitor killed: the daemon restarts it, and a removal meanwhile is still put back', async () => {
       const d = await startDaemon(s);
       try {
-        const monitorPid = async () => (await execa('pgrep', ['-P', String(d.pid), '-f', '^nft monitor'], { reject: false })).stdout.trim();
+        const monitorPid = async () => (await execa('pgrep', ['-P', String(d.pid), '-f', '(^nft monitor|xtables-monitor -e)'], { reject: false })).stdout.trim();
         const first = await waitFor(monitorPid, 'the nft monitor child', REPAIR_DEADLINE_MS);
         process.kill(Number(first), 'SIGKILL');
-        await d.waitForLog(/nft monitor stopped/);
+        await d.waitForLog(/nft monitor stopped/); // the event source, whichever program it is
         await s.ns.exec('nft', ['delete', 'table', 'inet', 'wcf_agent']);
         await waitFor(() => hooked(s.ns, backend), 'the table to be back', REPAIR_DEADLINE_MS);
         await d.waitForLog(REPAIRED);
@@ -177,7 +177,7 @@ describe.each(['ipset', 'nftables'] as const)('watching between cycles with the 
       try {
         await d.waitForLog(/sync failed/);
         // The monitor by its command line: a one-off nft the cycle runs (a kernel read) may be a child at this moment.
-        expect((await execa('pgrep', ['-P', String(d.pid), '-f', '^nft monitor'], { reject: false })).stdout).toBe('');
+        expect((await execa('pgrep', ['-P', String(d.pid), '-f', '(^nft monitor|xtables-monitor -e)'], { reject: false })).stdout).toBe('');
         expect(d.count(WATCHING)).toBe(0);
       } finally {
         await d.stop();
