@@ -108,6 +108,8 @@ interface Logged {
   /** Resolves with the time (ms, performance.now) and the record of the next log line matching. */
   next(pattern: RegExp, timeoutMs?: number): Promise<{ at: number; rec: Rec }>;
   exited: Promise<number>;
+  /** Every log message with its time. */
+  lines: Array<{ at: number; msg: string }>;
 }
 
 function startLogged(configPath: string): Logged {
@@ -116,6 +118,7 @@ function startLogged(configPath: string): Logged {
   const child = spawn(cmd, args, { env, stdio: ['ignore', 'ignore', 'pipe'] });
   const forget = onExit(() => child.kill('SIGKILL'));
   const waiters: Array<{ re: RegExp; resolve: (v: { at: number; rec: Rec }) => void }> = [];
+  const lines: Array<{ at: number; msg: string }> = [];
   let tail = '';
   createInterface({ input: child.stderr! }).on('line', (line) => {
     tail = (tail + line + '\n').slice(-3000);
@@ -127,6 +130,7 @@ function startLogged(configPath: string): Logged {
     }
     const msg = String(rec.msg ?? '');
     const at = performance.now();
+    lines.push({ at, msg });
     for (const w of [...waiters]) if (w.re.test(msg)) {
       waiters.splice(waiters.indexOf(w), 1);
       w.resolve({ at, rec });
@@ -139,6 +143,7 @@ function startLogged(configPath: string): Logged {
   return {
     child,
     exited,
+    lines,
     next(re, timeoutMs = 900_000) {
       return new Promise((resolve, reject) => {
         const t = setTimeout(() => reject(new Error(`no log ${re} within ${timeoutMs} ms:\n${tail}`)), timeoutMs);
@@ -166,18 +171,18 @@ function changes(stateDir: string, plugin: string, count: number): Array<{ ip: s
 
 const AHEAD_S = 30 * 86_400;
 
-async function timed(ns: BenchNetns, args: string[], input?: string): Promise<{ seconds: number; maxRssMB: number }> {
+async function timed(ns: BenchNetns, args: string[], input?: string, okStderr?: RegExp): Promise<{ seconds: number; maxRssMB: number }> {
   const r = await execa('/usr/bin/time', ['-f', '%e %M', 'ip', 'netns', 'exec', ns.name, 'nft', ...args], { input, reject: false, stdout: 'ignore' });
   const m = /(\d+\.\d+) (\d+)\s*$/.exec(r.stderr);
-  if (!m || r.exitCode !== 0) throw new Error(`nft ${args.join(' ')}: ${r.stderr.slice(-300)}`);
+  if (!m || (r.exitCode !== 0 && !okStderr?.test(r.stderr))) throw new Error(`nft ${args.join(' ')}: ${r.stderr.slice(-300)}`);
   return { seconds: Number(m[1]), maxRssMB: (Number(m[2]) * 1024) / 1e6 };
 }
 
 /** What the agent's set (in place in `ns`) costs other nft commands. */
 export async function nftCost(ns: BenchNetns, size: number): Promise<NftCostFigure[]> {
   const out: NftCostFigure[] = [];
-  const run = async (command: string, args: string[], input?: string) => {
-    const r = await timed(ns, args, input);
+  const run = async (command: string, args: string[], input?: string, okStderr?: RegExp) => {
+    const r = await timed(ns, args, input, okStderr);
     out.push({ size, command, ...r });
     log(`nft cost ${size}: ${command}: ${r.seconds.toFixed(2)} s, ${r.maxRssMB.toFixed(0)} MB`);
   };
@@ -185,7 +190,8 @@ export async function nftCost(ns: BenchNetns, size: number): Promise<NftCostFigu
   await run('nft list ruleset', ['list', 'ruleset']);
   await run('a rule added to another table', ['-f', '-'], 'add table inet other\nadd chain inet other c { type filter hook input priority 10; }\nadd rule inet other c tcp dport 22 accept\n');
   await run('nft list table of another table', ['list', 'table', 'inet', 'other']);
-  await run('agent quick check (nft -c)', ['-c', 'create', 'table', 'inet', 'wcf_agent']);
+  // Answers "File exists" (exit 1) when the table is there: that is its point.
+  await run('agent quick check (nft -c)', ['-c', 'create', 'table', 'inet', 'wcf_agent'], undefined, /File exists/);
   return out;
 }
 
@@ -241,6 +247,8 @@ export async function benchScale(ns: BenchNetns, sizes: readonly number[], plugi
         sent = performance.now();
         d.child.kill('SIGTERM');
         const stopMs = (await d.exited) - sent;
+        const stopLog = d.lines.filter((l) => l.at >= sent - 2000).map((l) => `${((l.at - sent) / 1000).toFixed(2)} ${l.msg.slice(0, 100)}`);
+        log(`scale ${plugin} ${size}: log around SIGTERM:\n  ${stopLog.join('\n  ')}`);
         const peaks = sampler.stop();
         const f: ScaleFigure = { size, plugin, firstCycleMs, changed: changed.length, changedCycleMs, quietCycleMs: quietMs, selfHealMs, reloadMs, reloadBusyMs, stopMs, treePeakMB: peaks.treeMB, agentPeakMB, childrenPeakMB: peaks.childrenMB, load: `${load0} -> ${load()}` };
         figures.push(f);
