@@ -18,6 +18,8 @@
 #   /usr/share/doc/wcf-agent/README.md          0644
 #   /usr/share/doc/wcf-agent/copyright          0644
 #   /usr/share/doc/wcf-agent/changelog.gz       0644
+#   /usr/share/man/man8/wcf-agent.8.gz          0644  written by scripts/man.ts from the program's
+#   /usr/share/man/man5/wcf-agent.json.5.gz     0644  commands and the config schema, gzip -9n
 #   /usr/share/lintian/overrides/wcf-agent      0644
 # Maintainer scripts: packaging/deb/{postinst,prerm,postrm}.
 set -euo pipefail
@@ -67,6 +69,15 @@ install -D -m 0644 packaging/tmpfiles.d/wcf-agent.conf "$STAGE/usr/lib/tmpfiles.
 install -D -m 0600 config.json.example "$STAGE/etc/wcf-agent/config.json"
 install -D -m 0644 README.md "$STAGE/usr/share/doc/wcf-agent/README.md"
 install -D -m 0644 packaging/deb/lintian-overrides "$STAGE/usr/share/lintian/overrides/wcf-agent"
+# The man pages, from the program's own command definitions and config schema (so they
+# describe this source), compressed as Debian ships man pages.
+MANTMP=$STAGE/.man
+"$NODE" --import tsx scripts/man.ts --out "$MANTMP" || { echo "build-deb: scripts/man.ts failed (npm ci?)" >&2; exit 1; }
+for page in man8/wcf-agent.8 man5/wcf-agent.json.5; do
+  install -D -m 0644 "$MANTMP/$page" "$STAGE/usr/share/man/$page"
+  gzip -9n "$STAGE/usr/share/man/$page"
+done
+rm -rf "$MANTMP"
 YEAR=$(date -u -d "@$SOURCE_DATE_EPOCH" +%Y)
 # A native package's changelog (Debian format); the project's history is in git.
 {

@@ -7,7 +7,7 @@
  *
  * Why bundle at all: a daemon on every host of a fleet pays for each module it loads. As
  * ~250 separate files (92 of them zod's), `wcf-agent run` held 76-78 MB at 10k indicators;
- * bundled, 72-73 MB (README, Performance). V8 keeps less per script and compiles less.
+ * bundled, 72-73 MB (docs/performance.md). V8 keeps less per script and compiles less.
  *
  * --target dist: ES modules, split at every dynamic import(), so each command, the metrics
  * endpoint and the URL feed stay separate chunks that load only when used (the daemon with
@@ -81,8 +81,8 @@ const common = {
   alias: { 'jsonc-parser': 'jsonc-parser/lib/esm/main.js' },
   // Whitespace and comments always go (names stay, see keepNames): V8 holds the bundle's
   // source for as long as the agent runs, and one non-Latin-1 character in a dependency's
-  // comment made it store all of it as two-byte text, 2.6 MB instead of 0.9 MB (README,
-  // Performance). --minify also shortens local names.
+  // comment made it store all of it as two-byte text, 2.6 MB instead of 0.9 MB
+  // (docs/performance.md). --minify also shortens local names.
   minifyWhitespace: true,
   minifySyntax: true,
   minifyIdentifiers: values.minify,

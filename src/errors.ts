@@ -179,7 +179,7 @@ interface CodeMapping {
   describe: string;
 }
 
-/** The one table mapping error classes to exit codes and reported codes. Documented in README. */
+/** The one table mapping error classes to exit codes and reported codes. Documented in docs/commands.md; wcf-agent(8) prints it. */
 export const ERROR_CODES: Record<ErrorCode, CodeMapping> = {
   WCF_ERR_USAGE: { exit: 2, report: 10, describe: 'bad command line' },
   WCF_ERR_CONFIG: { exit: 2, report: 11, describe: 'local config.json invalid' },

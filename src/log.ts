@@ -1,7 +1,7 @@
 import { Writable } from 'node:stream';
 import pino, { type Logger, type LevelWithSilent } from 'pino';
 import { journalStream, stderrIsJournal } from './log-journal.js';
-import { escapeControls } from './safe-text.js';
+import { escapeControls } from './util/terminal-text.js';
 
 const LEVEL_NAMES: Record<number, string> = { 10: 'TRACE', 20: 'DEBUG', 30: 'INFO', 40: 'WARN', 50: 'ERROR', 60: 'FATAL' };
 

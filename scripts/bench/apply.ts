@@ -2,17 +2,19 @@
  * Apply only: the ipset and nftables plugins' full apply into an empty state
  * vs a bare `ipset restore` / `nft -f` of the same pre-rendered entries (the
  * floor: what the kernel tool alone costs). Used by scripts/bench.ts and
- * scripts/bench-apply.ts.
+ * scripts/bench/standalone/apply.ts.
  */
 import pino from 'pino';
 import { IpsetPlugin } from '../../src/firewall/ipset/plugin.js';
 import { NftablesPlugin } from '../../src/firewall/nft/plugin.js';
 import { normalizeEntries } from '../../src/firewall/entries.js';
 import { ipsetSizing, renderIpsetCreate, writeIpsetAdds } from '../../src/firewall/ipset/text.js';
-import { TextBuilder } from '../../src/net/text-builder.js';
+import { TextBuilder } from '../../src/util/text-builder.js';
 import { resolveOverlaps } from '../../src/firewall/nft/overlaps.js';
 import { nftHooks, renderNftRecreate } from '../../src/firewall/nft/text.js';
-import type { CommandRunner, FirewallEntry, FirewallPlugin, PluginOptions } from '../../src/firewall/plugin.js';
+import type { FirewallPlugin, PluginOptions } from '../../src/firewall/plugin.js';
+import type { CommandRunner } from '../../src/exec/runner.js';
+import type { FirewallEntry } from '../../src/firewall/entry.js';
 import { fromNumber } from '../../src/net/ipv4.js';
 import { log, median, timed } from './stats.js';
 

@@ -7,7 +7,7 @@
 import { execFileSync } from 'node:child_process';
 import { execa } from 'execa';
 import { createRunner } from '../../src/firewall/exec.js';
-import type { CommandRunner } from '../../src/firewall/plugin.js';
+import type { CommandRunner } from '../../src/exec/runner.js';
 
 export interface BenchNetns {
   readonly name: string;

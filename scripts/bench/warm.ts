@@ -21,7 +21,7 @@ export interface WarmRun {
 export async function warmIncrementalCycles(configPath: string, runs: number, changes: (i: number) => Promise<void>): Promise<WarmRun[]> {
   const { loadConfig } = await import('../../src/config/load.js');
   const ctx = await import('../../src/cli/context.js');
-  const { runCycle } = await import('../../src/agent/cycle.js');
+  const { runCycle } = await import('../../src/agent/cycle/cycle.js');
   const { createLogger } = await import('../../src/log.js');
 
   const config = loadConfig(configPath);

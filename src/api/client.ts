@@ -13,7 +13,7 @@ import {
 } from '../errors.js';
 import type { Logger } from '../log.js';
 import { formatIssues } from '../config/schema.js';
-import { escapeControls } from '../safe-text.js';
+import { escapeControls } from '../util/terminal-text.js';
 import { CycleDeadline, RequestDeadline } from './deadline.js';
 import { HttpTransport, type TransportResponse } from './http.js';
 import { CycleDeadlineError, describeNetworkError, isRetryable, serverMessage, tlsVerifyCode } from './failures.js';
@@ -90,7 +90,7 @@ export class ApiClient {
   private readonly opts: ClientOptions;
   private readonly base: string;
   private readonly controller = new AbortController();
-  /** Started and stopped around each cycle by its caller (see src/agent/bounded-cycle.ts). */
+  /** Started and stopped around each cycle by its caller (see src/agent/cycle/bounded-cycle.ts). */
   readonly cycleDeadline = new CycleDeadline();
   /** Per-attempt observer; settable after construction (the daemon attaches metrics to a client built elsewhere). */
   onRequest: RequestObserver | undefined;

@@ -1,5 +1,5 @@
 import { ApiResponseError, ApiStatusError, ApiUnreachableError } from '../errors.js';
-import { escapeControls } from '../safe-text.js';
+import { escapeControls } from '../util/terminal-text.js';
 
 const NETWORK_CODES = new Set([
   'ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH',

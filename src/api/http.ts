@@ -6,7 +6,7 @@ import type { TLSSocket } from 'node:tls';
 // Taken as CommonJS exports, not with an ES `import`: an ES import of node:http reads every
 // export to build the module namespace, and three of them (WebSocket, CloseEvent, MessageEvent)
 // are getters that load Node's bundled undici and web streams, about 10 MB resident that the
-// agent never uses (README, Performance). getBuiltinModule reads nothing it is not asked for.
+// agent never uses (docs/performance.md). getBuiltinModule reads nothing it is not asked for.
 // node:https (and with it node:tls and OpenSSL's context, ~6 MB resident) is taken on the first
 // https request only: an agent whose API URL and proxy are plain http never pays for it.
 const http = process.getBuiltinModule('node:http');
@@ -14,7 +14,7 @@ const http = process.getBuiltinModule('node:http');
 /**
  * The HTTP transport under the API client: Node's own `http`/`https` with one keep-alive Agent
  * per protocol. It replaced undici, whose WASM parser, HTTP/2 and fetch code cost the daemon
- * about 13 MB resident (README, Performance). What undici gave and Node's client does not is
+ * about 13 MB resident (docs/performance.md). What undici gave and Node's client does not is
  * here: a connect timeout, an idle timeout while waiting for the headers and between body chunks,
  * and the proxy (Node's built-in proxy support, `proxyEnv`: HTTP_PROXY, HTTPS_PROXY, NO_PROXY).
  */

@@ -1,5 +1,5 @@
 import * as z from '../config/zod.js';
-import { TextBuilder } from '../net/text-builder.js';
+import { TextBuilder } from '../util/text-builder.js';
 
 /**
  * Everything the agent knows about the API's wire format lives here: routes,
@@ -41,7 +41,7 @@ export const feedItemSchema = z.looseObject({
   ts: epochSeconds,
   score: finiteNumber(),
   is_network: z.optional(z.boolean()),
-  // No documented meaning (the feed walk described in the README): logged, never decided on.
+  // No documented meaning (the feed walk described in docs/daemon.md): logged, never decided on.
   dec: z.optional(z.number()),
   delay: z.optional(z.number()),
 });
@@ -141,7 +141,7 @@ const isTexts = (list: CidrList): list is readonly string[] => Array.isArray(lis
  * The state report as JSON bytes, `blacklist` last and written one network at a time into
  * one buffer. At a million applied entries, a million strings and the JSON text made of them
  * were the largest part of a cycle's peak (+70 MB of heap at once, and several times that
- * when the collector fell behind on a busy host; README, Performance).
+ * when the collector fell behind on a busy host; docs/performance.md).
  */
 export function stateReportJson(fields: StateReportFields, blacklist: CidrList): Buffer {
   const head = JSON.stringify(fields);

@@ -1,13 +1,14 @@
 import { join } from 'node:path';
 import type { Logger } from '../log.js';
 import { createLogger, demoteWarnings } from '../log.js';
-import { loadConfig, resolveConfigPath, type AgentConfig } from '../config/load.js';
+import { resolveConfigPath, type AgentConfig } from '../config/load.js';
 import { ApiClient } from '../api/client.js';
 import { ThreatIntelApi } from '../api/threat-intel.js';
-import { StateStore } from '../agent/state.js';
-import { flushPreviousBackends } from '../agent/previous-backends.js';
+import { StateStore } from '../agent/state/store.js';
+import { flushPreviousBackends } from '../agent/state/previous-backends.js';
 import { openPlugin as openFirewallPlugin, type FirewallPlugin, type PluginName, type PluginOptions } from '../firewall/index.js';
 import { AGENT_VERSION } from '../version.js';
+import { loadAgentConfig } from './load-config.js';
 
 export interface GlobalOptions {
   config?: string;
@@ -16,7 +17,7 @@ export interface GlobalOptions {
 /** Load config.json and build a logger at its level. */
 export function loadContext(opts: GlobalOptions): { config: AgentConfig; logger: Logger } {
   const path = resolveConfigPath(opts.config);
-  const config = loadConfig(path);
+  const config = loadAgentConfig(path);
   const logger = createLogger({ level: process.env.WCF_LOG_LEVEL ? undefined : config.log_level, format: config.log_format });
   return { config, logger };
 }

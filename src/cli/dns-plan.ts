@@ -1,4 +1,4 @@
-import type { DnsPlan } from '../agent/dns-step.js';
+import type { DnsPlan } from '../agent/cycle/url-feed-front.js';
 import { duration, table } from './format.js';
 
 /** The DNS part of `plan --json` / `sync --json`: null when `url_feed` is off. */

@@ -1,4 +1,4 @@
-import { DnsStateStore } from '../agent/dns-state.js';
+import { DnsStateStore } from '../agent/state/url-feed-state.js';
 import type { AgentConfig } from '../config/load.js';
 import type { Logger } from '../log.js';
 import { isoTime } from './format.js';

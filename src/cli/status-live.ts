@@ -2,9 +2,9 @@ import type { AgentConfig } from '../config/load.js';
 import type { Logger } from '../log.js';
 import type { OwnedObject, PluginName } from '../firewall/index.js';
 import { errorMessage } from '../errors.js';
-import { runningDaemon, type DaemonPresence } from '../agent/daemon-presence.js';
-import { lockHolder } from '../agent/lock.js';
-import { loadOverrides } from '../agent/overrides-store.js';
+import { runningDaemon, type DaemonPresence } from '../agent/state/daemon-presence.js';
+import { lockHolder } from '../agent/state/lock.js';
+import { loadOverrides } from '../agent/state/overrides-store.js';
 import { countOverrides } from '../policy/overrides.js';
 import { openPlugin } from './context.js';
 

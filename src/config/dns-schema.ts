@@ -1,6 +1,6 @@
 import { isIP } from 'node:net';
 import * as z from './zod.js';
-import { isDnsName } from '../feed/dns-name.js';
+import { isDnsName } from '../net/dns-name.js';
 
 /**
  * config.json keys of the URL feed and its resolver plugins, spread into the config

@@ -1,7 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { ConfigError } from '../errors.js';
-import { validateOwnedNames } from '../firewall/index.js';
 import { jsonSyntaxError } from './json-position.js';
 import { placeholderProblems } from './placeholders.js';
 import { CONFIG_KEYS, configSchema, formatIssues, type ConfigFile } from './schema.js';
@@ -48,12 +47,6 @@ export function parseConfig(text: string, configPath: string): AgentConfig {
   const parsed = configSchema.safeParse(withoutComments);
   if (!parsed.success) throw new ConfigError(`${configPath} is not valid`, formatIssues(parsed.error, CONFIG_KEYS));
   const file = parsed.data;
-
-  const nameProblems = validateOwnedNames(
-    { setName: file.set_name, chainName: file.chain_name, tableName: file.table_name },
-    file.hook_chains,
-  );
-  if (nameProblems.length) throw new ConfigError(`${configPath} is not valid`, nameProblems);
 
   const baseDir = dirname(configPath);
   // Relative paths are taken relative to the config file, so a config and its

@@ -4,9 +4,10 @@ import { closestName } from './suggest.js';
 import { checkDnsConfig, dnsConfigKeys } from './dns-schema.js';
 
 /**
- * config.json: a flat object (the keys are listed in the README). Unknown keys are an error so a
- * typo (`maximun_rules`) cannot pass silently. Every key is documented in
- * config.json.example; defaults here are the ones the README lists.
+ * config.json: a flat object. Unknown keys are an error so a typo (`maximun_rules`) cannot pass
+ * silently. Every key is documented in config.json.example, and described in descriptions.ts,
+ * from which wcf-agent.json(5) and docs/configuration.md are written with the types and defaults
+ * read from this schema.
  */
 
 const cidrString = z.string().check(

@@ -1,5 +1,4 @@
-import { readFileSync } from 'node:fs';
-import { writeOwned } from './owned-file.js';
+import { readOwned, writeOwned } from './owned-file.js';
 import { parseRpzNames, renderRpzZone } from './render.js';
 import type { DnsAnswer, DnsPlugin } from './types.js';
 
@@ -11,7 +10,8 @@ export function createDnsDryRun(o: { output: string; answer: DnsAnswer; now: () 
     name: 'dry-run',
     async list() {
       try {
-        return parseRpzNames(readFileSync(o.output, 'utf8'));
+        // readOwned: a FIFO put there must not hang a dry run either.
+        return parseRpzNames(readOwned(o.output));
       } catch {
         return [];
       }

@@ -1,10 +1,12 @@
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import type { AgentConfig } from '../config/load.js';
-import { isDnsName } from '../feed/dns-name.js';
+import { blockRefusal, isDnsName } from '../net/dns-name.js';
 import type { Logger } from '../log.js';
 import { DomainPolicy } from '../policy/domain-policy.js';
+import { agentHostNames } from './agent-names.js';
 import { createDnsDryRun } from './dry-run.js';
 import { createDnsRunner } from './exec.js';
+import { rpzOriginOf } from './rpz/origin.js';
 import { createRpzPlugin } from './rpz/plugin.js';
 import type { DnsAnswer, DnsPlugin, DnsPluginName } from './types.js';
 import { createUnboundPlugin } from './unbound/plugin.js';
@@ -17,8 +19,18 @@ export function apiHostName(baseUrl: string): string | undefined {
   return h && isDnsName(h) ? h : undefined;
 }
 
-export function domainPolicyOf(config: AgentConfig): DomainPolicy {
-  return new DomainPolicy({ allowlist: config.domain_allowlist, apiHost: apiHostName(config.base_url), sharedExtra: config.shared_domains });
+/**
+ * The never-block rules of this configuration. `env` is where the API transport reads its proxy
+ * settings from (the process's environment), so the proxies and NO_PROXY names it would use are
+ * protected as the API host is.
+ */
+export function domainPolicyOf(config: AgentConfig, env: NodeJS.ProcessEnv = process.env): DomainPolicy {
+  return new DomainPolicy({
+    allowlist: config.domain_allowlist,
+    apiHost: apiHostName(config.base_url),
+    agentHosts: agentHostNames({ baseUrl: config.base_url, proxy: config.proxy, env }),
+    sharedExtra: config.shared_domains,
+  });
 }
 
 export function dnsAnswerOf(config: AgentConfig): DnsAnswer {
@@ -35,7 +47,7 @@ export function dnsDryRunOutput(config: AgentConfig): string {
   return join(config.state_dir, 'dns-dry-run.zone');
 }
 
-/** The resolver files the configured plugin writes (for doctor, the unit's write access, README). */
+/** The resolver files the configured plugin writes (for doctor, the unit's write access, docs/url-feed.md). */
 export function dnsOwnedFiles(config: AgentConfig): string[] {
   if (config.dns_plugin === 'unbound') return [configPath(config, config.unbound_conf_file)];
   if (config.dns_plugin === 'rpz' && config.rpz_file) return [configPath(config, config.rpz_file)];
@@ -44,9 +56,10 @@ export function dnsOwnedFiles(config: AgentConfig): string[] {
 
 /**
  * The DNS plugin named by config (`dry-run` when asked), behind the one filter every write
- * to the resolver goes through: a name the policy protects (allowlist, API host, public
- * suffix, shared platform) or that is no valid DNS name never reaches a plugin, whatever
- * the caller passes.
+ * to the resolver goes through: a name the policy protects (allowlist, the names the agent
+ * itself needs, public suffix, shared platform), that is no valid DNS name, that carries a
+ * label RPZ reads as a policy, or that is too long for the RPZ zone never reaches a plugin,
+ * whatever the caller passes.
  */
 export function createDnsPlugin(config: AgentConfig, o: { logger: Logger; dryRun: boolean; now?: () => number; only?: DnsPluginName }): DnsPlugin {
   const name: DnsPluginName = o.only ?? (o.dryRun ? 'dry-run' : config.dns_plugin);
@@ -66,18 +79,28 @@ export function createDnsPlugin(config: AgentConfig, o: { logger: Logger; dryRun
       break;
   }
   const policy = domainPolicyOf(config);
+  // A dry run shows what the configured backend would be given.
+  const origin = name === 'rpz' || (name === 'dry-run' && config.dns_plugin === 'rpz') ? rpzOriginOf(config.rpz_reload) : undefined;
   return {
     name: inner.name,
     list: () => inner.list(),
     flush: () => inner.flush(),
     apply(names) {
       const kept: string[] = [];
+      const refused: { name: string; why: string }[] = [];
       let dropped = 0;
       for (const n of names) {
-        if (isDnsName(n) && policy.veto(n) === null) kept.push(n);
+        const why = blockRefusal(n, origin);
+        if (why !== undefined) refused.push({ name: n, why });
+        else if (policy.veto(n) === null) kept.push(n);
         else dropped++;
       }
-      if (dropped) o.logger.warn({ dropped }, `${dropped} protected or invalid names were not sent to the resolver`);
+      if (dropped) o.logger.warn({ dropped }, `${dropped} protected names were not sent to the resolver`);
+      // A refused name is quoted only when it is a valid DNS name (no character a terminal would act on).
+      if (refused.length) {
+        const shown = refused.slice(0, 10).map((r) => (isDnsName(r.name) ? `${r.name}: ${r.why}` : r.why));
+        o.logger.warn({ refused: refused.length, names: shown }, `${refused.length} names the resolver must not be given were left out: ${shown.join('; ')}`);
+      }
       return inner.apply(kept);
     },
   };

@@ -24,8 +24,3 @@ export interface DnsPlugin {
   list(): Promise<string[]>;
   flush(): Promise<void>;
 }
-
-/** Runs a resolver tool: argument array and stdin, never a shell. */
-export interface DnsRunner {
-  run(argv: readonly string[], input?: string): Promise<string>;
-}

@@ -33,6 +33,16 @@ export function childExited(pid: number | undefined, nowMs = Date.now()): void {
   for (const [p, at] of own) if (nowMs - at > REMEMBER_MS) own.delete(p);
 }
 
+/**
+ * Whether the agent had a command running within the last `ms`. An event source that dies
+ * then most likely overflowed on the agent's own transaction (a million element events):
+ * the gap it leaves is the agent's own write, not another tool's.
+ */
+export function ownActivityWithin(ms: number, nowMs = Date.now()): boolean {
+  for (const at of own.values()) if (at === Infinity || nowMs - at <= ms) return true;
+  return false;
+}
+
 /** Whether `pid` is (or recently was) a process the agent started. */
 export function isOwnChild(pid: number): boolean {
   return own.has(pid);

@@ -1,6 +1,6 @@
 import { isIPv4 } from 'node:net';
 import { getPublicSuffix } from 'tldts';
-import { isDnsName } from './dns-name.js';
+import { isDnsName, rpzLabelOf } from '../net/dns-name.js';
 
 /**
  * What a URL from the feed can be blocked as. WHATWG URL parsing (the browser's own
@@ -10,7 +10,8 @@ import { isDnsName } from './dns-name.js';
  * - `name`: a DNS name that may be blocked (never a public suffix);
  * - `public_suffix`: the host is itself a public suffix (`github.io`, `co.uk`): never blocked;
  * - `ipv4`: an IPv4-literal host, for the firewall;
- * - `invalid`: no usable host (malformed, IPv6 literal, characters no DNS name has).
+ * - `invalid`: no usable host (malformed, IPv6 literal, characters no DNS name has, a label
+ *   response policy zones give a meaning to).
  */
 export type HostOf =
   | { kind: 'name'; name: string }
@@ -30,6 +31,9 @@ export function classifyName(host: string): HostOf {
   if (isIPv4(host)) return { kind: 'ipv4', ip: host };
   if (host.startsWith('[')) return { kind: 'invalid', error: 'IPv6 literal hosts are not enforced' };
   if (!isDnsName(host)) return { kind: 'invalid', error: 'host is not a valid DNS name' };
+  // Never a name to block: a response policy zone would read it as a policy (see rpzLabelOf).
+  const trigger = rpzLabelOf(host);
+  if (trigger !== undefined) return { kind: 'invalid', error: `host has the label ${trigger}, which response policy zones read as a policy` };
   return isPublicSuffix(host) ? { kind: 'public_suffix', name: host } : { kind: 'name', name: host };
 }
 

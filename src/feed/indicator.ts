@@ -1,6 +1,6 @@
 import { fromNumber, parseCidr, toCidr, type Cidr } from '../net/ipv4.js';
 import type { FeedItem } from '../api/wire.js';
-import { releaseArray, resizeArray } from '../net/release.js';
+import { releaseArray, resizeArray } from '../util/release.js';
 
 /** A feed item reduced to what selection needs, keyed by its canonical CIDR. */
 export interface Indicator {

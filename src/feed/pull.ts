@@ -2,7 +2,7 @@ import { ApiResponseError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { MAX_PAGE_SIZE, type FeedFilter, type FeedHeader, type FeedPage } from '../api/wire.js';
 import { IndicatorMap, toIndicator } from './indicator.js';
-import { escapeControls } from '../safe-text.js';
+import { escapeControls } from '../util/terminal-text.js';
 
 export interface FeedSource {
   feedPage(filter: FeedFilter, ts: number, limit: number): Promise<FeedPage>;
@@ -54,7 +54,7 @@ export function feedItemCap(maximumRules: number, largestFeedSeen = 0): number {
 }
 
 /**
- * Pull every page of one feed selector from `fromTs` (the feed walk described in the README): pages
+ * Pull every page of one feed selector from `fromTs` (the feed walk described in docs/daemon.md): pages
  * come ordered by ts; while a page is full, ask again from its largest ts (the
  * overlap is de-duplicated). A full page whose items all share the requested ts
  * cannot advance by ts: ask once with the largest page size, then step past that

@@ -1,5 +1,6 @@
 import { FirewallError, errorMessage } from '../errors.js';
-import type { CommandRunner, PluginName } from './plugin.js';
+import type { PluginName } from './plugin.js';
+import type { CommandRunner } from '../exec/runner.js';
 import { NFT_SLOW_ENTRIES } from './nft/scale.js';
 
 export type DetectedPlugin = 'nftables' | 'ipset' | 'iptables';

@@ -1,7 +1,7 @@
 import { FirewallError } from '../errors.js';
 import { fromNumber, numberToIp, type Cidr } from '../net/ipv4.js';
-import { releaseArray, resizeArray } from '../net/release.js';
-import type { FirewallEntry } from './plugin.js';
+import { releaseArray, resizeArray } from '../util/release.js';
+import type { FirewallEntry } from './entry.js';
 
 /**
  * Entries to block as columns: network address, prefix length and timeout,

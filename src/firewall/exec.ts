@@ -1,6 +1,5 @@
-import { CommandFailure, runCommand } from '../exec/run.js';
+import { CommandFailure, createCommandRunner, type CommandRunner } from '../exec/runner.js';
 import { FirewallError } from '../errors.js';
-import type { CommandRunner } from './plugin.js';
 
 /** Default per-command limit. A 1,000,000-entry `nft -f` takes tens of seconds; nothing legitimate takes minutes. */
 export const DEFAULT_COMMAND_TIMEOUT_MS = 180_000;
@@ -13,11 +12,6 @@ const STDERR_KEPT = 64 * 1024;
 export interface RunnerOptions {
   /** Kill a command that runs longer than this (SIGTERM, then SIGKILL 2 s later). */
   timeoutMs?: number;
-}
-
-/** Shell-like rendering of an argument array, for messages only (never executed). */
-export function formatCommand(file: string, args: readonly string[]): string {
-  return [file, ...args].map((a) => (/^[A-Za-z0-9_@%+=:,./-]+$/.test(a) ? a : `'${a.replace(/'/g, `'\\''`)}'`)).join(' ');
 }
 
 function countLines(text: string | Buffer): number {
@@ -40,38 +34,21 @@ export function netnsPrefix(netns: string | undefined): string[] {
  * stderr.
  */
 export function createRunner(prefix: readonly string[] = [], options: RunnerOptions = {}): CommandRunner {
-  const timeout = options.timeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS;
-  return {
-    scope: prefix.join(' '),
-    async run(file, args, runOptions) {
-      const argv = [...prefix, file, ...args];
-      const command = formatCommand(argv[0]!, argv.slice(1));
-      try {
-        return await runCommand(argv, {
-          input: runOptions?.input,
-          readOnly: runOptions?.readOnly,
-          timeoutMs: timeout,
-          killAfterMs: 2000,
-          maxBuffer: MAX_BUFFER,
-          // Tools' messages in English, so they are greppable and stable.
-          env: { LC_ALL: 'C' },
-        });
-      } catch (err) {
-        const stdinNote = runOptions?.input ? ` (stdin: ${countLines(runOptions.input)} lines)` : '';
-        if (err instanceof CommandFailure) {
-          const stderr = err.stderr.trim().slice(0, STDERR_KEPT);
-          const reason = err.reason === 'not-found' ? `${argv[0]} not found (is it installed and in PATH?)` : err.message;
-          const shown = stderr.length > STDERR_IN_MESSAGE ? `${stderr.slice(0, STDERR_IN_MESSAGE)}…` : stderr;
-          throw new FirewallError(`command failed: ${command}${stdinNote}: ${reason}${shown ? `: ${shown}` : ''}`, {
-            command,
-            stderr,
-            cause: err,
-          });
-        }
-        throw new FirewallError(`command failed: ${command}${stdinNote}: ${String(err)}`, { command, cause: err });
+  return createCommandRunner({
+    prefix,
+    timeoutMs: options.timeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS,
+    maxBuffer: MAX_BUFFER,
+    fail: ({ command, argv, input, cause }) => {
+      const stdinNote = input ? ` (stdin: ${countLines(input)} lines)` : '';
+      if (cause instanceof CommandFailure) {
+        const stderr = cause.stderr.trim().slice(0, STDERR_KEPT);
+        const reason = cause.reason === 'not-found' ? `${argv[0]} not found (is it installed and in PATH?)` : cause.message;
+        const shown = stderr.length > STDERR_IN_MESSAGE ? `${stderr.slice(0, STDERR_IN_MESSAGE)}…` : stderr;
+        return new FirewallError(`command failed: ${command}${stdinNote}: ${reason}${shown ? `: ${shown}` : ''}`, { command, stderr, cause });
       }
+      return new FirewallError(`command failed: ${command}${stdinNote}: ${String(cause)}`, { command, cause });
     },
-  };
+  });
 }
 
 /** True when a FirewallError's stderr matches (for "does not exist" style tolerances). */

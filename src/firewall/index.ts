@@ -3,7 +3,8 @@ import { DryRunPlugin } from './dry-run.js';
 import { createRunner, netnsPrefix } from './exec.js';
 import { IpsetPlugin } from './ipset/plugin.js';
 import { NftablesPlugin } from './nft/plugin.js';
-import type { CommandRunner, FirewallPlugin, PluginName, PluginOptions } from './plugin.js';
+import type { FirewallPlugin, PluginName, PluginOptions } from './plugin.js';
+import type { CommandRunner } from '../exec/runner.js';
 import { IptablesPlugin } from './xtables/plugin.js';
 
 /**
@@ -13,12 +14,12 @@ import { IptablesPlugin } from './xtables/plugin.js';
 
 export { PLUGIN_TOOLS, TOOLS, detectPlugin, probeTools, type Tool } from './detect.js';
 export { createRunner, netnsPrefix, type RunnerOptions } from './exec.js';
-export { validateOwnedNames } from './names.js';
+export { checkConfiguredNames, validateOwnedNames } from './names.js';
 export { DIRECTIONS, sides, type Direction, type Side } from './direction.js';
 export { timeoutUntil } from './entries.js';
 export { EntryColumns, type FirewallEntries } from './entry-columns.js';
-export { TextBuilder } from '../net/text-builder.js';
 export type * from './plugin.js';
+export type { FirewallEntry } from './entry.js';
 
 /** The backend for a configured (or detected) plugin name. Owned names come only from `options.names`. */
 export function createPlugin(name: PluginName, options: PluginOptions): FirewallPlugin {

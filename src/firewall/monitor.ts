@@ -1,8 +1,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import type { Logger } from 'pino';
-import { escapeControls } from '../safe-text.js';
-import { isOwnChild, onPath } from '../exec/children.js';
+import { escapeControls } from '../util/terminal-text.js';
+import { isOwnChild, onPath, ownActivityWithin } from '../exec/children.js';
 import { wrapForDeath, wrappedNotFound } from '../exec/run.js';
 import { netnsPrefix } from './exec.js';
 import type { OwnedNames, PluginName } from './plugin.js';
@@ -44,8 +44,11 @@ export interface MonitorOptions {
   readonly netns?: string | undefined;
   readonly logger: Logger;
   readonly onChange: (change: RulesetChange) => void;
-  /** Told whether the event source is running (true once spawned, false when it died or cannot start). */
-  readonly onState?: (up: boolean) => void;
+  /**
+   * Told whether the event source is running (true once spawned, false when it died or cannot
+   * start); `overflowed`: it died while the agent's own commands ran (see ownActivityWithin).
+   */
+  readonly onState?: (up: boolean, overflowed?: boolean) => void;
 }
 
 const GENERATION = /^# new generation \d+ by process (\d+) \(([^)]*)\)/;
@@ -58,6 +61,8 @@ const KEPT_EVENTS = 5;
 /** Without a generation line (older nft), a transaction's events are taken as complete after this long. */
 const FLUSH_AFTER_MS = 200;
 const RESTART_MIN_MS = 1000;
+/** A death this soon after one of the agent's own commands is taken as an overflow on its events. */
+const OWN_WRITE_WINDOW_MS = 2000;
 const RESTART_MAX_MS = 60_000;
 /** A child that ran this long before dying was healthy: the back-off starts again from the minimum. */
 const HEALTHY_AFTER_MS = 60_000;
@@ -144,7 +149,7 @@ export class NftMonitor {
     child.on('close', (code: number | null, signal: NodeJS.Signals | null) => {
       if (this.child === child) this.child = undefined;
       if (this.stopped) return;
-      this.opts.onState?.(false);
+      this.opts.onState?.(false, ownActivityWithin(OWN_WRITE_WINDOW_MS));
       if (spawnError?.code === 'ENOENT' || wrappedNotFound(code, stderr)) {
         // No nft on this host (legacy iptables only): the periodic checks are the only source.
         this.opts.logger.info('nft not found: firewall changes are noticed by the periodic checks only');

@@ -1,3 +1,5 @@
+import type { AgentConfig } from '../config/load.js';
+import { ConfigError } from '../errors.js';
 import type { OwnedNames } from './plugin.js';
 
 /**
@@ -91,7 +93,7 @@ export function tempSetName(setName: string): string {
 
 /**
  * Check the names the agent will own. Returns `path: message` problems (empty
- * when fine); paths are the config.json keys. The config loader calls it.
+ * when fine); paths are the config.json keys. checkConfiguredNames (below) calls it.
  */
 export function validateOwnedNames(names: OwnedNames, hookChains: readonly string[]): string[] {
   const problems: string[] = [];
@@ -158,4 +160,14 @@ export function validateOwnedNames(names: OwnedNames, hookChains: readonly strin
     });
   }
   return problems;
+}
+
+/**
+ * The configured names checked against the kernel's limits and other tools' names, where
+ * names meet the firewall. Every command that loads config.json calls it (start-up, a
+ * reload, check-config) through the CLI's one loader, so a bad name stops each of them.
+ */
+export function checkConfiguredNames(config: Pick<AgentConfig, 'set_name' | 'chain_name' | 'table_name' | 'hook_chains' | 'configPath'>): void {
+  const problems = validateOwnedNames({ setName: config.set_name, chainName: config.chain_name, tableName: config.table_name }, config.hook_chains);
+  if (problems.length) throw new ConfigError(`${config.configPath} is not valid`, problems);
 }

@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import type { Cidr } from '../net/ipv4.js';
 import type { Direction, Side } from './direction.js';
 import type { FirewallEntries } from './entry-columns.js';
+import type { CommandRunner } from '../exec/runner.js';
 
 /**
  * The firewall plugin interface: everything code outside src/firewall/ may ask
@@ -12,16 +13,6 @@ import type { FirewallEntries } from './entry-columns.js';
 
 export type PluginName = 'ipset' | 'nftables' | 'iptables' | 'dry-run';
 
-/** One address or network to block. */
-export interface FirewallEntry {
-  /** Parsed once at the edge (selection or the applied-set file); the plugins never re-parse text. */
-  readonly cidr: Cidr;
-  /**
-   * Seconds until the kernel removes the entry by itself (the decayed score
-   * crosses the threshold then). Undefined = no timeout (manual blocks).
-   */
-  readonly timeoutSeconds?: number | undefined;
-}
 
 /** Names of the objects the agent owns. Validated at config load. */
 export interface OwnedNames {
@@ -33,13 +24,6 @@ export interface OwnedNames {
   readonly tableName: string;
 }
 
-/** Runs one command with an argument array and optional stdin. Never a shell. */
-export interface CommandRunner {
-  /** Where the commands run (the namespace prefix), when known: one kernel ruleset per scope. */
-  readonly scope?: string;
-  /** `readOnly`: a listing, ended when the daemon stops (a write is let finish). */
-  run(file: string, args: readonly string[], options?: { input?: string | Buffer; readOnly?: boolean }): Promise<{ stdout: string; stderr: string }>;
-}
 
 export interface PluginOptions {
   readonly names: OwnedNames;
@@ -98,7 +82,7 @@ export interface DropCounters {
 
 /**
  * Packets and bytes the kernel blocked for one address on one side, since
- * the kernel last (re-)created its record (see the README for what resets it).
+ * the kernel last (re-)created its record (see docs/firewall.md for what resets it).
  * `ip` is the address the packets carried (nft, ipset) or the entry whose
  * rule matched (iptables): the caller maps it to the indicator covering it.
  */

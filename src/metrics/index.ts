@@ -1,5 +1,5 @@
-import type { CycleOutcome } from '../agent/cycle.js';
-import type { DaemonParts } from '../agent/daemon.js';
+import type { CycleOutcome } from '../agent/cycle/types.js';
+import type { DaemonParts } from '../agent/daemon/parts.js';
 import type { AgentConfig } from '../config/load.js';
 import { errorMessage } from '../errors.js';
 import type { FirewallPlugin } from '../firewall/index.js';
@@ -7,7 +7,7 @@ import type { Logger } from '../log.js';
 import { parseListen } from './listen.js';
 import { AgentMetrics } from './registry.js';
 import { startMetricsServer, type MetricsServer } from './server.js';
-import { loadOverrides } from '../agent/overrides-store.js';
+import { loadOverrides } from '../agent/state/overrides-store.js';
 import { countOverrides } from '../policy/overrides.js';
 
 export { AgentMetrics } from './registry.js';

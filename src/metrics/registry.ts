@@ -1,5 +1,5 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import type { CycleOutcome } from '../agent/cycle.js';
+import type { CycleOutcome } from '../agent/cycle/types.js';
 import type { RequestInfo } from '../api/client.js';
 import type { DropCounters } from '../firewall/index.js';
 import { DOMAIN_SKIPS } from '../policy/domains.js';

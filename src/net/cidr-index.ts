@@ -1,5 +1,5 @@
 import { fromNumber, type Cidr } from './ipv4.js';
-import { releaseArray } from './release.js';
+import { releaseArray } from '../util/release.js';
 
 /**
  * Open-addressing hash from a CIDR (network address + prefix) to an array

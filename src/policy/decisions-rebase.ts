@@ -1,7 +1,8 @@
 import { RangeSet } from '../net/ipv4.js';
 import type { Indicator } from '../feed/indicator.js';
 import type { ProtectedSet } from './protect.js';
-import { selectEntries, type SelectedEntry } from './select.js';
+import { selectEntries } from './select.js';
+import { capRules, type SelectedEntry } from './types.js';
 import type { Scoring } from '../score/decay.js';
 
 export interface RebaseInput {
@@ -48,7 +49,7 @@ export function rebaseOnDecisions(input: RebaseInput): SelectedEntry[] {
   const taken = new Set(manual.map((e) => e.cidr.text));
   const white = new RangeSet(whitelist.map((w) => w.cidr));
   const scored = input.base.filter((e) => e.reason === 'score' && !taken.has(e.cidr.text) && !white.overlaps(e.cidr) && (e.expiresAt === null || e.expiresAt > input.now));
-  return [...manual, ...scored].slice(0, Math.max(0, input.maximumRules));
+  return [...manual, ...scored].slice(0, capRules(input.maximumRules));
 }
 
 /** Whether two decision feeds hold the same networks (order and timestamps aside). */

@@ -9,6 +9,8 @@ export interface DomainPolicyInput {
   allowlist: readonly string[];
   /** The API server's host name (a name, not an address), if any. */
   apiHost: string | undefined;
+  /** Other names the agent's own traffic needs: its proxies, the NO_PROXY names its transport honours. */
+  agentHosts?: readonly string[] | undefined;
   /** config `shared_domains`, added to the shipped list. */
   sharedExtra: readonly string[];
 }
@@ -17,17 +19,18 @@ export interface DomainPolicyInput {
  * The never-block rules for names (the first rule of the selection), shared by the selection,
  * `explain`, and every resolver plugin before it writes (so no path can block a protected
  * name). A blocked name covers its subdomains, so a name is also protected when blocking it
- * would cover an allowlisted name or the API host (`vendor.example` covers `api.vendor.example`).
+ * would cover an allowlisted name, the API host or another name the agent needs (`vendor.example`
+ * covers `api.vendor.example`, `corp.lan` covers the proxy `proxy.corp.lan`).
  */
 export class DomainPolicy {
   private readonly allow: Set<string>;
-  /** Every allowlisted name and the API host, and each of their parents. */
+  /** Every allowlisted name, the API host and the agent's other names, and each of their parents. */
   private readonly covering = new Set<string>();
   private readonly shared: Set<string>;
 
   constructor(input: DomainPolicyInput) {
     this.allow = new Set(input.allowlist);
-    for (const a of [...input.allowlist, ...(input.apiHost ? [input.apiHost] : [])]) for (const p of selfAndParents(a)) this.covering.add(p);
+    for (const a of [...input.allowlist, ...(input.apiHost ? [input.apiHost] : []), ...(input.agentHosts ?? [])]) for (const p of selfAndParents(a)) this.covering.add(p);
     this.shared = new Set([...SHARED_PLATFORMS, ...input.sharedExtra]);
   }
 

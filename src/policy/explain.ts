@@ -1,7 +1,8 @@
 import type { Cidr } from '../net/ipv4.js';
 import type { Indicator } from '../feed/indicator.js';
 import type { ProtectedMember, ProtectedSet } from './protect.js';
-import type { ExplainedRecord, Selection, SkipReason } from './select.js';
+import type { Selection } from './selected-columns.js';
+import type { ExplainedRecord, SkipReason } from './types.js';
 
 /**
  * Why an address is or is not blocked, read from what the selection decided

@@ -1,6 +1,6 @@
 import { RangeSet, type Cidr } from '../net/ipv4.js';
 import type { ProtectedMember, ProtectedSet } from './protect.js';
-import type { SelectedEntry } from './select.js';
+import { capRules, type SelectedEntry } from './types.js';
 
 /** One operator decision made on this host (`wcf-agent allow` / `block`). */
 export interface LocalOverride {
@@ -88,7 +88,7 @@ export interface MergeResult {
  */
 export function mergeOverrides(input: MergeInput): MergeResult {
   const live = activeOverrides(input.overrides, input.now);
-  const max = Math.max(0, input.maximumRules);
+  const max = capRules(input.maximumRules);
   // No override in force (the usual case): the selection as it is, not copied (a million entries).
   if (live.length === 0) return { entries: input.entries.length <= max ? (input.entries as SelectedEntry[]) : input.entries.slice(0, max), allowed: 0, refused: [] };
   const allows = live.filter((o) => o.action === 'allow');
@@ -120,7 +120,7 @@ export function mergeOverrides(input: MergeInput): MergeResult {
     else if (mine) continue;
     rest.push(e);
   }
-  const entries = [...local.values(), ...rest].slice(0, Math.max(0, input.maximumRules));
+  const entries = [...local.values(), ...rest].slice(0, capRules(input.maximumRules));
   return { entries, allowed, refused };
 }
 

@@ -1,5 +1,5 @@
 import { fromNumber, type Cidr } from '../net/ipv4.js';
-import type { SelectedEntry } from './select.js';
+import type { SelectedEntry } from './types.js';
 
 /**
  * A score entry as SelectedColumns makes it when entries are asked for (plan,

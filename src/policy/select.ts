@@ -2,24 +2,9 @@ import { RangeSet, compareCidr, fromNumber, parseCidr, type Cidr } from '../net/
 import { IndicatorMap, type Indicator } from '../feed/indicator.js';
 import type { Scoring } from '../score/decay.js';
 import type { ProtectedSet } from './protect.js';
-import { SelectedColumns, selectionOf } from './selected-columns.js';
-import { releaseArray } from '../net/release.js';
-
-/**
- * Why an entry is blocked: a manual decision (filter 2), the IPv4-literal host of a URL from the URL
- * feed (src/policy/domains.ts), its score, or a local `wcf-agent block`.
- */
-export type Reason = 'manual' | 'url' | 'score' | 'local';
-export type SkipReason = 'allowlist' | 'too_wide' | 'whitelist' | 'threshold' | 'cap';
-
-export interface SelectedEntry {
-  readonly cidr: Cidr;
-  readonly reason: Reason;
-  /** Decayed score now; null for a manual block with no feed record. */
-  readonly score: number | null;
-  /** Epoch s when the decayed score falls below the threshold; null = no expiry (manual, or never within the horizon). */
-  readonly expiresAt: number | null;
-}
+import { SelectedColumns, selectionOf, type Selection } from './selected-columns.js';
+import { capRules, type ExplainedRecord, type SelectedEntry, type SkipReason } from './types.js';
+import { releaseArray } from '../util/release.js';
 
 export interface SelectionInput {
   /** Epoch seconds. */
@@ -47,43 +32,7 @@ export interface SelectionInput {
   readonly explainFor?: { readonly start: number; readonly end: number };
 }
 
-/** What the selection decided for one record overlapping `explainFor`. */
-export interface ExplainedRecord {
-  readonly cidr: Cidr;
-  /** `feed`: a score record (filter 0); `manual`: a manual block (filter 2). */
-  readonly kind: 'feed' | 'manual';
-  /** Stamp and stored score of the record (a manual block's own). */
-  readonly ts: number;
-  readonly storedScore: number;
-  /** Decayed score now (of the feed record: for a manual block, of its address's feed record; null without one). */
-  readonly score: number | null;
-  /**
-   * Epoch s when the decayed score falls (or fell) below the threshold; null =
-   * not within the horizon, or a manual block with no feed record.
-   */
-  readonly belowAt: number | null;
-  /**
-   * `selected`, or why not. `manual`: a feed record whose address is also
-   * manually blocked, decided as that block (see the manual record).
-   */
-  readonly outcome: 'selected' | SkipReason | 'manual';
-  /**
-   * 1-based place in the selection order (manual blocks by address, then
-   * score entries highest first): set for what passed every check but the
-   * cap, so `rank > maximumRules` is `cap`.
-   */
-  readonly rank?: number;
-}
 
-export interface Selection {
-  /** What is selected, in order, as columns: what the cycle applies. */
-  readonly columns: SelectedColumns;
-  /** The same entries as objects, made on first use (plan, explain): a million of them cost ~100 MB. */
-  readonly entries: SelectedEntry[];
-  readonly skipped: Record<SkipReason, number>;
-  /** Only with `explainFor`: every manual block, then every feed record, overlapping it. */
-  readonly explained?: ExplainedRecord[];
-}
 
 /**
  * When a score entry's decayed score falls below the threshold (epoch s), or
@@ -207,7 +156,7 @@ export function selectEntries(input: SelectionInput): Selection {
   }
   scored.sort((x, y) => scoreOf[y]! - scoreOf[x]! || starts[x]! - starts[y]! || prefixes[x]! - prefixes[y]!);
 
-  const cap = Math.max(0, input.maximumRules);
+  const cap = capRules(input.maximumRules);
   const kept = Math.min(manual.length, cap);
   skipped.cap += manual.length - kept;
   const room = Math.max(0, cap - kept);

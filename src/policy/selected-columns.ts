@@ -1,9 +1,6 @@
 import { fromNumber } from '../net/ipv4.js';
-import type { ExplainedRecord, Reason, SelectedEntry, Selection } from './select.js';
+import { REASONS, REASON_CODE, type ExplainedRecord, type Reason, type SelectedEntry, type SkipReason } from './types.js';
 import { networkOf, ScoreEntry } from './score-entry.js';
-
-const REASONS: readonly Reason[] = ['score', 'manual', 'url', 'local'];
-const REASON_CODE: Readonly<Record<Reason, number>> = { score: 0, manual: 1, url: 2, local: 3 };
 
 /**
  * Selected entries as columns, in selection order: 22 bytes an entry instead
@@ -111,7 +108,7 @@ class ColumnSelection implements Selection {
 
   constructor(
     readonly columns: SelectedColumns,
-    readonly skipped: Selection['skipped'],
+    readonly skipped: Record<SkipReason, number>,
     readonly explained?: ExplainedRecord[],
   ) {}
 
@@ -120,6 +117,16 @@ class ColumnSelection implements Selection {
   }
 }
 
-export function selectionOf(columns: SelectedColumns, skipped: Selection['skipped'], explained?: ExplainedRecord[]): Selection {
+export function selectionOf(columns: SelectedColumns, skipped: Record<SkipReason, number>, explained?: ExplainedRecord[]): Selection {
   return new ColumnSelection(columns, skipped, explained);
+}
+
+export interface Selection {
+  /** What is selected, in order, as columns: what the cycle applies. */
+  readonly columns: SelectedColumns;
+  /** The same entries as objects, made on first use (plan, explain): a million of them cost ~100 MB. */
+  readonly entries: SelectedEntry[];
+  readonly skipped: Record<SkipReason, number>;
+  /** Only with `explainFor`: every manual block, then every feed record, overlapping it. */
+  readonly explained?: ExplainedRecord[];
 }

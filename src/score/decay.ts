@@ -1,10 +1,10 @@
 /**
- * Score decay (see the README, How a sync works): the built-in formula, or the feed header's formula when it
+ * Score decay (see docs/daemon.md, How a sync works): the built-in formula, or the feed header's formula when it
  * parses with the whitelisted grammar (./formula.ts) and behaves like a decay.
  */
 import { parseFormula, type ScoreFn } from './formula.js';
 import { builtinSecondsUntilBelow, numericSecondsUntilBelow } from './expiry.js';
-import { escapeControls } from '../safe-text.js';
+import { escapeControls } from '../util/terminal-text.js';
 
 /** score(t) = S / (1 + exp((3 / S) * (t / 3600 - 2.5 * S))): raw, no guards (see Scoring.score). */
 export const builtinScore: ScoreFn = (S, t) => S / (1 + Math.exp((3 / S) * (t / 3600 - 2.5 * S)));

@@ -1,5 +1,6 @@
 import { asColumns, type FirewallEntries } from '../../src/firewall/entry-columns.js';
-import type { ApplyOptions, ApplyResult, DropCounters, FirewallEntry, FirewallPlugin, HitCounter, OwnedObject, PluginName } from '../../src/firewall/plugin.js';
+import type { ApplyOptions, ApplyResult, DropCounters, FirewallPlugin, HitCounter, OwnedObject, PluginName } from '../../src/firewall/plugin.js';
+import type { FirewallEntry } from '../../src/firewall/entry.js';
 
 /**
  * A FirewallPlugin that touches nothing and records every call, for tests of

@@ -8,7 +8,7 @@ import { DaemonProcess } from '../helpers/daemon.js';
 
 /**
  * Each class of API fault, limited to `GET /ips` so the state report still gets
- * through: the report carries the fault's `code` (README, "Exit codes and
+ * through: the report carries the fault's `code` (docs/commands.md, "Exit codes and
  * reported codes"), `sync --once` exits 3, and the dry-run output stays as it
  * was. A pull that fails half-way through paging applies nothing of what it
  * had pulled. The `running` flag off and on again, and SIGINT, with the daemon.

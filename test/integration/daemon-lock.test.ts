@@ -4,7 +4,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator, type Simulator } from '../simulator/index.js';
 import { fastFailConfig, runCli, waitFor } from '../helpers/cli.js';
 import { DaemonProcess } from '../helpers/daemon.js';
-import { currentHolder } from '../../src/agent/lock.js';
+import { currentHolder } from '../../src/agent/state/lock.js';
 
 /** The lock between the daemon and a manual sync, and the daemon's own signals. */
 let sim: Simulator;

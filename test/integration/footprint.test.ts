@@ -40,7 +40,7 @@ describe('what the daemon loads', () => {
   const loaded = loadedByRunCommand();
 
   it('loads the run command itself (the checks below look at a real import)', () => {
-    expect(loaded.sources).toContain('src/agent/daemon.ts');
+    expect(loaded.sources).toContain('src/agent/daemon/daemon.ts');
     expect(loaded.sources.some((s) => s.includes('node_modules/zod/'))).toBe(true);
     expect(loaded.builtins).toContain('NativeModule http');
   });
@@ -54,7 +54,7 @@ describe('what the daemon loads', () => {
   });
 
   it('does not load the URL feed, the resolver backends or the public suffix list while url_feed is off', () => {
-    const urlFeed = loaded.sources.filter((s) => /^src\/dns\/|\/tldts|^src\/agent\/dns-cycle\.ts$|^src\/feed\/(url-|host\.ts)/.test(s));
+    const urlFeed = loaded.sources.filter((s) => /^src\/dns\/|\/tldts|^src\/agent\/cycle\/url-feed-step\.ts$|^src\/feed\/(url-|host\.ts)/.test(s));
     expect(urlFeed).toEqual([]);
   });
 

@@ -1,5 +1,5 @@
 // The `code` reported to the API (and the exit code) for each class of failure, as documented in
-// README "Exit codes and reported codes" (src/errors.ts). Faults are limited to GET /ips so that the
+// docs/commands.md "Exit codes and reported codes" (src/errors.ts). Faults are limited to GET /ips so that the
 // report call itself gets through.
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
@@ -50,10 +50,10 @@ async function sync(path: string): Promise<{ exitCode: number; stderr: string; o
 
 const lastReport = () => sim.reports.at(-1)!.body as Report;
 
-/** The documented numbers, checked against the README table so code and docs cannot drift apart. */
-const README = readFileSync(join(import.meta.dirname, '../../README.md'), 'utf8');
+/** The documented numbers, checked against the table in docs/commands.md so code and docs cannot drift apart. */
+const COMMANDS_PAGE = readFileSync(join(import.meta.dirname, '../../docs/commands.md'), 'utf8');
 function documented(code: number, meaning: RegExp): number {
-  expect(README).toMatch(new RegExp(`^\\| ${code} \\| ${meaning.source}`, 'm'));
+  expect(COMMANDS_PAGE).toMatch(new RegExp(`^\\| ${code} \\| ${meaning.source}`, 'm'));
   return code;
 }
 

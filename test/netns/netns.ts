@@ -2,7 +2,7 @@ import { execa, execaSync, type ResultPromise } from 'execa';
 import { Writable } from 'node:stream';
 import pino, { type Logger } from 'pino';
 import { createRunner } from '../../src/firewall/exec.js';
-import type { CommandRunner } from '../../src/firewall/plugin.js';
+import type { CommandRunner } from '../../src/exec/runner.js';
 
 /**
  * Network namespaces for tests on real netfilter. Every namespace is named

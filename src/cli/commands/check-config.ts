@@ -1,10 +1,11 @@
 import { accessSync, constants } from 'node:fs';
 import { ConfigError } from '../../errors.js';
-import { loadConfig, resolveConfigPath, type AgentConfig } from '../../config/load.js';
+import { resolveConfigPath, type AgentConfig } from '../../config/load.js';
 import { parseListen } from '../../metrics/listen.js';
 import { tokenExposure } from '../../config/exposure.js';
 import { nftScaleWarning } from '../../firewall/nft/scale.js';
 import type { GlobalOptions } from '../context.js';
+import { loadAgentConfig } from '../load-config.js';
 
 /**
  * Checks beyond the loader's (schema, owned names, token_file readable): files
@@ -42,7 +43,7 @@ export function extraConfigProblems(config: AgentConfig): { problems: string[]; 
  */
 export async function checkConfigCommand(opts: GlobalOptions): Promise<number> {
   const path = resolveConfigPath(opts.config);
-  const config = loadConfig(path); // ConfigError: main prints the problems, exit 2
+  const config = loadAgentConfig(path); // ConfigError: main prints the problems, exit 2
   const { problems, notes, warnings } = extraConfigProblems(config);
   if (problems.length) throw new ConfigError(`${path} is not valid`, problems);
   for (const w of warnings) process.stderr.write(`warning: ${w}\n`);

@@ -1,4 +1,4 @@
-import { loadConfig, resolveConfigPath, type AgentConfig } from '../../config/load.js';
+import { resolveConfigPath, type AgentConfig } from '../../config/load.js';
 import { errorMessage } from '../../errors.js';
 import { createPlugin, createRunner, netnsPrefix, probeTools } from '../../firewall/index.js';
 import { createLogger, type Logger } from '../../log.js';
@@ -13,6 +13,7 @@ import type { Cidr } from '../../net/ipv4.js';
 import { openPlugin } from '../context.js';
 import { dnsChecks } from '../doctor/dns-checks.js';
 import { extraConfigProblems } from './check-config.js';
+import { loadAgentConfig } from '../load-config.js';
 
 /** Firewall tools answer `--version` and read-only listings quickly; a hung one must not hang doctor. */
 const COMMAND_TIMEOUT_MS = 15_000;
@@ -20,7 +21,7 @@ const COMMAND_TIMEOUT_MS = 15_000;
 function configCheck(path: string): { result: CheckResult; config: AgentConfig | undefined } {
   let config: AgentConfig;
   try {
-    config = loadConfig(path);
+    config = loadAgentConfig(path);
   } catch (err) {
     return { result: check('config', 'config', 'fail', errorMessage(err), 'fix the lines above (`wcf-agent check-config` re-checks); the checks that need the config were skipped'), config: undefined };
   }

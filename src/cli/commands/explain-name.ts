@@ -1,5 +1,5 @@
-import { previousSettings } from '../../agent/cycle.js';
-import { DnsStateStore } from '../../agent/dns-state.js';
+import { previousSettings } from '../../agent/cycle/cycle.js';
+import { DnsStateStore } from '../../agent/state/url-feed-state.js';
 import { domainPolicyOf } from '../../dns/index.js';
 import { UsageError } from '../../errors.js';
 import { normaliseName } from '../../feed/host.js';
@@ -9,7 +9,7 @@ import { explainName, type NameVerdict } from '../../policy/explain-name.js';
 import { createScoring } from '../../score/decay.js';
 import { loadContext, openState, type GlobalOptions } from '../context.js';
 import { duration, printJson } from '../format.js';
-import { terminalSafe } from '../terminal-text.js';
+import { terminalSafe } from '../../util/terminal-text.js';
 
 const MEANING: Record<NameVerdict['verdict'], string> = {
   manual: 'blocked: a blacklisted URL on this host',

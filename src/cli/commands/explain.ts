@@ -1,9 +1,9 @@
-import { explain, type ExplainReport } from '../../agent/explain.js';
+import { explain, type ExplainReport } from '../../agent/inspect/explain.js';
 import { UsageError } from '../../errors.js';
 import { parseCidr, type Cidr } from '../../net/ipv4.js';
 import type { ProtectedMember } from '../../policy/protect.js';
 import type { Explanation, RecordExplained } from '../../policy/explain.js';
-import { escapeControls } from '../../safe-text.js';
+import { escapeControls } from '../../util/terminal-text.js';
 import { createApi, loadContext, openPlugin, openState, type GlobalOptions } from '../context.js';
 import { duration, isoTime, printJson, table } from '../format.js';
 import { roundScore } from './plan.js';

@@ -6,7 +6,7 @@ import { URL_TAGS, type FileRecord } from '../../api/wire.js';
 import { EXIT_FILE_MALICIOUS, UsageError } from '../../errors.js';
 import { createApi, loadContext, type GlobalOptions } from '../context.js';
 import { isoTime, printJson } from '../format.js';
-import { terminalSafe } from '../terminal-text.js';
+import { terminalSafe } from '../../util/terminal-text.js';
 
 const DIGEST = /^(?:[0-9a-f]{32}|[0-9a-f]{40}|[0-9a-f]{64})$/i;
 

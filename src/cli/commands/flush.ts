@@ -1,6 +1,6 @@
-import { withLock } from '../../agent/lock.js';
+import { withLock } from '../../agent/state/lock.js';
 import type { FirewallPlugin } from '../../firewall/index.js';
-import { flushDns } from '../../agent/dns-step.js';
+import { flushDns } from '../../agent/cycle/url-feed-front.js';
 import { loadContext, openPlugin, openState, type GlobalOptions } from '../context.js';
 
 /**

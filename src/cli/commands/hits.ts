@@ -1,6 +1,6 @@
-import { mergeHits } from '../../agent/hit-totals.js';
-import { hitRows, type HitRow } from '../../agent/hits-report.js';
-import { loadDecisionsCache } from '../../agent/decisions-cache.js';
+import { mergeHits } from '../../agent/state/hit-totals.js';
+import { hitRows, type HitRow } from '../../agent/inspect/hits-report.js';
+import { loadDecisionsCache } from '../../agent/state/decisions-cache.js';
 import { UsageError } from '../../errors.js';
 import { createScoring } from '../../score/decay.js';
 import { loadContext, openPlugin, openState, type GlobalOptions } from '../context.js';

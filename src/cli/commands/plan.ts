@@ -1,8 +1,8 @@
-import type { PlanResult } from '../../agent/cycle.js';
-import { computePlan } from '../../agent/cycle.js';
-import { computeOfflinePlan } from '../../agent/offline-plan.js';
+import type { PlanResult } from '../../agent/cycle/types.js';
+import { computePlan } from '../../agent/cycle/cycle.js';
+import { computeOfflinePlan } from '../../agent/inspect/offline-plan.js';
 import { UsageError } from '../../errors.js';
-import { readSmallState } from '../../agent/state.js';
+import { readSmallState } from '../../agent/state/store.js';
 import { createApi, loadContext, openState, type GlobalOptions } from '../context.js';
 import { duration, isoTime, printJson, table } from '../format.js';
 import { createProgress } from '../progress.js';

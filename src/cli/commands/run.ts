@@ -1,8 +1,8 @@
-import { Daemon } from '../../agent/daemon.js';
+import { Daemon } from '../../agent/daemon/daemon.js';
 import { errorMessage } from '../../errors.js';
-import { loadConfig } from '../../config/load.js';
 import type { AgentConfig } from '../../config/load.js';
 import { createApi, loadContext, openPluginForSync, openState, type GlobalOptions } from '../context.js';
+import { loadAgentConfig } from '../load-config.js';
 
 /**
  * The long-running daemon. systemd sends SIGTERM to stop (exit 0 within a few
@@ -18,7 +18,7 @@ export async function runCommand(opts: GlobalOptions & { dryRun?: boolean }): Pr
     logger,
     initialConfig: config,
     minuteMs: Number.isFinite(minuteMs) && minuteMs > 0 ? minuteMs : 60_000,
-    reload: () => loadConfig(config.configPath),
+    reload: () => loadAgentConfig(config.configPath),
     open: async (c: AgentConfig) => {
       const state = openState(c, logger);
       const parts = { config: c, state, api: createApi(c, logger), plugin: await openPluginForSync(c, logger, state, Boolean(opts.dryRun)) };

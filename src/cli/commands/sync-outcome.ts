@@ -1,4 +1,4 @@
-import type { CycleOutcome } from '../../agent/cycle.js';
+import type { CycleOutcome } from '../../agent/cycle/types.js';
 
 /**
  * What `sync --json` prints: how the cycle went, in counts and times. The selected

@@ -1,6 +1,6 @@
 import { WcfError, errorMessage, exitCodeOf, reportCodeOf } from '../../errors.js';
-import { runBoundedCycle } from '../../agent/bounded-cycle.js';
-import { withLock } from '../../agent/lock.js';
+import { runBoundedCycle } from '../../agent/cycle/bounded-cycle.js';
+import { withLock } from '../../agent/state/lock.js';
 import { createApi, loadContext, openPluginForSync, openState, type GlobalOptions } from '../context.js';
 import { printJson } from '../format.js';
 import { createProgress } from '../progress.js';

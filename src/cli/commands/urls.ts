@@ -5,7 +5,7 @@ import { hostOfUrl } from '../../feed/host.js';
 import { decisionOfTags } from '../../feed/url-pull.js';
 import { createApi, loadContext, type GlobalOptions } from '../context.js';
 import { isoTime, printJson, table } from '../format.js';
-import { terminalSafe } from '../terminal-text.js';
+import { terminalSafe } from '../../util/terminal-text.js';
 
 const UNIT_S: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86400 };
 const DECISIONS: Record<string, UrlDecision> = { block: URL_DECISION.block, allow: URL_DECISION.allow, none: URL_DECISION.none };

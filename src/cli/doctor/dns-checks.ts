@@ -2,10 +2,10 @@ import { Resolver } from 'node:dns/promises';
 import { accessSync, constants, existsSync, readFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { AgentConfig } from '../../config/load.js';
-import { createDnsRunner } from '../../dns/exec.js';
+import { createDnsRunner, runTool } from '../../dns/exec.js';
 import { dnsOwnedFiles } from '../../dns/index.js';
-import { OWNED_MARKER } from '../../dns/owned-file.js';
-import type { DnsRunner } from '../../dns/types.js';
+import { readOwned } from '../../dns/owned-file.js';
+import type { CommandRunner } from '../../exec/runner.js';
 import { errorMessage } from '../../errors.js';
 import { check, type CheckResult } from './check.js';
 
@@ -15,8 +15,8 @@ export function nameservers(text: string): string[] {
 }
 
 /** Where unbound answers: its `interface` options (a wildcard means loopback will do) and port. */
-async function unboundListens(config: AgentConfig, runner: DnsRunner): Promise<{ addresses: string[]; port: number }> {
-  const get = async (opt: string) => (await runner.run([...config.unbound_control, 'get_option', opt])).split('\n').map((l) => l.trim()).filter(Boolean);
+async function unboundListens(config: AgentConfig, runner: CommandRunner): Promise<{ addresses: string[]; port: number }> {
+  const get = async (opt: string) => (await runTool(runner, [...config.unbound_control, 'get_option', opt])).split('\n').map((l) => l.trim()).filter(Boolean);
   const port = Number((await get('port'))[0] ?? 53) || 53;
   const addrs = (await get('interface')).map((a) => a.replace(/@\d+$/, ''));
   const addresses = addrs.length === 0 ? ['127.0.0.1'] : addrs.map((a) => (a === '0.0.0.0' ? '127.0.0.1' : a === '::0' || a === '::' ? '::1' : a));
@@ -43,8 +43,13 @@ function filesCheck(config: AgentConfig): CheckResult {
   const problems: string[] = [];
   for (const f of dnsOwnedFiles(config)) {
     if (existsSync(f)) {
-      const first = readFileSync(f, 'utf8').split('\n', 1)[0] ?? '';
-      if (first.length && !first.includes(OWNED_MARKER)) problems.push(`${f} exists and was not written by wcf-agent (it will not be overwritten)`);
+      // The agent's own read (a FIFO or a symlink there fails at once instead of hanging doctor).
+      try {
+        readOwned(f);
+      } catch (err) {
+        problems.push(errorMessage(err));
+        continue;
+      }
       try {
         accessSync(f, constants.W_OK);
       } catch {
@@ -66,7 +71,7 @@ function filesCheck(config: AgentConfig): CheckResult {
  * With url_feed on: the resolver files can be written, unbound-control works, the resolver
  * answers, and /etc/resolv.conf points at it (otherwise the blocks are enforced nowhere).
  */
-export async function dnsChecks(config: AgentConfig, resolvConf = '/etc/resolv.conf', runner: DnsRunner = createDnsRunner()): Promise<CheckResult[]> {
+export async function dnsChecks(config: AgentConfig, resolvConf = '/etc/resolv.conf', runner: CommandRunner = createDnsRunner()): Promise<CheckResult[]> {
   if (!config.url_feed) return [];
   const out: CheckResult[] = [filesCheck(config)];
   let servers: string[] = [];
@@ -77,7 +82,7 @@ export async function dnsChecks(config: AgentConfig, resolvConf = '/etc/resolv.c
   }
   if (config.dns_plugin === 'unbound') {
     try {
-      await runner.run([...config.unbound_control, 'status']);
+      await runTool(runner, [...config.unbound_control, 'status']);
       out.push(check('other', 'unbound-control', 'ok', `${config.unbound_control.join(' ')} status works`));
     } catch (err) {
       out.push(check('other', 'unbound-control', 'fail', errorMessage(err), 'is unbound running with remote-control enabled, and does unbound_control name the right -c/-s?'));

@@ -1,6 +1,7 @@
 import type { AgentConfig } from '../../config/load.js';
 import { errorMessage } from '../../errors.js';
-import { PLUGIN_TOOLS, TOOLS, detectPlugin, type CommandRunner, type FirewallPlugin, type PluginName, type Tool } from '../../firewall/index.js';
+import { PLUGIN_TOOLS, TOOLS, detectPlugin, type FirewallPlugin, type PluginName, type Tool } from '../../firewall/index.js';
+import { type CommandRunner } from '../../exec/runner.js';
 import { check, type CheckResult } from './check.js';
 import { nftScaleWarning } from '../../firewall/nft/scale.js';
 

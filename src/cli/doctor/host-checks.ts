@@ -1,10 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import { accessSync, constants, existsSync, readFileSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { hostAddresses, listAddresses, resolveApiHost } from '../../agent/protected.js';
+import { hostAddresses, listAddresses, resolveApiHost } from '../../host/protected-set.js';
 import type { AgentConfig } from '../../config/load.js';
 import { errorMessage } from '../../errors.js';
-import type { CommandRunner } from '../../firewall/index.js';
+import type { CommandRunner } from '../../exec/runner.js';
 import { check, type CheckResult } from './check.js';
 
 const CAP_NET_ADMIN = 12n;

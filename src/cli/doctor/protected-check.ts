@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { computeProtectedMembers, type LastKnownApi } from '../../agent/protected.js';
+import { computeProtectedMembers, type LastKnownApi } from '../../host/protected-set.js';
 import type { AgentConfig } from '../../config/load.js';
 import { errorMessage } from '../../errors.js';
 import type { Logger } from '../../log.js';

@@ -1,7 +1,11 @@
+import { errorMessage } from '../../errors.js';
 import type { Logger } from '../../log.js';
 import { readOwned, writeOwned } from '../owned-file.js';
 import { parseUnboundInclude, renderUnboundInclude, sinkholeRecord, unboundZoneType } from '../render.js';
-import type { DnsAnswer, DnsApplyResult, DnsPlugin, DnsRunner } from '../types.js';
+import type { DnsAnswer, DnsApplyResult, DnsPlugin } from '../types.js';
+import type { CommandRunner } from '../../exec/runner.js';
+import { runTool } from '../exec.js';
+import { LocalDataView } from './local-data.js';
 
 /** Lines per unbound-control call: large enough to stay quick, small enough to keep each call short. */
 export const BATCH = 10_000;
@@ -12,7 +16,7 @@ export interface UnboundOptions {
   /** The include file the agent owns (unbound.conf includes it). */
   confFile: string;
   answer: DnsAnswer;
-  runner: DnsRunner;
+  runner: CommandRunner;
   logger: Logger;
 }
 
@@ -30,18 +34,44 @@ export function parseLocalZones(text: string): Map<string, string> {
  * unbound: runtime zones through `unbound-control local_zones` / `local_zones_remove` (names
  * on stdin, in batches), plus the include file so a restart of unbound keeps the blocks.
  *
- * Ownership: the agent's names are those in its include file. A name it wants to block
- * that unbound already holds as someone else's zone is left alone (never taken over, so
- * never removed later); only names of the include file are ever removed. Additions go first
- * and removals after, so a failure half-way never leaves fewer blocks than before; the file
- * is written last, once the runtime agrees with it (the next cycle repairs a difference).
+ * Ownership: the agent's names are those in its include file, and the file is written before
+ * the running unbound gets a name, never after: a write that fails (a full disk) then stops
+ * the cycle before anything changed, and every zone the agent ever added can be found, and
+ * removed, by a later cycle or `flush`. Additions go first and removals after, so a failure
+ * half-way never leaves fewer blocks than before; the file is written again at the end with
+ * exactly the names in force.
+ *
+ * Never taken over: a name unbound already holds as someone else's zone, or that carries
+ * someone else's local data (see LocalDataView). An agent's zone that someone else's data
+ * has moved into (an unbound restart) is given up, with that data put back.
  */
 export function createUnboundPlugin(o: UnboundOptions): DnsPlugin {
-  const ctl = (args: string[], input?: string) => o.runner.run([...o.control, ...args], input);
+  const ctl = (args: string[], input?: string) => runTool(o.runner, [...o.control, ...args], input);
   const type = unboundZoneType(o.answer);
 
   async function inBatches(args: string[], lines: readonly string[]): Promise<void> {
     for (let i = 0; i < lines.length; i += BATCH) await ctl(args, lines.slice(i, i + BATCH).join('\n') + '\n');
+  }
+
+  /** What unbound runs now, and someone else's data around the names in question. */
+  async function look(owned: ReadonlySet<string>, names: Iterable<string>) {
+    const runtime = parseLocalZones(await ctl(['list_local_zones']));
+    const agentZones = new Set([...owned].filter((n) => runtime.has(n)));
+    const data = new LocalDataView(await ctl(['list_local_data']), runtime, agentZones, new Set([...owned, ...names]));
+    return { runtime, data };
+  }
+
+  /** Removes the agent's zones `names`, then puts back someone else's records they held. */
+  async function removeZones(names: readonly string[], data: LocalDataView): Promise<void> {
+    await inBatches(['local_zones_remove'], names);
+    const back = names.flatMap((n) => data.foreignInside(n));
+    if (back.length === 0) return;
+    try {
+      await inBatches(['local_datas'], back);
+      o.logger.info({ records: back.length }, 'put back local data of someone else\'s that unbound held inside the agent\'s zones');
+    } catch (err) {
+      o.logger.error({ records: back.slice(0, 10) }, `local data of someone else's was inside the agent's zones and could not be put back (unbound has it again after a restart): ${errorMessage(err)}`);
+    }
   }
 
   return {
@@ -51,35 +81,37 @@ export function createUnboundPlugin(o: UnboundOptions): DnsPlugin {
     },
     async apply(names): Promise<DnsApplyResult> {
       const owned = new Set(parseUnboundInclude(readOwned(o.confFile)));
-      const runtime = parseLocalZones(await ctl(['list_local_zones']));
+      const { runtime, data } = await look(owned, names);
       const want = new Set<string>();
       const foreign: string[] = [];
       const add: string[] = [];
       for (const n of names) {
         const has = runtime.get(n);
-        if (has !== undefined && !owned.has(n)) {
+        if ((has !== undefined && !owned.has(n)) || data.carriesForeignData(n)) {
           foreign.push(n);
           continue;
         }
         want.add(n);
         if (has !== type) add.push(n);
       }
-      if (foreign.length) o.logger.warn({ names: foreign.slice(0, 10), count: foreign.length }, 'unbound already has zones of these names that are not the agent\'s: left alone');
+      if (foreign.length) o.logger.warn({ names: foreign.slice(0, 10), count: foreign.length }, 'unbound already has zones or local data at these names that are not the agent\'s: left alone');
       const remove = [...owned].filter((n) => !want.has(n) && runtime.has(n));
+      // Recorded first: the file names every zone the agent is about to add (and those it still has).
+      if (add.length) writeOwned(o.confFile, renderUnboundInclude([...new Set([...owned, ...want])].sort(), o.answer));
       await inBatches(['local_zones'], add.map((n) => `${n} ${type}`));
       if (o.answer.action === 'sinkhole') {
         const address = o.answer.address;
         await inBatches(['local_datas'], add.map((n) => sinkholeRecord(n, address)));
       }
-      await inBatches(['local_zones_remove'], remove);
+      await removeZones(remove, data);
       const sorted = [...want].sort();
       writeOwned(o.confFile, renderUnboundInclude(sorted, o.answer));
       return { added: add.length, removed: remove.length, total: sorted.length, foreign };
     },
     async flush() {
       const owned = parseUnboundInclude(readOwned(o.confFile));
-      const runtime = parseLocalZones(await ctl(['list_local_zones']));
-      await inBatches(['local_zones_remove'], owned.filter((n) => runtime.has(n)));
+      const { runtime, data } = await look(new Set(owned), []);
+      await removeZones(owned.filter((n) => runtime.has(n)), data);
       // Emptied, not deleted: unbound.conf includes the file, and a missing include stops unbound from starting.
       writeOwned(o.confFile, renderUnboundInclude([], o.answer));
     },

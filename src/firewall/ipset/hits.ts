@@ -1,6 +1,7 @@
 import { hitsSetName, sides, type Direction } from '../direction.js';
 import { stderrMatches } from '../exec.js';
-import type { CommandRunner, HitCounter } from '../plugin.js';
+import type { HitCounter } from '../plugin.js';
+import type { CommandRunner } from '../../exec/runner.js';
 import { NO_SUCH_SET } from './remove.js';
 import { parseIpsetHits, renderHitsSetCreate } from './text.js';
 

@@ -1,6 +1,7 @@
 import { errorMessage, FirewallError } from '../../errors.js';
 import type { Ownership } from '../ownership.js';
-import type { CommandRunner, OwnedObject } from '../plugin.js';
+import type { OwnedObject } from '../plugin.js';
+import type { CommandRunner } from '../../exec/runner.js';
 import type { IpsetSaveParsed } from './text.js';
 
 /** Who owns the set under the agent's set name (see ../ownership.ts for the marker). */

@@ -1,6 +1,6 @@
 import { FirewallError, NotOwnedError, errorMessage } from '../../errors.js';
 import { chooseMode, diffEntries, releaseChanges, type EntryDiff } from '../diff.js';
-import { releaseArray } from '../../net/release.js';
+import { releaseArray } from '../../util/release.js';
 import { columnsToMap, normalizeEntries, sortCidrTexts } from '../entries.js';
 import { EntryColumns, type FirewallEntries } from '../entry-columns.js';
 import { createRunner, stderrMatches, withFailingLine } from '../exec.js';
@@ -9,7 +9,8 @@ import { tempSetName } from '../names.js';
 import { markerRule } from '../ownership.js';
 import { isV01SetChain } from '../legacy-shapes.js';
 import { checkSetType, setObjects, setOwnership } from './ownership.js';
-import type { ApplyOptions, ApplyResult, CommandRunner, DropCounters, HitCounter, FirewallPlugin, OwnedObject, PluginOptions, WatchCheck } from '../plugin.js';
+import type { ApplyOptions, ApplyResult, DropCounters, HitCounter, FirewallPlugin, OwnedObject, PluginOptions, WatchCheck } from '../plugin.js';
+import type { CommandRunner } from '../../exec/runner.js';
 import { directionHooks, type Direction } from '../direction.js';
 import { anyHook, effectiveHooks, iptablesRestore, planHooks, readFilter, removeLeftoverBaseChains, type FilterState } from '../xtables/filter.js';
 import { chainCounters, chainObjects, chainOwnership, failIfReferenced, removeOwnedChain } from '../xtables/owned-chain.js';

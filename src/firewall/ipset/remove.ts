@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import { FirewallError } from '../../errors.js';
 import { hitsSetName, type Side } from '../direction.js';
 import { stderrMatches } from '../exec.js';
-import type { CommandRunner } from '../plugin.js';
+import type { CommandRunner } from '../../exec/runner.js';
 import { ipsetNames, setOwnership } from './ownership.js';
 import { parseIpsetSave } from './text.js';
 

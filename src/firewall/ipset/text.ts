@@ -1,7 +1,7 @@
 import { cidrAt, toCidr } from '../../net/ipv4.js';
 import { EntryColumns } from '../entry-columns.js';
 import { IPSET_MARK_ADDRESS, OWNER_MARK } from '../ownership.js';
-import { ENTRY_LINE_MAX, TextBuilder } from '../../net/text-builder.js';
+import { ENTRY_LINE_MAX, TextBuilder } from '../../util/text-builder.js';
 
 /** ipset restore text (pure): the set's creation and sizing, full and delta scripts, and `ipset save` read back. */
 

@@ -1,6 +1,6 @@
-import { FirewallError, NotOwnedError } from '../../errors.js';
-import { fromNumber, type Cidr } from '../../net/ipv4.js';
-import { chooseMode, diffEntries, releaseChanges } from '../diff.js';
+import { NotOwnedError } from '../../errors.js';
+import type { Cidr } from '../../net/ipv4.js';
+import { chooseMode } from '../diff.js';
 import { columnsToMap, normalizeEntries, sortCidrTexts } from '../entries.js';
 import { EntryColumns, type FirewallEntries } from '../entry-columns.js';
 import { createRunner, stderrMatches } from '../exec.js';
@@ -8,13 +8,16 @@ import { KernelPlugin } from '../kernel-plugin.js';
 import { OWNER_MARK, type Ownership } from '../ownership.js';
 import { isV01NftTable } from '../legacy-shapes.js';
 import { hitsSetName, sides } from '../direction.js';
-import type { ApplyOptions, ApplyResult, CommandRunner, DropCounters, HitCounter, FirewallPlugin, OwnedObject, PluginOptions, WatchCheck } from '../plugin.js';
+import type { ApplyOptions, ApplyResult, DropCounters, HitCounter, FirewallPlugin, OwnedObject, PluginOptions, WatchCheck } from '../plugin.js';
+import type { CommandRunner } from '../../exec/runner.js';
 import { parseNftCounters, parseNftJson } from './json.js';
 import { ledgerDiff, ledgerFor, NftLedger } from './ledger.js';
 import { resolveOverlaps } from './overlaps.js';
 import { probeNft, type NftProbe } from './probe.js';
+import { lookupNft } from './lookup.js';
+import { ownedObjects } from './objects.js';
 import { checkNftStructure, type NftStructure } from './structure.js';
-import { NFT_REFUSE_CHAIN, nftLayout, parseNftHits, parseNftSetJson, splitByShape, type NftLayout, type NftParts, type NftSetParsed } from './text.js';
+import { nftLayout, parseNftHits, parseNftSetJson, splitByShape, type NftLayout, type NftParts, type NftSetParsed } from './text.js';
 import { netsNeedRefill, runTransactions, transactions, type SetChange } from './write.js';
 
 /** How nft says a table or set does not exist. */
@@ -238,52 +241,9 @@ export class NftablesPlugin extends KernelPlugin implements FirewallPlugin {
     }
   }
 
-  /**
-   * Entries overlapping `query` (see FirewallPlugin.lookup): the networks' set is listed (only it:
-   * nft reads no other set's elements for that), addresses are asked for one by one in check mode
-   * (`nft -c delete element`: "No such file or directory" when absent; nothing changes).
-   */
-  async lookup(query: Cidr, hosts?: readonly number[]): Promise<Array<{ cidr: string; timeoutSeconds: number | undefined }>> {
-    const out: Array<{ cidr: string; timeoutSeconds: number | undefined }> = [];
-    const nets = await this.elements(this.layout.nets);
-    if (nets) for (let i = 0; i < nets.entries.length; i++) {
-      const c = nets.entries.cidr(i);
-      if (c.start <= query.end && query.start <= c.end) out.push({ cidr: c.text, timeoutSeconds: nets.entries.timeoutAt(i) });
-    }
-    let candidates: number[];
-    if (query.prefix >= 24) candidates = Array.from({ length: query.end - query.start + 1 }, (_, i) => query.start + i);
-    else if (hosts) candidates = hosts.filter((a) => a >= query.start && a <= query.end);
-    else {
-      const all = await this.elements(this.layout.set);
-      if (all) for (let i = 0; i < all.entries.length; i++) {
-        const a = all.entries.starts[i]!;
-        if (a >= query.start && a <= query.end) out.push({ cidr: all.entries.text(i), timeoutSeconds: all.entries.timeoutAt(i) });
-      }
-      return out;
-    }
-    for (let i = 0; i < candidates.length; i += 4096) {
-      const part = candidates.slice(i, i + 4096);
-      const cmds = part.map((a) => `delete element inet ${this.layout.table} ${this.layout.set} { ${fromNumber(a, 32).text} }`);
-      let stderr = '';
-      try {
-        await this.runner.run('nft', ['-c', '-f', '-'], { input: cmds.join('\n') + '\n', readOnly: true });
-      } catch (err) {
-        if (!(err instanceof FirewallError) || err.stderr === undefined) throw err;
-        stderr = err.stderr;
-      }
-      const absent = new Set<number>();
-      for (const m of stderr.matchAll(/^[^\n:]*:(\d+):[\d-]+: Error: ([^\n]*)$/gm)) {
-        if (!/No such file or directory/.test(m[2]!)) throw new FirewallError(`nft lookup failed: ${m[2]}`, { stderr });
-        // nft's own evaluation (not the kernel) complains when the set or table is missing: nothing there.
-        if (!m[2]!.startsWith('Could not process rule:')) return out;
-        absent.add(Number(m[1]) - 1);
-      }
-      if (stderr !== '' && absent.size === 0) throw new FirewallError(`nft lookup failed: ${stderr.slice(0, 300)}`, { stderr });
-      part.forEach((a, k) => {
-        if (!absent.has(k)) out.push({ cidr: fromNumber(a, 32).text, timeoutSeconds: undefined });
-      });
-    }
-    return out;
+  /** Entries overlapping `query` without listing the set of addresses (see lookup.ts). */
+  lookup(query: Cidr, hosts?: readonly number[]): Promise<Array<{ cidr: string; timeoutSeconds: number | undefined }>> {
+    return lookupNft(this.runner, this.layout, (set) => this.elements(set), query, hosts);
   }
 
   /** Something may have changed the sets behind the agent's back (the watcher heard another process): the next apply reads them. */
@@ -338,37 +298,7 @@ export class NftablesPlugin extends KernelPlugin implements FirewallPlugin {
    * missing, or a chain without its rules, blocks nothing: it is listed as absent.
    */
   async objects(): Promise<OwnedObject[]> {
-    const what = this.tableWhat;
-    const t = this.layout.table;
-    const parts: Array<[string, string]> = [
-      [`nft set ${this.layout.set}`, `nft set inet ${t} ${this.layout.set}`],
-      [`nft set ${this.layout.nets}`, `nft set inet ${t} ${this.layout.nets}`],
-      ...sides(this.layout.direction).map((side): [string, string] => {
-        const name = hitsSetName(this.layout.set, side);
-        return [`nft set ${name}`, `nft set inet ${t} ${name}`];
-      }),
-      ...(this.layout.action === 'REJECT' ? [[`nft chain ${NFT_REFUSE_CHAIN}`, `nft chain inet ${t} ${NFT_REFUSE_CHAIN}`] as [string, string]] : []),
-      ...this.layout.hooks.map((h): [string, string] => [`nft chain ${h}`, `nft chain inet ${t} ${h}`]),
-    ];
-    const all = (state: OwnedObject['state'], error?: string): OwnedObject[] => parts.map(([, w]) => ({ what: w, state, ...(error ? { error } : {}) }));
-    let found: { owner: Ownership; probe?: NftProbe };
-    try {
-      found = await this.cheapOwnership();
-    } catch (err) {
-      return [{ what, state: 'unreadable', error: (err as Error).message }, ...all('unreadable', (err as Error).message)];
-    }
-    const { owner, probe } = found;
-    if (owner.kind === 'absent') return [{ what, state: 'absent' }, ...all('absent')];
-    if (owner.kind === 'foreign') return [{ what, state: 'foreign', error: owner.why }, ...all('foreign', 'in a table that is not the agent\'s')];
-    // The probe's findings when it answered (own table), else the full structure's.
-    const problems = probe ? probe.missing : ((await this.structure())?.problems ?? []);
-    const missing = new Set(problems);
-    const known = new Set(parts.map(([p]) => p));
-    return [
-      { what, state: 'present' },
-      ...parts.map(([p, w]): OwnedObject => ({ what: w, state: missing.has(p) ? 'absent' : 'present' })),
-      ...problems.filter((p) => !known.has(p)).map((p): OwnedObject => ({ what: p, state: 'absent' })),
-    ];
+    return ownedObjects(this.layout, () => this.cheapOwnership(), async () => (await this.structure())?.problems ?? []);
   }
 
   /** The objects checked without reading any element (probe.ts), worded as an apply's repairs (see FirewallPlugin.check). */

@@ -1,6 +1,6 @@
 import { FirewallError } from '../../errors.js';
 import { hitsSetName, sides } from '../direction.js';
-import type { CommandRunner } from '../plugin.js';
+import type { CommandRunner } from '../../exec/runner.js';
 import { HOSTS_FLAGS, NETS_FLAGS, NFT_REFUSE_CHAIN, nftChainRules, type NftLayout } from './text.js';
 
 /**

@@ -1,6 +1,6 @@
-import { releaseArray } from '../../net/release.js';
+import { releaseArray } from '../../util/release.js';
 import { EntryColumns } from '../entry-columns.js';
-import type { CommandRunner } from '../plugin.js';
+import type { CommandRunner } from '../../exec/runner.js';
 import { deltaReshapesIntervals } from './overlaps.js';
 import { nftDeltaScript, nftRecreateScript, nftRefillScript, type NftLayout, type NftParts } from './text.js';
 

@@ -1,5 +1,5 @@
 import { stderrMatches } from '../exec.js';
-import type { CommandRunner } from '../plugin.js';
+import type { CommandRunner } from '../../exec/runner.js';
 import { effectiveHooks, planHooks, type FilterState } from './filter.js';
 
 /**

@@ -1,7 +1,7 @@
 import { withFailingLine } from '../exec.js';
 import { parseNftJson } from '../nft/json.js';
 import { OWNER_MARK } from '../ownership.js';
-import type { CommandRunner } from '../plugin.js';
+import type { CommandRunner } from '../../exec/runner.js';
 
 /**
  * iptables (filter table) helpers shared by the ipset and iptables plugins:

@@ -2,7 +2,8 @@ import type { Logger } from 'pino';
 import { FirewallError, errorMessage } from '../../errors.js';
 import { stderrMatches } from '../exec.js';
 import { markerRule, type Ownership } from '../ownership.js';
-import type { CommandRunner, DropCounters, OwnedObject } from '../plugin.js';
+import type { DropCounters, OwnedObject } from '../plugin.js';
+import type { CommandRunner } from '../../exec/runner.js';
 import { XTABLES_WAIT_S, anyMarkedHook, hookLine, legacyHookLine, iptablesRestore, planRemoval, readFilter, removeLeftoverBaseChains, type FilterState } from './filter.js';
 import { parseIptablesCounters } from './rules.js';
 

@@ -4,7 +4,8 @@ import { kernelColumns, kernelList, listingColumns, normalizeEntries, sortCidrTe
 import type { FirewallEntries } from '../entry-columns.js';
 import { createRunner } from '../exec.js';
 import { KernelPlugin } from '../kernel-plugin.js';
-import type { ApplyOptions, ApplyResult, CommandRunner, DropCounters, FirewallPlugin, HitCounter, OwnedObject, PluginOptions, WatchCheck } from '../plugin.js';
+import type { ApplyOptions, ApplyResult, DropCounters, FirewallPlugin, HitCounter, OwnedObject, PluginOptions, WatchCheck } from '../plugin.js';
+import type { CommandRunner } from '../../exec/runner.js';
 import { markerRule } from '../ownership.js';
 import { isV01EntryChain } from '../legacy-shapes.js';
 import { directionHooks, type Direction } from '../direction.js';

@@ -1,5 +1,7 @@
 import type { Logger } from 'pino';
-import type { ApplyOptions, CommandRunner, FirewallEntry, PluginOptions } from '../../../src/firewall/plugin.js';
+import type { ApplyOptions, PluginOptions } from '../../../src/firewall/plugin.js';
+import type { CommandRunner } from '../../../src/exec/runner.js';
+import type { FirewallEntry } from '../../../src/firewall/entry.js';
 import { compareCidr, fromNumber, mustParseCidr, type Cidr } from '../../../src/net/ipv4.js';
 import { captureLogger } from '../../netns/netns.js';
 

@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { IpsetPlugin } from '../../../src/firewall/ipset/plugin.js';
 import { NftablesPlugin } from '../../../src/firewall/nft/plugin.js';
-import type { CommandRunner } from '../../../src/firewall/plugin.js';
+import type { CommandRunner } from '../../../src/exec/runner.js';
 import { IptablesPlugin } from '../../../src/firewall/xtables/plugin.js';
 import { ADDR, Netns, snapshot, wrapRunner } from '../../netns/netns.js';
 import { expect } from 'vitest';

@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FirewallError, NotOwnedError, exitCodeOf } from '../../../src/errors.js';
-import type { CommandRunner, FirewallEntry, FirewallPlugin, PluginOptions } from '../../../src/firewall/plugin.js';
+import type { FirewallPlugin, PluginOptions } from '../../../src/firewall/plugin.js';
+import type { CommandRunner } from '../../../src/exec/runner.js';
+import type { FirewallEntry } from '../../../src/firewall/entry.js';
 import { ADDR, Netns, createLab, destroyAll, type Lab } from '../../netns/netns.js';
 import { CAP, FOREIGN_NAMES, fillers, net, options, sortedCidrs } from './common.js';
 

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Direction } from '../../../src/firewall/direction.js';
-import type { FirewallEntry, FirewallPlugin, HitCounter, PluginOptions } from '../../../src/firewall/plugin.js';
+import type { FirewallPlugin, HitCounter, PluginOptions } from '../../../src/firewall/plugin.js';
+import type { FirewallEntry } from '../../../src/firewall/entry.js';
 import { ADDR, Netns, createLab, destroyAll, snapshot, type Lab } from '../../netns/netns.js';
 import { CAP, fillers, net, options } from './common.js';
 import { received, startTraffic, type Traffic } from './traffic.js';

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DryRunPlugin } from '../../../src/firewall/dry-run.js';
-import type { CommandRunner } from '../../../src/firewall/plugin.js';
+import type { CommandRunner } from '../../../src/exec/runner.js';
 import { ADDR, Netns, destroyAll } from '../../netns/netns.js';
 import { CAP, NAMES, fillers, net, options, sortedCidrs } from './common.js';
 import { ipsetEntries, nftElements } from './kernel.js';

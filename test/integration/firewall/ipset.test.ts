@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FirewallError } from '../../../src/errors.js';
 import { IpsetPlugin } from '../../../src/firewall/ipset/plugin.js';
 import { tempSetName } from '../../../src/firewall/names.js';
-import type { FirewallEntry } from '../../../src/firewall/plugin.js';
+import type { FirewallEntry } from '../../../src/firewall/entry.js';
 import { ADDR, Netns, createLab, destroyAll, snapshot, waitFor, wrapRunner, type Lab } from '../../netns/netns.js';
 import { CAP, NAMES, fillers, net, options, sortedCidrs } from './common.js';
 import { hookCount, ipsetEntries, hookRule } from './kernel.js';

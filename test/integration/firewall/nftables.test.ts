@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FirewallError } from '../../../src/errors.js';
 import { NftablesPlugin } from '../../../src/firewall/nft/plugin.js';
-import type { FirewallEntry } from '../../../src/firewall/plugin.js';
+import type { FirewallEntry } from '../../../src/firewall/entry.js';
 import { ADDR, Netns, createLab, destroyAll, waitFor, wrapRunner, type Lab } from '../../netns/netns.js';
 import { CAP, NAMES, fillers, net, options, sortedCidrs } from './common.js';
 import { nftElements } from './kernel.js';

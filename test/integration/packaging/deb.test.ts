@@ -79,9 +79,30 @@ describe('build-deb.sh', () => {
       '/usr/share/doc/wcf-agent/copyright': '-rw-r--r--',
       '/usr/share/doc/wcf-agent/changelog.gz': '-rw-r--r--',
       '/usr/share/lintian/overrides/wcf-agent': '-rw-r--r--',
+      '/usr/share/man/man8/wcf-agent.8.gz': '-rw-r--r--',
+      '/usr/share/man/man5/wcf-agent.json.5.gz': '-rw-r--r--',
     });
     for (const [path, e] of entries) expect(e.owner, path).toBe('root/root');
     expect(entries.get('/etc/wcf-agent/')?.perms).toBe('drwxr-xr-x');
+  });
+
+  it('ships both man pages, gzipped without name or time stamp (gzip -9n), dated by SOURCE_DATE_EPOCH, readable by man', async () => {
+    const x = join(work, 'extracted-man');
+    await ok('dpkg-deb', ['-x', deb, x]);
+    // build-deb.sh's SOURCE_DATE_EPOCH: the caller's, else the last commit's time.
+    const epoch = process.env.SOURCE_DATE_EPOCH || (await run('git', ['-C', ROOT, 'log', '-1', '--format=%ct'])).stdout.trim();
+    const date = new Date(Number(epoch) * 1000).toISOString().slice(0, 10);
+    for (const [page, header] of [
+      ['usr/share/man/man8/wcf-agent.8.gz', /^WCF-AGENT\(8\) +System Administration +WCF-AGENT\(8\)$/m],
+      ['usr/share/man/man5/wcf-agent.json.5.gz', /^WCF-AGENT\.JSON\(5\) +File Formats +WCF-AGENT\.JSON\(5\)$/m],
+    ] as const) {
+      const file = join(x, page);
+      expect(readFileSync(file).subarray(3, 8)).toEqual(Buffer.from([0, 0, 0, 0, 0]));
+      const r = await run('man', ['--warnings=w', '-l', file], { env: { PATH: process.env.PATH ?? '/usr/bin:/bin', MANWIDTH: '80', MANPAGER: 'cat', LC_ALL: 'C.UTF-8' } });
+      expect(r.stderr, page).toBe('');
+      expect(r.stdout, page).toMatch(header);
+      expect(r.stdout, page).toMatch(new RegExp(`^wcf-agent ${VERSION.replaceAll('.', '\\.')} +${date} +`, 'm'));
+    }
   });
 
   it('ships the unit, the example config as the one conffile, and md5sums that match', async () => {
@@ -98,7 +119,7 @@ describe('build-deb.sh', () => {
       await ok('sh', ['-n', join(x, 'DEBIAN', s)]);
     }
     const sums = readFileSync(join(x, 'DEBIAN/md5sums'), 'utf8').trim().split('\n');
-    expect(sums.length).toBe(7); // every file but the conffile
+    expect(sums.length).toBe(9); // every file but the conffile
     for (const line of sums) {
       const [sum, path] = line.split(/\s+/);
       expect(createHash('md5').update(readFileSync(join(x, path!))).digest('hex'), path).toBe(sum);
@@ -144,6 +165,8 @@ describe('dpkg --root install, reinstall, remove, purge', () => {
     expect(octal(modeOf(at('lib/systemd/system/wcf-agent.service')))).toBe('0644');
     expect(existsSync(at('usr/lib/tmpfiles.d/wcf-agent.conf'))).toBe(true);
     expect(existsSync(at('usr/share/doc/wcf-agent/README.md'))).toBe(true);
+    expect(octal(modeOf(at('usr/share/man/man8/wcf-agent.8.gz')))).toBe('0644');
+    expect(octal(modeOf(at('usr/share/man/man5/wcf-agent.json.5.gz')))).toBe('0644');
     expect(octal(modeOf(at('var/lib/wcf-agent')))).toBe('0700');
     const status = await run('dpkg-query', [`--admindir=${at('var/lib/dpkg')}`, '-W', '-f=${Status} ${Version}', 'wcf-agent']);
     expect(status.stdout).toBe(`install ok installed ${DEB_VERSION}`);

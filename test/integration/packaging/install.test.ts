@@ -76,9 +76,14 @@ describe('install.sh (DESTDIR)', () => {
         'usr/bin/wcf-agent',
         'usr/lib/tmpfiles.d/wcf-agent.conf',
         'usr/share/doc/wcf-agent/README.md',
+        'usr/share/man/man5/wcf-agent.json.5.gz',
+        'usr/share/man/man8/wcf-agent.8.gz',
       ].sort(),
     );
     expect(octal(modeOf(join(dest, 'usr/share/doc/wcf-agent/README.md')))).toBe('0644');
+    for (const page of ['usr/share/man/man8/wcf-agent.8.gz', 'usr/share/man/man5/wcf-agent.json.5.gz']) {
+      expect(octal(modeOf(join(dest, page))), page).toBe('0644');
+    }
 
     // Next steps name what to edit and what to run; nothing was started.
     expect(r.stdout).toMatch(/agid, base_url and token/);
@@ -143,6 +148,8 @@ describe('install.sh (DESTDIR)', () => {
     expect(existsSync(join(dest, 'lib/systemd/system/wcf-agent.service'))).toBe(false);
     expect(existsSync(join(dest, 'usr/lib/tmpfiles.d/wcf-agent.conf'))).toBe(false);
     expect(existsSync(join(dest, 'usr/share/doc/wcf-agent'))).toBe(false);
+    expect(existsSync(join(dest, 'usr/share/man/man8/wcf-agent.8.gz'))).toBe(false);
+    expect(existsSync(join(dest, 'usr/share/man/man5/wcf-agent.json.5.gz'))).toBe(false);
     expect(readFileSync(join(dest, 'etc/wcf-agent/config.json'), 'utf8')).toBe('{"agid":"keep-me"}');
     expect(existsSync(join(dest, 'var/lib/wcf-agent/state.json'))).toBe(true);
     expect(r.stdout).toMatch(/wcf-agent flush --config \/etc\/wcf-agent\/config\.json/);
@@ -193,6 +200,23 @@ describe('install.sh (DESTDIR)', () => {
     expect(readdirSync(dest)).toEqual([]);
   });
 
+  it('installs the man pages gzipped as Debian ships them, and man reads them', async () => {
+    const dest = join(work, 'man');
+    expect((await install(dest, '--binary', fakeBin)).exitCode).toBe(0);
+    for (const [page, header] of [
+      ['usr/share/man/man8/wcf-agent.8.gz', /^WCF-AGENT\(8\) +System Administration/m],
+      ['usr/share/man/man5/wcf-agent.json.5.gz', /^WCF-AGENT\.JSON\(5\) +File Formats/m],
+    ] as const) {
+      const file = join(dest, page);
+      // gzip -9n: no file name and no time stamp in the header, so the same page is the same bytes.
+      expect((await run('gzip', ['-t', file])).exitCode, page).toBe(0);
+      expect(readFileSync(file).subarray(3, 8)).toEqual(Buffer.from([0, 0, 0, 0, 0]));
+      const r = await run('man', ['--warnings=w', '-l', file], { env: { PATH: process.env.PATH ?? '/usr/bin:/bin', MANWIDTH: '80', MANPAGER: 'cat', LC_ALL: 'C.UTF-8' } });
+      expect(r.stderr, page).toBe('');
+      expect(r.stdout, page).toMatch(header);
+    }
+  });
+
   it("every file the unit's Documentation= names is installed", async () => {
     const dest = join(work, 'docs');
     expect((await install(dest, '--binary', fakeBin)).exitCode).toBe(0);
@@ -201,6 +225,11 @@ describe('install.sh (DESTDIR)', () => {
     const files = docs.filter((d) => d.startsWith('file://')).map((d) => new URL(d).pathname);
     expect(files.length).toBeGreaterThan(0);
     for (const f of files) expect(existsSync(join(dest, f)), `${f} (Documentation=) not installed`).toBe(true);
+    const pages = docs.filter((d) => d.startsWith('man:')).map((d) => /^man:(.+)\((\d)\)$/.exec(d)!);
+    expect(pages.length).toBe(2);
+    for (const [ref, name, section] of pages) {
+      expect(existsSync(join(dest, `usr/share/man/man${section}/${name}.${section}.gz`)), `${ref} (Documentation=) not installed`).toBe(true);
+    }
     expect(readFileSync(join(dest, 'usr/share/doc/wcf-agent/README.md'), 'utf8')).toBe(readFileSync(join(ROOT, 'README.md'), 'utf8'));
   });
 });
@@ -235,7 +264,7 @@ describe('install.sh --uninstall --flush on the live system (private mount names
   }
 
   const state = [
-    'for f in /usr/bin/wcf-agent /lib/systemd/system/wcf-agent.service /usr/lib/tmpfiles.d/wcf-agent.conf /usr/share/doc/wcf-agent/README.md /etc/wcf-agent/config.json; do',
+    'for f in /usr/bin/wcf-agent /lib/systemd/system/wcf-agent.service /usr/lib/tmpfiles.d/wcf-agent.conf /usr/share/doc/wcf-agent/README.md /usr/share/man/man8/wcf-agent.8.gz /etc/wcf-agent/config.json; do',
     '  if [ -e "$f" ]; then echo "present $f"; else echo "absent $f"; fi',
     'done',
   ].join('\n');
@@ -251,7 +280,7 @@ describe('install.sh --uninstall --flush on the live system (private mount names
     return { bin, calls };
   }
 
-  it('runs the installed binary\'s flush with the installed config, then removes binary, unit, tmpfiles entry and README', async () => {
+  it('runs the installed binary\'s flush with the installed config, then removes binary, unit, tmpfiles entry, README and man pages', async () => {
     const { bin, calls } = spy('spy-flush-ok', 0);
     const script = join(ROOT, 'scripts/install.sh');
     const hostBefore = ['/etc/wcf-agent', '/usr/bin/wcf-agent', '/usr/share/doc/wcf-agent'].map((p) => existsSync(p));
@@ -259,7 +288,7 @@ describe('install.sh --uninstall --flush on the live system (private mount names
     expect(r.exitCode, r.stderr).toBe(0);
     expect(readFileSync(calls, 'utf8')).toBe('flush --config /etc/wcf-agent/config.json\n');
     expect(r.stdout).toMatch(/removing the agent's firewall objects: \/usr\/bin\/wcf-agent flush --config \/etc\/wcf-agent\/config\.json/);
-    for (const f of ['/usr/bin/wcf-agent', '/lib/systemd/system/wcf-agent.service', '/usr/lib/tmpfiles.d/wcf-agent.conf', '/usr/share/doc/wcf-agent/README.md']) {
+    for (const f of ['/usr/bin/wcf-agent', '/lib/systemd/system/wcf-agent.service', '/usr/lib/tmpfiles.d/wcf-agent.conf', '/usr/share/doc/wcf-agent/README.md', '/usr/share/man/man8/wcf-agent.8.gz']) {
       expect(r.stdout).toContain(`absent ${f}`);
     }
     expect(r.stdout).toContain('present /etc/wcf-agent/config.json');
@@ -275,7 +304,7 @@ describe('install.sh --uninstall --flush on the live system (private mount names
     expect(readFileSync(calls, 'utf8')).toBe('flush --config /etc/wcf-agent/config.json\n');
     expect(r.stdout).toMatch(/^rc=[1-9]/m);
     expect(r.stderr).toMatch(/flush failed .*nothing removed/);
-    for (const f of ['/usr/bin/wcf-agent', '/lib/systemd/system/wcf-agent.service', '/usr/share/doc/wcf-agent/README.md', '/etc/wcf-agent/config.json']) {
+    for (const f of ['/usr/bin/wcf-agent', '/lib/systemd/system/wcf-agent.service', '/usr/share/doc/wcf-agent/README.md', '/usr/share/man/man8/wcf-agent.8.gz', '/etc/wcf-agent/config.json']) {
       expect(r.stdout).toContain(`present ${f}`);
     }
   });

@@ -1,5 +1,5 @@
 /**
- * README's "Running as a non-root user" recipe, exercised: the built CLI runs as
+ * docs/daemon.md's "Running as a non-root user" recipe, exercised: the built CLI runs as
  * an unprivileged user whose only capability is CAP_NET_ADMIN (what the systemd
  * drop-in's AmbientCapabilities= gives it), reading a config.json that is
  * root:GROUP 0640, writing a state dir the user owns (StateDirectory=).
@@ -138,7 +138,7 @@ describe('non-root, ipset backend', () => {
     api = await simulatorIn(ns);
   });
 
-  it('needs CAP_NET_RAW as well (iptables\' set match opens a raw socket to ipset), as the README says', async () => {
+  it('needs CAP_NET_RAW as well (iptables\' set match opens a raw socket to ipset), as docs/daemon.md says', async () => {
     const { path, dir } = layout(api, 'ipset');
     dirs.push(dir);
     const admin = await asUser(ns, ['net_admin'], ['sync', '--once', '--config', path]);

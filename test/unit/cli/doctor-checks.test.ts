@@ -5,13 +5,14 @@ import { describe, expect, it } from 'vitest';
 import { clockCheck } from '../../../src/cli/doctor/api-checks.js';
 import { check, doctorExitCode } from '../../../src/cli/doctor/check.js';
 import { objectsCheck, toolsCheck } from '../../../src/cli/doctor/firewall-checks.js';
-import { resolveApiHost } from '../../../src/agent/protected.js';
+import { resolveApiHost } from '../../../src/host/protected-set.js';
 import { allowlistCheck, capabilityCheck, hasNetAdmin, netnsCheck, stateDirCheck } from '../../../src/cli/doctor/host-checks.js';
 import type { AgentConfig } from '../../../src/config/load.js';
 import { FirewallError } from '../../../src/errors.js';
 import pino from 'pino';
 import { createPlugin, type Tool } from '../../../src/firewall/index.js';
-import type { CommandRunner, PluginName } from '../../../src/firewall/plugin.js';
+import type { PluginName } from '../../../src/firewall/plugin.js';
+import type { CommandRunner } from '../../../src/exec/runner.js';
 import { callAsNobody, NOBODY } from '../../helpers/unprivileged.js';
 
 const NAMES = { setName: 'wcf-blocklist', chainName: 'WCF-AGENT', tableName: 'wcf_agent' };

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { renderStatus, statusRows } from '../../../src/cli/commands/status.js';
-import type { CycleRecord } from '../../../src/agent/state.js';
+import type { CycleRecord } from '../../../src/agent/state/store.js';
 import type { SettingSources, Settings } from '../../../src/config/server.js';
 import { enforcingOf, type LiveStatus } from '../../../src/cli/status-live.js';
 

@@ -1,5 +1,5 @@
-// Every config.json key the schema accepts is documented in config.json.example and in README's
-// configuration table, and neither documents a key the schema would reject.
+// Every config.json key the schema accepts is documented in config.json.example and in the tables
+// of docs/configuration.md, and neither documents a key the schema would reject.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -14,14 +14,12 @@ const exampleComments = Object.keys(example)
   .map((k) => k.slice(2));
 const exampleValues = Object.keys(example).filter((k) => !k.startsWith('//'));
 
-/** The first column of the table under "## Configuration": every backticked name in it. */
-function readmeKeys(): string[] {
-  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
-  const start = readme.indexOf('\n## Configuration\n');
-  expect(start, 'README has a "## Configuration" section').toBeGreaterThan(-1);
-  const section = readme.slice(start + 1, readme.indexOf('\n## ', start + 1));
+/** The first column of every table in docs/configuration.md: every backticked name in it. */
+function documentedKeys(): string[] {
+  const page = readFileSync(join(ROOT, 'docs/configuration.md'), 'utf8');
+  expect(page, 'docs/configuration.md starts with "# Configuration"').toMatch(/^# Configuration\n/);
   const keys: string[] = [];
-  for (const line of section.split('\n')) {
+  for (const line of page.split('\n')) {
     const first = /^\|([^|]+)\|/.exec(line)?.[1];
     if (!first || /^\s*-+\s*$/.test(first) || /^\s*key\s*$/.test(first)) continue;
     for (const m of first.matchAll(/`([^`]+)`/g)) keys.push(m[1]!);
@@ -48,8 +46,8 @@ describe('configuration keys are documented', () => {
     expect(r.success, JSON.stringify(r.error?.issues)).toBe(true);
   });
 
-  it("README's configuration table lists every key, and only keys the schema knows", () => {
-    const documented = readmeKeys();
+  it('the tables of docs/configuration.md list every key, and only keys the schema knows', () => {
+    const documented = documentedKeys();
     expect(schemaKeys.filter((k) => !documented.includes(k))).toEqual([]);
     expect(documented.filter((k) => !schemaKeys.includes(k))).toEqual([]);
   });

@@ -4,9 +4,15 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadConfig, parseConfig, resolveConfigPath } from '../../../src/config/load.js';
 import { ConfigError } from '../../../src/errors.js';
+import { checkConfiguredNames } from '../../../src/firewall/names.js';
 
 const base = { agid: 'a1', base_url: 'http://127.0.0.1:1/api/v1', token: 't' };
-const parse = (o: unknown) => parseConfig(JSON.stringify(o), '/etc/wcf-agent/config.json');
+// As every command loads it: the shape, then the owned names where they meet the firewall.
+const parse = (o: unknown) => {
+  const config = parseConfig(JSON.stringify(o), '/etc/wcf-agent/config.json');
+  checkConfiguredNames(config);
+  return config;
+};
 function problems(o: unknown): string[] {
   try {
     parse(o);

@@ -3,7 +3,8 @@ import { FirewallError } from '../../../src/errors.js';
 import pino from 'pino';
 import { createPlugin } from '../../../src/firewall/index.js';
 import { parseNftCounters } from '../../../src/firewall/nft/json.js';
-import type { CommandRunner, PluginName } from '../../../src/firewall/plugin.js';
+import type { PluginName } from '../../../src/firewall/plugin.js';
+import type { CommandRunner } from '../../../src/exec/runner.js';
 import { parseIptablesCounters } from '../../../src/firewall/xtables/rules.js';
 
 const NAMES = { setName: 'wcf-blocklist', chainName: 'WCF-AGENT', tableName: 'wcf_agent' };

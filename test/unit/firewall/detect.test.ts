@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { FirewallError } from '../../../src/errors.js';
 import { detectPlugin } from '../../../src/firewall/detect.js';
-import type { CommandRunner } from '../../../src/firewall/plugin.js';
+import type { CommandRunner } from '../../../src/exec/runner.js';
 
 function runner(working: string[]): CommandRunner & { calls: string[] } {
   const calls: string[] = [];

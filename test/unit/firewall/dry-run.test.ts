@@ -6,7 +6,8 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { FirewallError } from '../../../src/errors.js';
 import { DryRunPlugin } from '../../../src/firewall/dry-run.js';
 import { createPlugin } from '../../../src/firewall/index.js';
-import type { CommandRunner, PluginOptions } from '../../../src/firewall/plugin.js';
+import type { PluginOptions } from '../../../src/firewall/plugin.js';
+import type { CommandRunner } from '../../../src/exec/runner.js';
 import { mustParseCidr } from '../../../src/net/ipv4.js';
 
 const net = (text: string) => mustParseCidr(text, 'test entry');

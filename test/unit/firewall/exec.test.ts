@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { FirewallError } from '../../../src/errors.js';
-import { Serial, createRunner, formatCommand, withFailingLine } from '../../../src/firewall/exec.js';
+import { Serial, createRunner, withFailingLine } from '../../../src/firewall/exec.js';
+import { formatCommand } from '../../../src/exec/runner.js';
 
 const node = process.execPath;
 

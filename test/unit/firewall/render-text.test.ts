@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { kernelColumns, type KernelEntry } from '../../../src/firewall/entries.js';
 import { renderIpsetCreate, renderIpsetMarker, renderIpsetDelta, renderIpsetFull } from '../../../src/firewall/ipset/text.js';
-import { TextBuilder } from '../../../src/net/text-builder.js';
+import { TextBuilder } from '../../../src/util/text-builder.js';
 import { fromNumber } from '../../../src/net/ipv4.js';
 
 const arbEntry = fc.record({

@@ -7,7 +7,7 @@ import type { EntryColumns } from '../../../src/firewall/entry-columns.js';
 import { ipsetSizing, parseIpsetSave, renderIpsetDelta, renderIpsetFull } from '../../../src/firewall/ipset/text.js';
 import { hasOverlap, resolveOverlaps } from '../../../src/firewall/nft/overlaps.js';
 import { nftHooks, parseNftScriptElements, parseNftSetJson, renderNftDelta, renderNftRecreate, renderNftRefill, type NftLayout } from '../../../src/firewall/nft/text.js';
-import type { FirewallEntry } from '../../../src/firewall/plugin.js';
+import type { FirewallEntry } from '../../../src/firewall/entry.js';
 import { fromNumber, parseCidr, toCidr } from '../../../src/net/ipv4.js';
 
 const entry = (cidr: string, timeout?: number): KernelEntry => ({ cidr: toCidr(cidr)!, timeout });

@@ -9,8 +9,8 @@ import pino from 'pino';
 import { parseConfig } from '../../../src/config/load.js';
 import { ApiClient } from '../../../src/api/client.js';
 import { ThreatIntelApi } from '../../../src/api/threat-intel.js';
-import { StateStore } from '../../../src/agent/state.js';
-import { runCycle } from '../../../src/agent/cycle.js';
+import { StateStore } from '../../../src/agent/state/store.js';
+import { runCycle } from '../../../src/agent/cycle/cycle.js';
 import { WcfError } from '../../../src/errors.js';
 import { RecordingPlugin } from '../../helpers/recording-plugin.js';
 

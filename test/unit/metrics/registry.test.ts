@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import pino from 'pino';
-import type { CycleOutcome } from '../../../src/agent/cycle.js';
-import type { CycleRecord } from '../../../src/agent/state.js';
+import type { CycleOutcome } from '../../../src/agent/cycle/types.js';
+import type { CycleRecord } from '../../../src/agent/state/store.js';
 import { AgentMetrics, instrumentPlugin } from '../../../src/metrics/index.js';
 import { parseListen } from '../../../src/metrics/listen.js';
 import { startMetricsServer, type MetricsServer } from '../../../src/metrics/server.js';

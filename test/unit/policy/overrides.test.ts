@@ -4,7 +4,7 @@ import { fromNumber, mustParseCidr, overlaps } from '../../../src/net/ipv4.js';
 import { ProtectedSet } from '../../../src/policy/protect.js';
 import { countOverrides, mergeOverrides, overrideFor, type LocalOverride } from '../../../src/policy/overrides.js';
 import { rebaseOnDecisions, sameDecisions } from '../../../src/policy/decisions-rebase.js';
-import type { SelectedEntry } from '../../../src/policy/select.js';
+import type { SelectedEntry } from '../../../src/policy/types.js';
 
 const NOW = 1_800_000_000;
 const c = (s: string) => mustParseCidr(s, 'test');

@@ -1,0 +1,42 @@
+import { GuardError } from '../../errors.js';
+import type { ApplyResult, FirewallPlugin } from '../../firewall/index.js';
+import { toApplied, type AppliedList } from '../state/applied-columns.js';
+import type { CycleDeps, PlanResult } from './types.js';
+import { checkShrink } from './shrink-guard.js';
+import type { StateStore } from '../state/store.js';
+
+/** The cycle's firewall step: the shrink guard, then apply the selection (or flush when running is off). */
+export async function enforce(deps: CycleDeps, plugin: FirewallPlugin, plan: PlanResult, now: number): Promise<{ apply?: ApplyResult; entries: AppliedList }> {
+  const { config, state, logger } = deps;
+  if (!plan.settings.running) {
+    logger.info('running is disabled in the stored configuration: removing the agent rules, still syncing and reporting');
+    await plugin.flush();
+    return { entries: [] };
+  }
+  const lastCount = state.appliedCount(plugin.name);
+  // Entries as counted when applied, not filtered by the clock: after a forward clock step every
+  // timed entry looks expired, and a guard comparing against 0 would let an emptied feed through.
+  const verdict = deps.force
+    ? { allow: true, pending: undefined }
+    : checkShrink(lastCount ?? 0, plan.selection.columns.length, config.shrink_guard_ratio, state.small.pendingShrink, now);
+  state.update({ pendingShrink: verdict.pending });
+  if (!verdict.allow) throw new GuardError(verdict.message!);
+  if ('message' in verdict && verdict.message) logger.warn(verdict.message);
+  // On the clock of the apply, not of the cycle's start: the kernel counts timeouts from when
+  // the entries go in (counted from the start, a long pull made every expiry that much late,
+  // and the next cycle saw every timeout as changed), and an entry whose expiry passed during
+  // the pull is left out (the kernel would drop it within the second anyway).
+  const applyAt = (deps.now ?? (() => Math.floor(Date.now() / 1000)))();
+  const { firewall, applied } = toApplied(plan.selection.columns, applyAt);
+  // The set is sized for the maximum_rules in force (the server's), not config.json's.
+  const apply = await plugin.apply(firewall, { capacity: plan.settings.maximum_rules, appliedBefore: lastCount !== undefined });
+  return { apply, entries: applied };
+}
+
+/** Record what the apply left marked as the agent's (cleared when running is off and the objects were flushed). */
+export function recordOwned(state: StateStore, plugin: string, apply: ApplyResult | undefined, now: number): void {
+  const objects = apply?.owned ? [...apply.owned] : [];
+  const prev = state.small.owned;
+  if (prev === undefined ? objects.length === 0 : prev.plugin === plugin && prev.objects.join('\n') === objects.join('\n')) return;
+  state.update({ owned: objects.length ? { plugin, objects, since: now } : undefined });
+}

@@ -1,0 +1,82 @@
+import { errorMessage, type WcfError } from '../../errors.js';
+import type { ApplyResult, FirewallPlugin } from '../../firewall/index.js';
+import type { Logger } from '../../log.js';
+import type { ProtectedSet } from '../../policy/protect.js';
+import type { AppliedSet, StateStore } from '../state/store.js';
+import { appliedToFirewall, filterApplied, logRemoved } from './protect-applied.js';
+
+type AppliedEntries = AppliedSet['entries'];
+
+export interface ReapplyOptions {
+  readonly plugin: FirewallPlugin;
+  readonly state: StateStore;
+  readonly logger: Logger;
+  readonly protectedSet: ProtectedSet;
+  /** Epoch seconds: what has expired by then is left out. */
+  readonly now: number;
+  /** The maximum_rules in force (sets are sized for it). */
+  readonly capacity: number;
+  /** What the log lines call this write: `restore`, `re-assert`, `sync failed`. */
+  readonly why: string;
+  /** Write only when the protected set took something out (after a failed pull the kernel already holds the rest). */
+  readonly onlyWhenRemoved?: boolean;
+  /** The entries as they go to the kernel (the start-up restore adds the local overrides). */
+  readonly shape?: (kept: AppliedEntries) => AppliedEntries;
+}
+
+export interface Reapplied {
+  readonly last: AppliedSet;
+  /** The live entries left after the protected set. */
+  readonly kept: AppliedEntries;
+  /** How many the protected set took out (they are gone from the kernel and from the record). */
+  readonly removed: number;
+  /** Undefined when nothing was written. */
+  readonly result?: ApplyResult;
+}
+
+/**
+ * The one way the last applied set goes back to the kernel outside a cycle's own apply: the
+ * start-up restore, the re-assert of removed objects before a pull, the drop of newly
+ * protected addresses after a failed one. Each reads the record, passes it through the
+ * protected set as it is now (an address that became protected since does not come back),
+ * applies it, and saves the record without what was taken out. Undefined without a record.
+ */
+export async function reapplyLast(o: ReapplyOptions): Promise<Reapplied | undefined> {
+  const last = o.state.loadApplied(o.plugin.name);
+  if (!last) return undefined;
+  const { kept, removed } = filterApplied(last, o.protectedSet, o.now);
+  if (o.onlyWhenRemoved && removed.length === 0) return { last, kept, removed: 0 };
+  const entries = o.shape ? o.shape(kept) : kept;
+  const result = await o.plugin.apply(appliedToFirewall(entries, o.now), { capacity: o.capacity, appliedBefore: true });
+  if (removed.length) {
+    o.state.saveApplied({ ts: last.ts, plugin: o.plugin.name, entries: kept });
+    logRemoved(o.logger, removed, o.why);
+  }
+  return { last, kept, removed: removed.length, result };
+}
+
+/**
+ * When a cycle applied nothing (its pull failed, or the guard held it back),
+ * the kernel still holds the last applied set: take out of it what has become
+ * protected since (the API moved to a blocked address, an operator added a
+ * blocked resolver to the allowlist), so the agent can reach its API again.
+ * Everything else stays exactly as it was: nothing is applied when nothing is
+ * protected. Answers how many entries left; never throws (the cycle reports
+ * its own error).
+ */
+export async function dropNewlyProtected(
+  plugin: FirewallPlugin,
+  state: StateStore,
+  protectedSet: Promise<ProtectedSet>,
+  logger: Logger,
+  now: number,
+  capacity: number,
+): Promise<number> {
+  try {
+    const r = await reapplyLast({ plugin, state, logger, protectedSet: await protectedSet, now, capacity, why: 'sync failed', onlyWhenRemoved: true });
+    return r?.removed ?? 0;
+  } catch (err) {
+    logger.error({ code: (err as WcfError).code }, `could not remove newly protected addresses from the firewall: ${errorMessage(err)}`);
+    return 0;
+  }
+}

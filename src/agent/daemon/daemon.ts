@@ -1,0 +1,320 @@
+import { errorMessage, WcfError } from '../../errors.js';
+import type { Logger } from '../../log.js';
+import type { AgentConfig } from '../../config/load.js';
+import type { Settings } from '../../config/server.js';
+import { previousSettings } from '../cycle/cycle.js';
+import { type CycleOutcome } from '../cycle/types.js';
+import { runBoundedCycle } from '../cycle/bounded-cycle.js';
+import { localProtectedSet } from '../cycle/protect-applied.js';
+import { reapplyLast } from '../cycle/reapply.js';
+import type { AppliedSet, StateStore } from '../state/store.js';
+import { filterProtected } from '../../policy/protect.js';
+import { withLock } from '../state/lock.js';
+import { Scheduler } from './scheduler.js';
+import { flushDns } from '../cycle/url-feed-front.js';
+import { Writer } from './writer.js';
+import { FastPath } from './fast-path.js';
+import { markDaemon, unmarkDaemon } from '../state/daemon-presence.js';
+import { restoreWithOverrides } from '../cycle/overrides-apply.js';
+import { AppliedMemory } from '../state/applied-memory.js';
+import { releaseCycleMemory } from '../../util/release-memory.js';
+import { Watcher } from './watcher.js';
+import { stopReads } from '../../exec/children.js';
+import { announceReload } from './reload.js';
+import type { DaemonParts } from './parts.js';
+
+
+export interface DaemonOptions {
+  logger: Logger;
+  /** Builds the parts from a config; called at start and on each reload. */
+  open: (config: AgentConfig) => Promise<DaemonParts>;
+  /** Re-reads config.json (SIGHUP); throws ConfigError on a bad file. */
+  reload: () => AgentConfig;
+  initialConfig: AgentConfig;
+  /** Milliseconds in a minute (tests shorten it; always 60000 in production). */
+  minuteMs?: number;
+  /** Called after each cycle (tests, metrics). */
+  onCycle?: (outcome: CycleOutcome) => void;
+  /** Called after each repair the watcher made between cycles (metrics). */
+  onRepair?: (objects: readonly string[]) => void;
+  random?: () => number;
+}
+
+export interface DelayInput {
+  /** How the cycle that just ended went. */
+  ok: boolean;
+  /** Failed cycles in a row, this one included (0 after a success). */
+  failures: number;
+  /** sync_time in force, minutes. */
+  syncTimeMinutes: number;
+  /** jitter_seconds from config.json. */
+  jitterSeconds: number;
+  /** Milliseconds in a minute (60000; tests shorten it). */
+  minuteMs: number;
+  /** Uniform in [0, 1). */
+  random: () => number;
+}
+
+/**
+ * Milliseconds until the next cycle. After a success: sync_time plus a random
+ * 0..jitter_seconds. After a failure: exponential backoff from half a minute,
+ * doubling per failure in a row, with jitter (half to all of it), never later
+ * than the regular schedule and never sooner than a second.
+ */
+export function nextCycleDelayMs(i: DelayInput): number {
+  const syncMs = i.syncTimeMinutes * i.minuteMs;
+  if (i.ok) return syncMs + i.jitterSeconds * 1000 * (i.minuteMs / 60_000) * i.random();
+  const backoff = Math.min(syncMs, (i.minuteMs / 2) * 2 ** Math.min(Math.max(i.failures, 1) - 1, 10));
+  return Math.max(i.minuteMs / 60, backoff * (0.5 + i.random() / 2));
+}
+
+/**
+ * `wcf-agent run`: restore the last known good set before any network call,
+ * sync at once, then every sync_time minutes plus jitter. Failures back off
+ * (bounded, jittered) and never remove what is applied. stop() ends the cycle
+ * in flight (API calls are aborted; an apply is atomic and is let finish).
+ */
+export class Daemon {
+  private parts!: DaemonParts;
+  private readonly logger: Logger;
+  private readonly opts: DaemonOptions;
+  private readonly scheduler: Scheduler;
+  private failures = 0;
+  private stopping = false;
+  /** Settings in force: read from the state once at start, then what each cycle answers (not re-read from disk). */
+  private settings!: Settings;
+  /** The reload in progress: reloads run one after the other, never interleaved. */
+  private reloading: Promise<boolean> = Promise.resolve(true);
+  /** One writer at a time: cycles and the fast path (overrides, decision polls) queue here. */
+  private readonly writer = new Writer();
+  private readonly fast: FastPath;
+  /** The last set applied, for the watcher's repairs between cycles. */
+  private readonly memory = new AppliedMemory();
+  private watcher: Watcher | undefined;
+  /** Configurations taken by SIGHUP so far (logged with each cycle: which one it ran with). */
+  private reloads = 0;
+
+  constructor(opts: DaemonOptions) {
+    this.opts = opts;
+    this.logger = opts.logger;
+    this.fast = new FastPath({ parts: () => this.parts, settings: () => this.settings, writer: this.writer, logger: this.logger });
+    const minute = opts.minuteMs ?? 60_000;
+    const random = opts.random ?? Math.random;
+    this.scheduler = new Scheduler({
+      logger: this.logger,
+      // Once the cycle's frame is gone: what it left (its plan included) is then garbage. On the
+      // next turn of the event loop, so the next sync's time is recorded first (for `status`)
+      // rather than after a collection that can take a while at a million entries.
+      run: () => this.cycle().finally(() => void setImmediate(releaseCycleMemory)),
+      delayAfter: (ok) =>
+        nextCycleDelayMs({
+          ok,
+          failures: this.failures,
+          syncTimeMinutes: this.settings.sync_time,
+          jitterSeconds: this.parts.config.jitter_seconds,
+          minuteMs: minute,
+          random,
+        }),
+      onScheduled: (atMs) => this.safeUpdate({ nextSyncAt: Math.floor(atMs / 1000) }),
+    });
+  }
+
+  async start(): Promise<void> {
+    this.parts = this.remembering(await this.opts.open(this.opts.initialConfig));
+    this.settings = previousSettings(this.parts).settings;
+    try {
+      markDaemon(this.parts.config.state_dir); // for `status`: the agent lock is only held during a cycle
+    } catch (err) {
+      this.logger.warn(errorMessage(err));
+    }
+    await this.restore();
+    if (this.stopping) return;
+    await this.fast.start();
+    this.scheduler.start();
+    this.startWatcher();
+  }
+
+  private remembering(parts: DaemonParts): DaemonParts {
+    return { ...parts, plugin: this.memory.wrap(parts.plugin) };
+  }
+
+  /** Run `fn` after the cycle, override apply or watcher check in flight (this process only). */
+  private serial<T>(fn: () => Promise<T>): Promise<T> {
+    return this.writer.run(fn);
+  }
+  /** Between cycles, put the agent's objects back when another tool removes them (watch_interval_seconds). */
+  private startWatcher(): void {
+    const { config, plugin, state } = this.parts;
+    this.watcher = new Watcher({
+      plugin,
+      memory: this.memory,
+      names: { setName: config.set_name, chainName: config.chain_name, tableName: config.table_name },
+      netns: config.netns,
+      intervalSeconds: config.watch_interval_seconds,
+      logger: this.logger,
+      serial: (fn) => this.serial(fn),
+      locked: (fn) =>
+        withLock(config.state_dir, async () => {
+          state.refresh(); // a manual sync may have written state.json since
+          await fn();
+        }),
+      protect: async (entries) => {
+        const protectedSet = await localProtectedSet(config, state, this.logger, { offline: true });
+        const { kept, removed } = filterProtected(entries, protectedSet, (e) => e.cidr);
+        for (const { entry, member } of removed) {
+          this.logger.warn({ cidr: entry.cidr.text, source: member.source }, `repair: ${entry.cidr.text} is protected (${member.source} ${member.cidr.text}) and is not put back`);
+        }
+        return kept;
+      },
+      onRepair: (objects, at) => {
+        const prev = state.small.repairs;
+        this.safeUpdate({ repairs: { count: (prev?.count ?? 0) + 1, lastAt: at, objects: [...objects] } });
+        this.opts.onRepair?.(objects);
+      },
+    });
+    this.watcher.start();
+  }
+
+  /**
+   * Re-apply the last known good set so a reboot without network keeps the host protected,
+   * through the protected set as it is now (computed locally, no DNS): an address added to the
+   * allowlist, or become the host's own, since that set was applied does not come back.
+   */
+  private async restore(): Promise<void> {
+    const { config, plugin, state } = this.parts;
+    const now = Math.floor(Date.now() / 1000);
+    if (!this.settings.running || !state.hasApplied(plugin.name)) {
+      this.logger.info({ plugin: plugin.name }, 'no last known good set to restore');
+      return;
+    }
+    try {
+      const protectedSet = await localProtectedSet(config, state, this.logger, { offline: true });
+      const r = await reapplyLast({
+        plugin, state, logger: this.logger, protectedSet, now, capacity: this.settings.maximum_rules, why: 'restore',
+        shape: (kept) => this.withOverrides(kept, protectedSet, now),
+      });
+      if (!r) {
+        this.logger.info({ plugin: plugin.name }, 'no last known good set to restore');
+        return;
+      }
+      this.logger.info({ plugin: plugin.name, entries: r.kept.length, added: r.result?.added, since: r.last.ts, protectedLeftOut: r.removed }, `restored the last known good set (${r.kept.length} entries) before any network call`);
+    } catch (err) {
+      this.logger.error({ code: (err as WcfError).code }, `could not restore the last known good set: ${errorMessage(err)}`);
+    }
+  }
+
+  /** The restored set with the local overrides in force now (an allow holds from the first write); without them if their file is unusable. */
+  private withOverrides(kept: AppliedSet['entries'], protectedSet: Parameters<typeof restoreWithOverrides>[1]['protectedSet'], now: number) {
+    try {
+      return restoreWithOverrides(kept, { config: this.parts.config, protectedSet, maximumRules: this.settings.maximum_rules, now, logger: this.logger });
+    } catch (err) {
+      this.logger.error(`restore without the local overrides: ${errorMessage(err)}`);
+      return kept;
+    }
+  }
+
+  private async cycle(): Promise<boolean> {
+    if (this.stopping) return true;
+    const configGeneration = this.reloads; // the configuration it runs with, whatever a reload meanwhile
+    const outcome = await this.writer.run(() => withLock(this.parts.config.state_dir, () =>
+      runBoundedCycle({ config: this.parts.config, api: this.parts.api, state: this.parts.state, logger: this.logger }, this.parts.plugin),
+    )).catch((err: unknown) => {
+      // The lock is held by a manual `sync --once`, or the state dir broke: try again later.
+      this.logger.warn(`cycle skipped: ${errorMessage(err)}`);
+      return undefined;
+    });
+    const ok = outcome?.record.ok ?? false;
+    this.failures = ok ? 0 : this.failures + 1;
+    if (outcome) {
+      this.settings = outcome.settings;
+      this.fast.onCycle(outcome);
+      const r = outcome.record;
+      if (r.ok) this.logger.info({ applied: r.applied, manual: r.byReason.manual, score: r.byReason.score, code: r.code, ms: r.durationMs, configGeneration }, 'cycle done');
+      this.opts.onCycle?.(outcome);
+    }
+    return ok;
+  }
+
+  /**
+   * SIGHUP: take a new config.json if it is valid; keep the old one otherwise. Two signals in
+   * quick succession run one after the other: interleaved, both would flush the same old
+   * objects and each install its own parts.
+   */
+  reload(): Promise<boolean> {
+    this.reloading = this.reloading.catch(() => false).then(() => this.reloadNow());
+    return this.reloading;
+  }
+
+  /** Answered at once, whatever runs; work in flight finishes with its configuration (see reload.ts). */
+  private async reloadNow(): Promise<boolean> {
+    let next: AgentConfig;
+    try {
+      next = this.opts.reload();
+    } catch (err) {
+      this.logger.error(`config reload refused, keeping the running configuration: ${errorMessage(err)}`);
+      return false;
+    }
+    const old = this.parts;
+    const namesChanged =
+      next.set_name !== old.config.set_name || next.chain_name !== old.config.chain_name || next.table_name !== old.config.table_name || next.plugin !== old.config.plugin;
+    this.scheduler.hold();
+    const watcherStopped = this.watcher?.stop(); // its check in flight finishes on its own (cheap; it takes the writer)
+    this.watcher = undefined;
+    let parts: DaemonParts;
+    try {
+      parts = this.remembering(await this.opts.open(next));
+    } catch (err) {
+      this.logger.error(`config reload failed, keeping the running configuration: ${errorMessage(err)}`);
+      await watcherStopped;
+      this.scheduler.release(false);
+      this.startWatcher();
+      return false;
+    }
+    this.parts = parts;
+    this.reloads++;
+    announceReload(this.writer, this.logger, next.configPath, this.reloads, old, namesChanged);
+    await watcherStopped;
+    if (this.stopping) return true;
+    this.scheduler.release(true);
+    this.startWatcher();
+    return true;
+  }
+
+  /** SIGTERM/SIGINT: abort the cycle in flight, wait for it, apply on_stop. */
+  async stop(): Promise<void> {
+    if (this.stopping) return;
+    this.stopping = true;
+    if (!this.parts) return; // stopped before start() had built anything
+    this.parts.api.client.abort();
+    // A listing in flight is ended (at a million nft elements it takes minutes); an apply in flight finishes.
+    stopReads();
+    await this.watcher?.stop();
+    await this.scheduler.stop();
+    await this.fast.stop();
+    await this.writer.idle();
+    if (this.parts.config.on_stop === 'flush') {
+      try {
+        await this.parts.plugin.flush();
+        this.logger.info('on_stop=flush: removed the agent rules');
+      } catch (err) {
+        this.logger.error(`on_stop flush failed: ${errorMessage(err)}`);
+      }
+      // The names blocked at the resolver too (url_feed), as `wcf-agent flush` does.
+      const { config, plugin } = this.parts;
+      await flushDns({ config, logger: this.logger, dryRun: plugin.name === 'dry-run', now: Math.floor(Date.now() / 1000) }).catch((err: unknown) =>
+        this.logger.error(`on_stop flush of the resolver names failed: ${errorMessage(err)}`),
+      );
+    }
+    await this.parts.api.client.close().catch(() => undefined);
+    this.safeUpdate({ nextSyncAt: undefined });
+    unmarkDaemon(this.parts.config.state_dir);
+  }
+
+  private safeUpdate(patch: Parameters<StateStore['update']>[0]): void {
+    try {
+      this.parts.state.update(patch);
+    } catch (err) {
+      this.logger.warn(`state write failed: ${errorMessage(err)}`);
+    }
+  }
+}

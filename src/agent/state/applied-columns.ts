@@ -1,0 +1,90 @@
+import { EntryColumns, timeoutUntil } from '../../firewall/index.js';
+import { TextBuilder } from '../../util/text-builder.js';
+import { REASONS, REASON_CODE, type Reason } from '../../policy/types.js';
+import type { SelectedColumns } from '../../policy/selected-columns.js';
+import type { AppliedEntry } from './applied-entry.js';
+
+const SCRATCH = new TextBuilder(32);
+
+/**
+ * What a cycle applied, as columns: the applied-set record, the cycle's
+ * counts and the state report read it from here. As objects (each with its
+ * CIDR text and a boxed expiry) a million cost ~150 MB for the rest of the
+ * cycle; as columns 14 MB, and the text is made only where it is written.
+ */
+export class AppliedColumns {
+  readonly starts: Uint32Array;
+  readonly prefixes: Uint8Array;
+  private readonly reasons: Uint8Array;
+  /** Epoch seconds; NaN = no expiry. */
+  private readonly expires: Float64Array;
+  length = 0;
+
+  constructor(capacity: number) {
+    const n = Math.max(1, capacity);
+    this.starts = new Uint32Array(n);
+    this.prefixes = new Uint8Array(n);
+    this.reasons = new Uint8Array(n);
+    this.expires = new Float64Array(n);
+  }
+
+  /** Up to the capacity given to the constructor. */
+  push(start: number, prefix: number, reason: Reason, expiresAt: number | null): void {
+    const i = this.length++;
+    this.starts[i] = start;
+    this.prefixes[i] = prefix;
+    this.reasons[i] = REASON_CODE[reason];
+    this.expires[i] = expiresAt ?? NaN;
+  }
+
+  /** The CIDR text as one flat string (the report holds a million of them: a template's rope of pieces costs half as much again). */
+  text(i: number): string {
+    return SCRATCH.reset().cidr(this.starts[i]!, this.prefixes[i]!).latin1();
+  }
+
+  reason(i: number): Reason {
+    return REASONS[this.reasons[i]!]!;
+  }
+
+  expiresAt(i: number): number | null {
+    const e = this.expires[i]!;
+    return Number.isNaN(e) ? null : e;
+  }
+
+  entry(i: number): AppliedEntry {
+    return { cidr: this.text(i), reason: this.reason(i), expiresAt: this.expiresAt(i) };
+  }
+}
+
+/** What was applied: columns (a cycle's apply) or entries (read back from the record). */
+export type AppliedList = AppliedColumns | readonly AppliedEntry[];
+
+export function appliedEntryAt(list: AppliedList, i: number): AppliedEntry {
+  return list instanceof AppliedColumns ? list.entry(i) : list[i]!;
+}
+
+export function countByReason(list: AppliedList): Record<Reason, number> {
+  const out: Record<Reason, number> = { manual: 0, url: 0, score: 0, local: 0 };
+  if (list instanceof AppliedColumns) for (let i = 0; i < list.length; i++) out[list.reason(i)]++;
+  else for (const e of list) out[e.reason]++;
+  return out;
+}
+
+/**
+ * What the apply at `now` sends: the selected entries not expired by then, as firewall columns
+ * (kernel timeouts counted from `now`), and as the applied-set record keeps them. One pass, no
+ * copy of the selection and no object per entry for the firewall.
+ */
+export function toApplied(selected: SelectedColumns, now: number): { firewall: EntryColumns; applied: AppliedColumns } {
+  const n = selected.length;
+  const firewall = new EntryColumns(n);
+  const applied = new AppliedColumns(n);
+  const { starts, prefixes } = selected;
+  for (let i = 0; i < n; i++) {
+    const expiresAt = selected.expiresAt(i);
+    if (expiresAt !== null && expiresAt <= now) continue;
+    firewall.push(starts[i]!, prefixes[i]!, timeoutUntil(expiresAt, now));
+    applied.push(starts[i]!, prefixes[i]!, selected.reason(i), expiresAt);
+  }
+  return { firewall, applied };
+}
