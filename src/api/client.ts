@@ -209,11 +209,12 @@ export class ApiClient {
       (ms) => new ApiUnreachableError(`${where}: no complete answer after ${ms} ms (request deadline ${deadlineMs} ms${options.bulk ? `, or slower than ${this.opts.minBytesPerSecond} bytes/s` : ''})`),
     );
     const signal = AbortSignal.any([this.controller.signal, deadline.signal, ...(cycle ? [cycle] : [])]);
-    // Why a request stopped: the agent stopping, the cycle's deadline, this request's deadline; else undefined.
+    // Why a request stopped: the agent stopping, the cycle's or this request's deadline; else undefined (plus how far a proxy tunnel got).
     const stopped = (err: unknown): Error | undefined => {
-      if (this.aborted) return new ApiUnreachableError(`${where}: aborted, the agent is stopping`, { cause: err });
-      if (cycle?.aborted) return new CycleDeadlineError(`${where}: aborted, ${errorMessage(cycle.reason)}`, { cause: err });
-      if (deadline.expired) return deadline.signal.reason as Error;
+      const tunnel = (err as { code?: unknown } | undefined)?.code === 'ERR_PROXY_TUNNEL' ? `: ${describeNetworkError(err)}` : '';
+      if (this.aborted) return new ApiUnreachableError(`${where}: aborted, the agent is stopping${tunnel}`, { cause: err });
+      if (cycle?.aborted) return new CycleDeadlineError(`${where}: aborted, ${errorMessage(cycle.reason)}${tunnel}`, { cause: err });
+      if (deadline.expired) return tunnel ? new ApiUnreachableError(`${(deadline.signal.reason as Error).message}${tunnel}`, { cause: err }) : (deadline.signal.reason as Error);
       return undefined;
     };
     try {

@@ -1,7 +1,10 @@
-import type { Agent as HttpAgent, IncomingHttpHeaders, IncomingMessage, ProxyEnv } from 'node:http';
+import type { Agent as HttpAgent, IncomingMessage, ProxyEnv } from 'node:http';
 import type { Agent as HttpsAgent } from 'node:https';
 import type { Socket } from 'node:net';
-import type { TLSSocket } from 'node:tls';
+import type { SecureContext, TLSSocket } from 'node:tls';
+import { TransportTimeoutError, TUNNEL_SIGNAL, type TransportOptions, type TransportRequest, type TransportResponse } from './transport-types.js';
+
+export { TransportTimeoutError, type TransportOptions, type TransportRequest, type TransportResponse };
 
 // Taken as CommonJS exports, not with an ES `import`: an ES import of node:http reads every
 // export to build the module namespace, and three of them (WebSocket, CloseEvent, MessageEvent)
@@ -12,46 +15,14 @@ import type { TLSSocket } from 'node:tls';
 const http = process.getBuiltinModule('node:http');
 
 /**
- * The HTTP transport under the API client: Node's own `http`/`https` with one keep-alive Agent
- * per protocol. It replaced undici, whose WASM parser, HTTP/2 and fetch code cost the daemon
- * about 13 MB resident (docs/performance.md). What undici gave and Node's client does not is
- * here: a connect timeout, an idle timeout while waiting for the headers and between body chunks,
- * and the proxy (Node's built-in proxy support, `proxyEnv`: HTTP_PROXY, HTTPS_PROXY, NO_PROXY).
+ * What the agent trusts for TLS: `ca_file` added to Node's default roots (Mozilla's list bundled
+ * with Node, plus NODE_EXTRA_CA_CERTS), as "extra CA" says; Node's `ca` option alone would
+ * replace them. One context for all connections: given as `ca`, the ~270 certificates would be
+ * parsed again for every new connection (80-200 ms of CPU each).
  */
-export interface TransportOptions {
-  connectTimeoutMs: number;
-  /** Idle limit: no byte for this long while waiting for the headers or between body chunks. */
-  idleTimeoutMs: number;
-  /** PEM of the CA bundle to trust instead of Node's default list. */
-  ca?: string | undefined;
-  /** Proxy for every call (config `proxy`); else the proxy environment variables, if any. */
-  proxy?: string | undefined;
-  env?: NodeJS.ProcessEnv;
-}
-
-export interface TransportRequest {
-  method: string;
-  headers: Record<string, string>;
-  /** A string, or bytes sent as they are (a large body the caller wrote into one buffer). */
-  body?: string | Uint8Array | undefined;
-  signal: AbortSignal;
-}
-
-export interface TransportResponse {
-  statusCode: number;
-  headers: IncomingHttpHeaders;
-  body: IncomingMessage;
-}
-
-/** A request or response stalled past one of the transport's limits; `code` says which. */
-export class TransportTimeoutError extends Error {
-  constructor(
-    readonly code: 'CONNECT_TIMEOUT' | 'HEADERS_TIMEOUT' | 'BODY_TIMEOUT',
-    message: string,
-  ) {
-    super(message);
-    this.name = 'TransportTimeoutError';
-  }
+function trustedContext(ca: string): SecureContext {
+  const tls = process.getBuiltinModule('node:tls');
+  return tls.createSecureContext({ ca: [...tls.getCACertificates('default'), ca] });
 }
 
 const PROXY_VARIABLES = ['HTTP_PROXY', 'http_proxy', 'HTTPS_PROXY', 'https_proxy'] as const;
@@ -67,8 +38,23 @@ export function proxyEnvFor(proxy: string | undefined, env: NodeJS.ProcessEnv): 
 }
 
 /** node:https and the transport's Agent for it, made together on the first https request. */
-type SecureClient = { https: typeof import('node:https'); agent: HttpsAgent };
+type SecureClient = {
+  https: typeof import('node:https');
+  agent: HttpsAgent;
+  /** The proxy's host:port for calls to host:port when they go through a tunnel. */
+  via?: (host: string, port: number) => string | undefined;
+};
 
+/**
+ * The HTTP transport under the API client: Node's own `http`/`https` with one keep-alive Agent
+ * per protocol. It replaced undici, whose WASM parser, HTTP/2 and fetch code cost the daemon
+ * about 13 MB resident (docs/performance.md). What undici gave and Node's client does not is
+ * here: a connect timeout, an idle timeout while waiting for the headers and between body chunks,
+ * and the proxy: plain http calls through Node's built-in proxy support (`proxyEnv`: the proxy
+ * gets the request itself, on a socket the request owns from the start, so every limit reaches
+ * it); https calls through the agent's own CONNECT tunnel (src/api/tunnel-agent.ts), which the
+ * request's signal and connect timeout bound at every phase, as Node's built-in tunnel is not.
+ */
 export class HttpTransport {
   private readonly proxyEnv: ProxyEnv | undefined;
   private readonly http: HttpAgent;
@@ -79,28 +65,39 @@ export class HttpTransport {
     this.http = new http.Agent({ keepAlive: true, ...(this.proxyEnv ? { proxyEnv: this.proxyEnv } : {}) });
   }
 
-  private secureClient(): SecureClient {
+  private async secureClient(): Promise<SecureClient> {
     if (this.secure) return this.secure;
     const https = process.getBuiltinModule('node:https');
     // TLS verification stays on; a custom CA is added, never a bypass. rejectUnauthorized
     // explicitly, so NODE_TLS_REJECT_UNAUTHORIZED=0 in an environment cannot turn checks off.
-    const agent = new https.Agent({ keepAlive: true, rejectUnauthorized: true, ...(this.o.ca ? { ca: this.o.ca } : {}), ...(this.proxyEnv ? { proxyEnv: this.proxyEnv } : {}) });
-    this.secure = { https, agent };
-    return this.secure;
+    const tlsOptions = { rejectUnauthorized: true, ...(this.o.ca ? { secureContext: trustedContext(this.o.ca) } : {}) };
+    // The tunnel's code is loaded only when a proxy may carry https calls.
+    const tunnel = this.proxyEnv ? (await import('./tunnel-agent.js')).tunnelAgentFor(this.o, tlsOptions) : undefined;
+    const client: SecureClient = tunnel
+      ? { https, agent: tunnel, via: (host, port) => tunnel.via(host, port) }
+      : { https, agent: new https.Agent({ keepAlive: true, ...tlsOptions }) };
+    // Two first requests at once: both get the Agent made first.
+    return (this.secure ??= client);
   }
 
-  request(url: URL, r: TransportRequest): Promise<TransportResponse> {
-    const secure = url.protocol === 'https:';
+  async request(url: URL, r: TransportRequest): Promise<TransportResponse> {
+    const tls = url.protocol === 'https:' ? await this.secureClient() : undefined;
     const headers = r.body === undefined ? r.headers : { ...r.headers, 'content-length': String(typeof r.body === 'string' ? Buffer.byteLength(r.body) : r.body.byteLength) };
     return new Promise((resolve, reject) => {
-      const options = { method: r.method, headers, signal: r.signal };
-      const tls = secure ? this.secureClient() : undefined;
+      // Ends a proxy tunnel still being opened (no socket yet for req.destroy to reach): the
+      // request's own signal, or the connect timeout below.
+      const connectLimit = new AbortController();
+      const tunnelled = tls?.via ? { [TUNNEL_SIGNAL]: AbortSignal.any([r.signal, connectLimit.signal]) } : {};
+      const options = { method: r.method, headers, signal: r.signal, ...tunnelled };
       const req = tls ? tls.https.request(url, { ...options, agent: tls.agent }) : http.request(url, { ...options, agent: this.http });
       let response: IncomingMessage | undefined;
       // Connect timeout: from the request until its socket (new, or through the proxy) is connected,
       // and for https until the TLS handshake is done (a server that accepts and never answers it).
       const connectTimer = setTimeout(() => {
-        req.destroy(new TransportTimeoutError('CONNECT_TIMEOUT', `Connect Timeout Error (attempted address: ${url.host}, timeout: ${this.o.connectTimeoutMs}ms)`));
+        const proxy = tls?.via?.(url.hostname, Number(url.port || 443));
+        const err = new TransportTimeoutError('CONNECT_TIMEOUT', `Connect Timeout Error (attempted address: ${url.host}${proxy ? ` through the proxy ${proxy}` : ''}, timeout: ${this.o.connectTimeoutMs}ms)`);
+        connectLimit.abort(err);
+        req.destroy(err);
       }, this.o.connectTimeoutMs);
       const connected = () => clearTimeout(connectTimer);
       req.once('socket', (socket: Socket) => {

@@ -87,6 +87,7 @@ export function buildProgram(): Command {
     .description('last sync, counts, next sync, code, and the configuration in force')
     .addOption(configOption())
     .option('--json', 'print as JSON on stdout')
+    .option('--probe', 'one line, and exit 0 only while a daemon runs and the firewall enforces its set (4 otherwise): an exec probe')
     .action(async (o) => setExit(await (await commands.status()).statusCommand(o)));
 
   program

@@ -71,8 +71,11 @@ export const configSchema = z
     cycle_deadline_seconds: z._default(intIn(10, 86_400), 900),
     retries: z._default(intIn(0, 10), 3),
     max_response_mb: z._default(numberIn(1, 1024), 64),
+    // Extra CA certificates (PEM), trusted in addition to Node's default roots.
     ca_file: z.optional(nonEmpty()),
-    proxy: z.optional(z.url()),
+    // The agent speaks HTTP to its proxy (CONNECT for an https API). Any other URL used to be
+    // accepted and then ignored: calls went around the proxy.
+    proxy: z.optional(z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL, e.g. http://proxy.corp.example:3128' })),
     dry_run_output: z.optional(nonEmpty()),
     dry_run_format: z._default(z.enum(['ipset', 'nft']), 'ipset'),
     jitter_seconds: z._default(numberIn(0, 3600), 30),

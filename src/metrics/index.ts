@@ -6,7 +6,7 @@ import type { FirewallPlugin } from '../firewall/index.js';
 import type { Logger } from '../log.js';
 import { parseListen } from './listen.js';
 import { AgentMetrics } from './registry.js';
-import { startMetricsServer, type MetricsServer } from './server.js';
+import { startMetricsServer, type HealthProbes, type MetricsServer } from './server.js';
 import { loadOverrides } from '../agent/state/overrides-store.js';
 import { countOverrides } from '../policy/overrides.js';
 
@@ -69,8 +69,8 @@ export interface DaemonMetrics {
   instrument(parts: DaemonParts): DaemonParts;
   onCycle(outcome: CycleOutcome): void;
   onRepair(objects: readonly string[]): void;
-  /** Start listening; a bind failure is logged, never fatal (enforcement matters more than metrics). */
-  start(): Promise<void>;
+  /** Start listening (with the daemon's /healthz and /readyz); a bind failure is logged, never fatal (enforcement matters more than metrics). */
+  start(health?: HealthProbes): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -108,12 +108,12 @@ export function setupDaemonMetrics(config: AgentConfig, logger: Logger): DaemonM
     },
     onCycle: (outcome) => metrics.observeCycle(outcome),
     onRepair: (objects) => metrics.observeRepair(objects),
-    async start() {
+    async start(health) {
       if (!listen.loopback) {
         logger.warn({ host: listen.host }, `metrics_listen ${config.metrics_listen} is not a loopback address: the endpoint is reachable from the network`);
       }
       try {
-        server = await startMetricsServer(listen, metrics.registry, logger);
+        server = await startMetricsServer(listen, metrics.registry, logger, health);
         logger.info({ url: server.url }, `metrics listening on ${server.url}`);
       } catch (err) {
         logger.error(`metrics endpoint not started (${config.metrics_listen}): ${errorMessage(err)}; the agent keeps running without it`);

@@ -3,7 +3,7 @@ import type { Logger } from '../../log.js';
 import type { AgentConfig } from '../../config/load.js';
 import type { Settings } from '../../config/server.js';
 import { previousSettings } from '../cycle/cycle.js';
-import { type CycleOutcome } from '../cycle/types.js';
+import { type CycleOutcome, type PlanResult } from '../cycle/types.js';
 import { runBoundedCycle } from '../cycle/bounded-cycle.js';
 import { localProtectedSet } from '../cycle/protect-applied.js';
 import { reapplyLast } from '../cycle/reapply.js';
@@ -22,7 +22,7 @@ import { Watcher } from './watcher.js';
 import { stopReads } from '../../exec/children.js';
 import { announceReload } from './reload.js';
 import type { DaemonParts } from './parts.js';
-
+import { DaemonHealth } from './health.js';
 
 export interface DaemonOptions {
   logger: Logger;
@@ -85,14 +85,18 @@ export class Daemon {
   private settings!: Settings;
   /** The reload in progress: reloads run one after the other, never interleaved. */
   private reloading: Promise<boolean> = Promise.resolve(true);
-  /** One writer at a time: cycles and the fast path (overrides, decision polls) queue here. */
+  /**
+   * One writer at a time: each write of a cycle, the fast path's applies (overrides, decision
+   * polls) and the watcher's repairs queue here. Held only while writing, never across a pull.
+   */
   private readonly writer = new Writer();
   private readonly fast: FastPath;
   /** The last set applied, for the watcher's repairs between cycles. */
   private readonly memory = new AppliedMemory();
   private watcher: Watcher | undefined;
-  /** Configurations taken by SIGHUP so far (logged with each cycle: which one it ran with). */
-  private reloads = 0;
+  private reloads = 0; // configurations taken by SIGHUP so far (each cycle logs the one it ran with)
+  /** For /healthz and /readyz: the loop turns, and the firewall holds the last applied set. */
+  readonly health: DaemonHealth;
 
   constructor(opts: DaemonOptions) {
     this.opts = opts;
@@ -100,12 +104,15 @@ export class Daemon {
     this.fast = new FastPath({ parts: () => this.parts, settings: () => this.settings, writer: this.writer, logger: this.logger });
     const minute = opts.minuteMs ?? 60_000;
     const random = opts.random ?? Math.random;
+    this.health = new DaemonHealth({ minuteMs: minute, view: () => ({
+      plugin: this.parts?.plugin, running: this.settings?.running ?? false, applied: this.memory.lastingCount(Date.now(), 0),
+      cycleDeadlineSeconds: this.opts.initialConfig.cycle_deadline_seconds }) });
     this.scheduler = new Scheduler({
       logger: this.logger,
       // Once the cycle's frame is gone: what it left (its plan included) is then garbage. On the
       // next turn of the event loop, so the next sync's time is recorded first (for `status`)
       // rather than after a collection that can take a while at a million entries.
-      run: () => this.cycle().finally(() => void setImmediate(releaseCycleMemory)),
+      run: () => this.health.during(() => this.cycle()).finally(() => void setImmediate(releaseCycleMemory)),
       delayAfter: (ok) =>
         nextCycleDelayMs({
           ok,
@@ -115,7 +122,7 @@ export class Daemon {
           minuteMs: minute,
           random,
         }),
-      onScheduled: (atMs) => this.safeUpdate({ nextSyncAt: Math.floor(atMs / 1000) }),
+      onScheduled: (atMs) => (this.health.scheduled(atMs), this.safeUpdate({ nextSyncAt: Math.floor(atMs / 1000) })),
     });
   }
 
@@ -127,7 +134,7 @@ export class Daemon {
     } catch (err) {
       this.logger.warn(errorMessage(err));
     }
-    await this.restore();
+    await this.health.during(() => this.restore());
     if (this.stopping) return;
     await this.fast.start();
     this.scheduler.start();
@@ -216,9 +223,10 @@ export class Daemon {
   private async cycle(): Promise<boolean> {
     if (this.stopping) return true;
     const configGeneration = this.reloads; // the configuration it runs with, whatever a reload meanwhile
-    const outcome = await this.writer.run(() => withLock(this.parts.config.state_dir, () =>
-      runBoundedCycle({ config: this.parts.config, api: this.parts.api, state: this.parts.state, logger: this.logger }, this.parts.plugin),
-    )).catch((err: unknown) => {
+    const { config, api, state, plugin } = this.parts;
+    const deps = { config, api, state, logger: this.logger, write: this.writer.run.bind(this.writer), onSettings: (s: Settings) => (this.settings = s), onApplied: (p: PlanResult) => this.fast.applied(p) };
+    // The agent lock for the whole cycle (no manual sync meanwhile); the writer only for its writes.
+    const outcome = await this.fast.cycle(() => withLock(config.state_dir, () => runBoundedCycle(deps, plugin))).catch((err: unknown) => {
       // The lock is held by a manual `sync --once`, or the state dir broke: try again later.
       this.logger.warn(`cycle skipped: ${errorMessage(err)}`);
       return undefined;
@@ -235,17 +243,12 @@ export class Daemon {
     return ok;
   }
 
-  /**
-   * SIGHUP: take a new config.json if it is valid; keep the old one otherwise. Two signals in
-   * quick succession run one after the other: interleaved, both would flush the same old
-   * objects and each install its own parts.
-   */
+  /** SIGHUP: a valid config.json is taken, else the old one kept; two signals run one after the other, never interleaved. */
   reload(): Promise<boolean> {
     this.reloading = this.reloading.catch(() => false).then(() => this.reloadNow());
     return this.reloading;
   }
 
-  /** Answered at once, whatever runs; work in flight finishes with its configuration (see reload.ts). */
   private async reloadNow(): Promise<boolean> {
     let next: AgentConfig;
     try {
@@ -255,29 +258,24 @@ export class Daemon {
       return false;
     }
     const old = this.parts;
-    const namesChanged =
-      next.set_name !== old.config.set_name || next.chain_name !== old.config.chain_name || next.table_name !== old.config.table_name || next.plugin !== old.config.plugin;
+    const namesChanged = next.set_name !== old.config.set_name || next.chain_name !== old.config.chain_name || next.table_name !== old.config.table_name || next.plugin !== old.config.plugin;
     this.scheduler.hold();
-    const watcherStopped = this.watcher?.stop(); // its check in flight finishes on its own (cheap; it takes the writer)
+    // Answered at once, whatever runs (see reload.ts); the watcher's check in flight finishes on its own.
+    const watcherStopped = this.watcher?.stop();
     this.watcher = undefined;
-    let parts: DaemonParts;
+    let parts: DaemonParts | undefined;
     try {
       parts = this.remembering(await this.opts.open(next));
     } catch (err) {
       this.logger.error(`config reload failed, keeping the running configuration: ${errorMessage(err)}`);
-      await watcherStopped;
-      this.scheduler.release(false);
-      this.startWatcher();
-      return false;
     }
-    this.parts = parts;
-    this.reloads++;
-    announceReload(this.writer, this.logger, next.configPath, this.reloads, old, namesChanged);
+    if (parts) this.parts = parts;
+    if (parts) announceReload(this.writer, this.logger, next.configPath, ++this.reloads, old, namesChanged);
     await watcherStopped;
     if (this.stopping) return true;
-    this.scheduler.release(true);
+    this.scheduler.release(parts !== undefined);
     this.startWatcher();
-    return true;
+    return parts !== undefined;
   }
 
   /** SIGTERM/SIGINT: abort the cycle in flight, wait for it, apply on_stop. */
@@ -286,10 +284,10 @@ export class Daemon {
     this.stopping = true;
     if (!this.parts) return; // stopped before start() had built anything
     this.parts.api.client.abort();
-    // A listing in flight is ended (at a million nft elements it takes minutes); an apply in flight finishes.
-    stopReads();
+    stopReads(); // a listing in flight is ended (minutes at a million nft elements); an apply in flight finishes
     await this.watcher?.stop();
     await this.scheduler.stop();
+    this.health.stopped();
     await this.fast.stop();
     await this.writer.idle();
     if (this.parts.config.on_stop === 'flush') {

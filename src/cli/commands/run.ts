@@ -57,7 +57,7 @@ export async function runCommand(opts: GlobalOptions & { dryRun?: boolean }): Pr
     void daemon.reload();
   });
 
-  await metrics?.start();
+  await metrics?.start(daemon.health);
   await daemon.start();
   logger.info({ plugin: config.plugin, agid: config.agid, pid: process.pid }, 'wcf-agent daemon started');
   const code = await done;

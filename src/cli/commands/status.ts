@@ -58,8 +58,22 @@ export function renderStatus(rows: string[][]): string {
   return table(['', ''], rows).split('\n').slice(2).join('\n') + '\n';
 }
 
+/**
+ * `status --probe`, for an exec probe (a container's health check, Kubernetes' exec
+ * probes): exit 0 while a daemon runs and the firewall enforces the agent's set, 4
+ * otherwise (the firewall's exit code), with one line saying why.
+ */
+function probeAnswer(live: LiveStatus, e: ReturnType<typeof enforcingOf>): number {
+  if (!live.daemon) {
+    process.stdout.write('not ready: no daemon running\n');
+    return 4;
+  }
+  process.stdout.write(e.enforcing === true ? `ready: enforcing, ${e.why}\n` : `not ready: ${oneLine(e.why)}\n`);
+  return e.enforcing === true ? 0 : 4;
+}
+
 /** What the agent did last (state dir), what the firewall holds now (read from the kernel), and whether a daemon runs. */
-export async function statusCommand(opts: GlobalOptions & { json?: boolean }): Promise<number> {
+export async function statusCommand(opts: GlobalOptions & { json?: boolean; probe?: boolean }): Promise<number> {
   const { config, logger } = loadContext(opts);
   const state = openState(config, logger);
   const s = state.small;
@@ -69,6 +83,7 @@ export async function statusCommand(opts: GlobalOptions & { json?: boolean }): P
   const now = Math.floor(Date.now() / 1000);
   const live = await readLiveStatus(config, logger);
   const e = enforcingOf(live, settings.running);
+  if (opts.probe) return probeAnswer(live, e);
   const out = {
     agid: config.agid,
     config_path: config.configPath,

@@ -52,6 +52,13 @@ describe('config loading', () => {
     expect(parse({ ...base, base_url: 'https://intel.corp.test/prefix/api/v1/' }).base_url).toBe('https://intel.corp.test/prefix/api/v1/');
   });
 
+  it('a proxy that is not an http:// or https:// URL is refused, naming proxy (it used to be ignored: calls went around it)', () => {
+    const message = 'proxy: must be an http:// or https:// URL, e.g. http://proxy.corp.example:3128';
+    expect(problems({ ...base, proxy: 'socks5://127.0.0.1:1080' })).toEqual([message]);
+    expect(problems({ ...base, proxy: 'proxy.corp.example:3128' })).toEqual([message]);
+    expect(parse({ ...base, proxy: 'https://user:pw@proxy.corp.example:3128' }).proxy).toBe('https://user:pw@proxy.corp.example:3128');
+  });
+
   it('a placeholder in token_file names token_file', () => {
     const dir = mkdtempSync(join(tmpdir(), 'wcf-cfg-'));
     writeFileSync(join(dir, 'token'), 'REPLACE-WITH-API-TOKEN\n');

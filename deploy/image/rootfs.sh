@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# A Debian root file system as a tar, made by mmdebstrap from this machine's own apt
+# sources (no container registry involved), and cached: the same request within
+# a week is answered from the cache.
+#
+#   bash deploy/image/rootfs.sh --variant extract|apt --include PKG,PKG... [--cache DIR] [--no-cache]
+#
+#   --variant extract  the packages and their dependencies unpacked, no maintainer
+#                      script run, no dpkg, no shell: what the agent's image is made of
+#   --variant apt      a Debian system with dpkg and apt (the Ansible test's target)
+#   --include          packages on top of the variant (comma-separated)
+#   --cache DIR        where the tars are kept (default .cache/rootfs in the checkout)
+#   --no-cache         build again even when a cached tar matches
+#
+# Prints the path of the tar on stdout. Environment: SOURCE_DATE_EPOCH (file times;
+# default: the last commit's time) and WCF_ROOTFS_SOURCES (an apt sources file to use
+# instead of this machine's /etc/apt/sources.list{,.d}).
+#
+# The key of a cached tar is the hash of this script, the arguments and the apt
+# sources, so a changed package list or mirror builds anew; a tar older than 7 days is
+# rebuilt too, so the image picks up Debian's security updates.
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+
+VARIANT=
+INCLUDE=
+CACHE=$ROOT/.cache/rootfs
+USE_CACHE=1
+MAX_AGE_DAYS=7
+while [ $# -gt 0 ]; do
+  case $1 in
+    --variant) VARIANT=$2; shift 2 ;;
+    --include) INCLUDE=$2; shift 2 ;;
+    --cache) CACHE=$(realpath -m -- "$2"); shift 2 ;;
+    --no-cache) USE_CACHE=0; shift ;;
+    -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "rootfs: unknown argument: $1" >&2; exit 2 ;;
+  esac
+done
+case $VARIANT in
+  extract|apt) ;;
+  *) echo "rootfs: --variant must be extract or apt" >&2; exit 2 ;;
+esac
+command -v mmdebstrap >/dev/null 2>&1 || { echo "rootfs: mmdebstrap not found (apt-get install mmdebstrap)" >&2; exit 1; }
+[ "$(id -u)" = 0 ] || { echo "rootfs: run as root (mmdebstrap's root mode keeps file owners as in the packages)" >&2; exit 1; }
+
+# The machine's own apt sources: the same Debian release and mirror as the host's
+# packages. mmdebstrap copies a *.list or *.sources file given as a mirror argument.
+sources=()
+if [ -n "${WCF_ROOTFS_SOURCES:-}" ]; then
+  sources=("$WCF_ROOTFS_SOURCES")
+else
+  [ -s /etc/apt/sources.list ] && grep -q '^[[:space:]]*deb ' /etc/apt/sources.list && sources+=(/etc/apt/sources.list)
+  for f in /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources; do
+    [ -s "$f" ] && sources+=("$f")
+  done
+fi
+[ ${#sources[@]} -gt 0 ] || { echo "rootfs: no apt sources found in /etc/apt (set WCF_ROOTFS_SOURCES)" >&2; exit 1; }
+. /etc/os-release
+SUITE=${VERSION_CODENAME:?rootfs: /etc/os-release names no VERSION_CODENAME}
+
+if [ -z "${SOURCE_DATE_EPOCH:-}" ]; then
+  SOURCE_DATE_EPOCH=$(git -C "$ROOT" log -1 --format=%ct 2>/dev/null || date +%s)
+fi
+export SOURCE_DATE_EPOCH
+
+key=$( { cat "$0"; echo "$VARIANT $INCLUDE $SUITE"; cat "${sources[@]}"; } | sha256sum | cut -c1-16)
+OUT=$CACHE/$SUITE-$VARIANT-$key.tar
+mkdir -p "$CACHE"
+if [ "$USE_CACHE" = 1 ] && [ -s "$OUT" ] && [ -z "$(find "$OUT" -mtime +$MAX_AGE_DAYS)" ]; then
+  echo "rootfs: cached $OUT" >&2
+  echo "$OUT"
+  exit 0
+fi
+
+tmp=$OUT.tmp.$$
+work=$CACHE/.work.$$
+trap 'rm -rf "$tmp" "$work"' EXIT
+start=$(date +%s)
+# --skip=output/dev: no device nodes (a container runtime provides /dev). The apt
+# cache is kept for the step below and removed there.
+mmdebstrap --quiet --variant="$VARIANT" ${INCLUDE:+--include="$INCLUDE"} \
+  --hook-dir=/usr/share/mmdebstrap/hooks/merged-usr \
+  --skip=output/dev --skip=cleanup/apt/cache --format=directory \
+  "$SUITE" "$work" "${sources[@]}" >&2
+
+if [ "$VARIANT" = extract ]; then
+  # Nothing was configured and mmdebstrap runs no customize hook for this variant, so
+  # what is left to do is done here: dpkg records for image scanners (one file per
+  # package in /var/lib/dpkg/status.d, as distroless images have them: there is no
+  # dpkg to keep a status file), no apt or dpkg state otherwise (the merged-/usr
+  # hook's placeholder package included), documentation cut to the copyright files.
+  mkdir -p "$work/var/lib/dpkg/status.d"
+  for deb in "$work"/var/cache/apt/archives/*.deb; do
+    pkg=$(dpkg-deb -f "$deb" Package)
+    { dpkg-deb -f "$deb" | sed '/^Description:/,$d'; echo "Status: install ok installed"; } >"$work/var/lib/dpkg/status.d/$pkg"
+  done
+  find "$work/var/lib/dpkg" -mindepth 1 -maxdepth 1 ! -name status.d -exec rm -rf {} +
+  rm -rf "$work/var/lib/apt" "$work/var/cache/apt" "$work/var/cache/ldconfig" "$work/var/log/apt"
+  find "$work/usr/share/doc" -mindepth 1 ! -type d ! -name copyright -delete
+  find "$work/usr/share/doc" -mindepth 1 -type d -empty -delete
+  rm -rf "$work/usr/share/man" "$work/usr/share/info" "$work/usr/share/locale" "$work/usr/share/lintian" \
+    "$work/usr/share/bash-completion" "$work/usr/share/gdb" "$work/usr/share/gcc"
+else
+  rm -rf "$work"/var/cache/apt/archives/*.deb
+fi
+# Same bytes for the same files: sorted, owners as numbers, times clamped to SOURCE_DATE_EPOCH.
+tar -C "$work" --sort=name --numeric-owner --mtime="@$SOURCE_DATE_EPOCH" --clamp-mtime \
+  --format=posix --pax-option=exthdr.name=%d/PaxHeaders/%f,delete=atime,delete=ctime -cf "$tmp" .
+mv -f "$tmp" "$OUT"
+# Older tars of the same variant are of no use any more.
+find "$CACHE" -maxdepth 1 -name "$SUITE-$VARIANT-*.tar" ! -path "$OUT" -delete
+echo "rootfs: built $OUT ($(( $(stat -c %s "$OUT") / 1024 / 1024 )) MiB, $(( $(date +%s) - start )) s)" >&2
+echo "$OUT"

@@ -1,0 +1,101 @@
+import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { execa } from 'execa';
+import { parseAllDocuments } from 'yaml';
+import { ROOT } from '../../helpers/packaging.js';
+
+/**
+ * The Kubernetes manifests in deploy/kubernetes/, and their check against the
+ * Kubernetes API schema, offline, from the kubernetes-models package (models and
+ * validators generated from Kubernetes' own OpenAPI document):
+ *  - its validators (ajv, compiled from the schema): types, required fields, formats;
+ *  - strict field names, as `kubectl apply` (server-side field validation) and
+ *    kubeconform -strict refuse unknown ones: each manifest is written as a TypeScript
+ *    object literal of the package's type for its kind, and tsc's excess-property check
+ *    names any field the API does not have, at any depth.
+ */
+
+export const KUBE_DIR = join(ROOT, 'deploy', 'kubernetes');
+
+export interface Manifest {
+  readonly file: string;
+  readonly doc: Record<string, unknown> & { apiVersion: string; kind: string; metadata: { name: string; namespace?: string } };
+}
+
+/** YAML 1.1, as Kubernetes reads it (0400 is octal there, 400 in YAML 1.2). */
+export function parseManifests(text: string, file: string): Manifest[] {
+  return parseAllDocuments(text, { version: '1.1' })
+    .filter((d) => d.contents !== null)
+    .map((d) => {
+      if (d.errors.length) throw new Error(`${file}: ${d.errors[0]!.message}`);
+      return { file, doc: d.toJS() as Manifest['doc'] };
+    });
+}
+
+export function loadManifests(): Manifest[] {
+  return readdirSync(KUBE_DIR)
+    .filter((f) => f.endsWith('.yaml'))
+    .sort()
+    .flatMap((f) => parseManifests(readFileSync(join(KUBE_DIR, f), 'utf8'), f));
+}
+
+/** The kubernetes-models module and type of each kind used here. */
+const MODELS: Record<string, { module: string; name: string }> = {
+  'apps/v1 DaemonSet': { module: 'kubernetes-models/apps/v1/DaemonSet', name: 'DaemonSet' },
+  'v1 Namespace': { module: 'kubernetes-models/v1/Namespace', name: 'Namespace' },
+  'v1 Secret': { module: 'kubernetes-models/v1/Secret', name: 'Secret' },
+  'v1 ConfigMap': { module: 'kubernetes-models/v1/ConfigMap', name: 'ConfigMap' },
+  'v1 Pod': { module: 'kubernetes-models/v1/Pod', name: 'Pod' },
+  'scheduling.k8s.io/v1 PriorityClass': { module: 'kubernetes-models/scheduling.k8s.io/v1/PriorityClass', name: 'PriorityClass' },
+};
+
+function modelOf(m: Manifest): { module: string; name: string } {
+  const model = MODELS[`${m.doc.apiVersion} ${m.doc.kind}`];
+  if (!model) throw new Error(`${m.file}: no schema here for ${m.doc.apiVersion} ${m.doc.kind}`);
+  return model;
+}
+
+/** The schema validators' problems with `m` (`/path: message`), none when valid. */
+export async function schemaProblems(m: Manifest): Promise<string[]> {
+  const { module, name } = modelOf(m);
+  const Model = (await import(module))[name] as new (data: unknown) => { validate(): void };
+  try {
+    new Model(m.doc).validate();
+    return [];
+  } catch (err) {
+    const details = (err as { errors?: { instancePath: string; message?: string }[] }).errors;
+    return details?.length ? details.map((e) => `${e.instancePath || '/'}: ${e.message ?? 'invalid'}`) : [(err as Error).message];
+  }
+}
+
+/**
+ * Fields the API does not know, per manifest (tsc's messages), for all of `manifests`
+ * in one tsc run. The files go under node_modules/.cache so the package resolves.
+ */
+export async function unknownFields(manifests: readonly Manifest[]): Promise<Map<number, string[]>> {
+  const dir = join(ROOT, 'node_modules', '.cache', `wcf-k8s-strict-${process.pid}`);
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(dir, { recursive: true });
+  try {
+    const files = manifests.map((m, i) => {
+      const { module, name } = modelOf(m);
+      const file = join(dir, `m${i}.ts`);
+      writeFileSync(file, `import type { I${name} } from '${module}';\nexport const m: I${name} = ${JSON.stringify(m.doc, null, 2)};\n`);
+      return file;
+    });
+    const tsc = join(ROOT, 'node_modules', '.bin', 'tsc');
+    const r = await execa(tsc, ['--ignoreConfig', '--noEmit', '--strict', '--skipLibCheck', '--module', 'nodenext', '--moduleResolution', 'nodenext', '--target', 'es2022', '--pretty', 'false', ...files], {
+      reject: false,
+      cwd: dir,
+    });
+    const out = new Map<number, string[]>(manifests.map((_, i) => [i, []]));
+    for (const line of String(r.stdout).split('\n')) {
+      const hit = /m(\d+)\.ts\(\d+,\d+\): error TS\d+: (.*)$/.exec(line);
+      if (hit) out.get(Number(hit[1]))!.push(hit[2]!);
+    }
+    if (r.exitCode !== 0 && [...out.values()].every((l) => l.length === 0)) throw new Error(`tsc failed without a message per manifest:\n${r.stdout}\n${r.stderr}`);
+    return out;
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
