@@ -43,6 +43,7 @@ import { benchNaive, type NaiveFigure } from './bench/naive.js';
 import { cleanupNow, createBenchNetns, onExit, useBenchNetns } from './bench/netns.js';
 import { log, sizeLabel } from './bench/stats.js';
 import { benchSync, SCORE_THRESHOLD, useSyncEntry, type SyncFigure } from './bench/sync.js';
+import { benchScale, type NftCostFigure, type ScaleFigure } from './bench/scale.js';
 import { benchDaemon, idleCpu, useAgentEntry, type AgentForm, type DaemonFigure, type IdleFigure } from './bench/daemon.js';
 import { benchPeers, type PeerFigure } from './bench/peers.js';
 import { daemonChart, memoryRows, memoryTargets, peerCharts } from './bench/memory-report.js';
@@ -66,6 +67,8 @@ interface GroupResult {
   idle: IdleFigure[];
   peers: PeerFigure[];
   fleet: FleetResult[];
+  /** The daemon at scale, nftables and ipset side by side (bench/scale.ts), and what the nft set costs other nft commands. */
+  scale?: { figures: ScaleFigure[]; cost: NftCostFigure[] };
 }
 
 const emptyResult = (): GroupResult => ({ sync: [], apply: [], naive: [], daemon: [], idle: [], peers: [], fleet: [] });
@@ -83,6 +86,7 @@ function parseOptions() {
       'cpu-prof': { type: 'boolean', default: false },
       'daemon-sizes': { type: 'string' },
       'daemon-plugins': { type: 'string' },
+      'scale-sizes': { type: 'string' },
       https: { type: 'boolean', default: false },
       'all-selected-sizes': { type: 'string' },
       cycles: { type: 'string' },
@@ -107,7 +111,7 @@ function parseOptions() {
         '                        [--naive-sizes 1000,10000] [--incremental-sizes 100000,1000000] [--out DIR] [--cpu-prof]\n' +
         '       (idle and peers run only when --only names them)\n' +
         '       npm run bench -- --from results/bench.json [--out DIR]   tables and charts again from saved results\n' +
-        '       daemon: [--daemon-sizes 10000,100000,1000000] [--daemon-plugins nftables,ipset] [--all-selected-sizes 1000000] [--https]\n' +
+        '       daemon: [--daemon-sizes 10000,100000,1000000] [--daemon-plugins nftables,ipset] [--all-selected-sizes 1000000] [--https] [--scale-sizes 100000,1000000|0]\n' +
         '               [--cycles 3] [--gap-ms 4000] [--agent node|binary] [--entry dist/cli.js (another build, to compare; sync too)]\n' +
         '               environment: the systemd unit\'s Environment= lines, plus WCF_BENCH_DAEMON_ENV="K=V K=V" if set\n' +
         '       idle (opt-in): [--idle-minutes 10]; peers (opt-in, CrowdSec): [--peer-sizes 10000,100000]\n' +
@@ -142,6 +146,8 @@ function parseOptions() {
       return p;
     }),
     allSelectedSizes: list(values['all-selected-sizes'], '1000000'),
+    // The daemon at scale (2+ cycles, 1% changed, SIGHUP, SIGTERM in flight, the process tree's memory); `0`: none.
+    scaleSizes: values['scale-sizes'] === '0' ? [] : list(values['scale-sizes'], q ? '100000' : '100000,1000000'),
     https: values.https,
     cycles: positive('--cycles', values.cycles ?? '3'),
     gapMs: positive('--gap-ms', values['gap-ms'] ?? '4000'),
@@ -187,6 +193,7 @@ async function runGroup(o: Options, group: Group, nsName: string): Promise<Group
     r.naive = await benchNaive(ns, o.naiveSizes, o.sizes, o.runs);
   } else if (group === 'daemon') {
     r.daemon = await benchDaemon({ ns, sizes: o.daemonSizes, plugins: o.daemonPlugins, allSelectedSizes: o.allSelectedSizes, runs: o.runs, cycles: o.cycles, gapMs: o.gapMs, agent: o.agent, https: o.https });
+    if (o.scaleSizes.length > 0) r.scale = await benchScale(ns, o.scaleSizes, o.daemonPlugins);
   } else if (group === 'idle') {
     r.idle = [await idleCpu(ns, 10_000, o.idleMinutes, o.agent)];
   } else if (group === 'fleet') {
@@ -357,6 +364,19 @@ function printResults({ sync, apply, naive, daemon = [], idle = [], peers = [], 
 
 }
 
+/** The daemon at scale (bench/scale.ts): one line per backend and size, then the nft costs. */
+function printScale(scale: NonNullable<GroupResult['scale']>): void {
+  const s = (ms: number | null) => (ms === null ? 'n/a' : `${(ms / 1000).toFixed(2)} s`);
+  for (const f of scale.figures) {
+    process.stdout.write(
+      `${f.plugin} ${f.size}: first cycle ${s(f.firstCycleMs)}, 1% changed (${f.changed}) ${s(f.changedCycleMs)}, nothing changed ${s(f.quietCycleMs)}, ` +
+        `self-heal ${s(f.selfHealMs)}, SIGHUP->reloaded ${s(f.reloadMs)} (cycle in flight ${s(f.reloadBusyMs)}), SIGTERM->exit ${s(f.stopMs)}, ` +
+        `peak agent+children ${f.treePeakMB.toFixed(0)} MB (children ${f.childrenPeakMB.toFixed(0)}, agent VmHWM ${f.agentPeakMB.toFixed(0)}), load ${f.load}\n`,
+    );
+  }
+  for (const c of scale.cost) process.stdout.write(`nft cost at ${c.size}: ${c.command}: ${c.seconds.toFixed(2)} s, ${c.maxRssMB.toFixed(0)} MB\n`);
+}
+
 async function main(): Promise<void> {
   const o = parseOptions();
   if (o.worker) {
@@ -384,8 +404,10 @@ async function main(): Promise<void> {
     if (!wanted[g]) continue;
     const r = await runWorker(g, ns.name);
     for (const k of GROUPS) (results[k] as unknown[]).push(...r[k]);
+    if (r.scale) results.scale = r.scale;
   }
   const tgt = printResults(results);
+  if (results.scale) printScale(results.scale);
 
   const result = {
     generatedAt: started.toISOString(),

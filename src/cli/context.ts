@@ -48,8 +48,8 @@ export function openState(config: AgentConfig, logger: Logger): StateStore {
 }
 
 /** The plugin named by config (or --dry-run); `auto` probes nftables, then ipset, then iptables. */
-export function openPlugin(config: AgentConfig, logger: Logger, dryRun: boolean, only?: PluginName): Promise<FirewallPlugin> {
-  return openFirewallPlugin({ plugin: config.plugin, dryRun, only, netns: config.netns }, pluginOptions(config, logger));
+export function openPlugin(config: AgentConfig, logger: Logger, dryRun: boolean, only?: PluginName, capacity = config.maximum_rules): Promise<FirewallPlugin> {
+  return openFirewallPlugin({ plugin: config.plugin, dryRun, only, netns: config.netns, capacity }, pluginOptions(config, logger));
 }
 
 /** What every plugin is built with, from config.json (the runner is added by whoever builds it). */
@@ -68,7 +68,8 @@ export function pluginOptions(config: AgentConfig, logger: Logger): Omit<PluginO
 
 /** The configured plugin, after removing what a previously used kernel backend left behind. */
 export async function openPluginForSync(config: AgentConfig, logger: Logger, state: StateStore, dryRun: boolean): Promise<FirewallPlugin> {
-  const plugin = await openPlugin(config, logger, dryRun);
+  // `auto` is sized for the larger of the local maximum_rules and the server's last one.
+  const plugin = await openPlugin(config, logger, dryRun, undefined, Math.max(config.maximum_rules, state.small.settings?.maximum_rules ?? 0));
   await flushPreviousBackends(plugin, state, logger, (name) => openPlugin(config, logger, false, name));
   return plugin;
 }

@@ -63,7 +63,9 @@ export async function readLiveStatus(config: AgentConfig, logger: Logger): Promi
     firewall.plugin = plugin.name;
     if (plugin.name !== 'dry-run') {
       firewall.objects = await plugin.objects();
-      if (firewall.objects.every((o) => o.state === 'present')) firewall.entries = (await plugin.list()).length;
+      // Not for a backend whose whole listing is slow at scale (nftables fetches every element): the
+      // applied count in the state says what the agent put there.
+      if (firewall.objects.every((o) => o.state === 'present') && !plugin.lookup) firewall.entries = (await plugin.list()).length;
     }
   } catch (err) {
     firewall.error = errorMessage(err);

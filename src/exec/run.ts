@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { childExited, deathSignalWrapper, rememberChild, trackRead } from './children.js';
 
 /**
  * The agent's one way to run an external tool (nft, ipset, iptables-restore,
@@ -10,7 +11,9 @@ import { spawn } from 'node:child_process';
  *
  * The child stays in the agent's process group on purpose: the tools are single
  * processes (`ip netns exec` execs the tool in place), and systemd stops the
- * whole unit's cgroup anyway, so a timeout kills the one child it started.
+ * whole unit's cgroup anyway, so a timeout kills the one child it started. It
+ * is started through `setpriv --pdeathsig KILL` where installed, so it dies
+ * with the agent even when the agent is SIGKILLed (see children.ts).
  */
 
 export interface RunCommandOptions {
@@ -24,6 +27,8 @@ export interface RunCommandOptions {
   maxBuffer: number;
   /** Added to the agent's own environment. */
   env?: Record<string, string>;
+  /** Only reads (a listing): killed when the daemon stops (see stopReads). */
+  readOnly?: boolean;
 }
 
 export interface CommandOutput {
@@ -101,10 +106,23 @@ function feed(stdin: NodeJS.WritableStream, input: string | Buffer | undefined):
   writeMore();
 }
 
+/** setpriv's exit code and message when the tool it was to run cannot be executed. */
+const WRAPPED_NOT_FOUND = /^setpriv: failed to execute/m;
+
+/** `argv` behind the wrapper that makes it die with the agent (see children.ts). */
+export function wrapForDeath(argv: readonly string[]): string[] {
+  return [...deathSignalWrapper(), ...argv];
+}
+
+/** True when a wrapped tool's exit says the tool itself is missing (setpriv exits 127). */
+export function wrappedNotFound(exitCode: number | null, stderr: string): boolean {
+  return exitCode === 127 && WRAPPED_NOT_FOUND.test(stderr);
+}
+
 /** Runs `argv[0]` with the rest as its arguments; resolves with its output on exit code 0, else rejects with a CommandFailure. */
 export function runCommand(argv: readonly string[], options: RunCommandOptions): Promise<CommandOutput> {
-  const [file, ...args] = argv;
-  if (!file) return Promise.reject(new CommandFailure('empty command', { reason: 'spawn' }));
+  if (!argv[0]) return Promise.reject(new CommandFailure('empty command', { reason: 'spawn' }));
+  const [file, ...args] = wrapForDeath(argv) as [string, ...string[]];
   return new Promise((resolve, reject) => {
     let timedOut = false;
     let overflowed = false;
@@ -115,6 +133,7 @@ export function runCommand(argv: readonly string[], options: RunCommandOptions):
       stdio: ['pipe', 'pipe', 'pipe'],
       env: { ...process.env, ...options.env },
     });
+    rememberChild(child.pid);
     const kill = (): void => {
       child.kill('SIGTERM');
       killTimer ??= setTimeout(() => child.kill('SIGKILL'), options.killAfterMs ?? 2000);
@@ -123,6 +142,13 @@ export function runCommand(argv: readonly string[], options: RunCommandOptions):
       timedOut = true;
       kill();
     }, options.timeoutMs);
+    let stopped = false;
+    const untrack = options.readOnly
+      ? trackRead(() => {
+          stopped = true;
+          child.kill('SIGKILL');
+        })
+      : undefined;
     const onOverflow = (): void => {
       overflowed = true;
       kill();
@@ -132,6 +158,7 @@ export function runCommand(argv: readonly string[], options: RunCommandOptions):
     const finish = (outcome: CommandOutput | CommandFailure): void => {
       if (settled) return;
       settled = true;
+      untrack?.();
       clearTimeout(timer);
       if (killTimer) clearTimeout(killTimer);
       if (outcome instanceof CommandFailure) reject(outcome);
@@ -141,13 +168,16 @@ export function runCommand(argv: readonly string[], options: RunCommandOptions):
       // Only a failed spawn reaches here before 'close' (a failed kill of an exited child is harmless).
       if (child.pid !== undefined) return;
       const reason: FailureReason = err.code === 'ENOENT' ? 'not-found' : 'spawn';
-      finish(new CommandFailure(`${file}: ${err.message}`, { reason, cause: err }));
+      finish(new CommandFailure(`${argv[0]}: ${err.message}`, { reason, cause: err }));
     });
     child.on('close', (exitCode, signal) => {
+      childExited(child.pid);
       const out = { stdout: stdout(), stderr: stderr() };
-      if (timedOut) finish(new CommandFailure(`timed out after ${options.timeoutMs} ms`, { reason: 'timeout', exitCode, signal, ...out }));
+      if (stopped) finish(new CommandFailure('stopped: the agent is stopping', { reason: 'signal', exitCode, signal, ...out }));
+      else if (timedOut) finish(new CommandFailure(`timed out after ${options.timeoutMs} ms`, { reason: 'timeout', exitCode, signal, ...out }));
       else if (overflowed) finish(new CommandFailure(`output exceeded ${options.maxBuffer} bytes`, { reason: 'output-limit', exitCode, signal, ...out }));
       else if (exitCode === 0) finish(out);
+      else if (wrappedNotFound(exitCode, out.stderr)) finish(new CommandFailure(`${argv[0]}: not found`, { reason: 'not-found', exitCode, ...out }));
       else if (exitCode !== null) finish(new CommandFailure(`exit code ${exitCode}`, { reason: 'exit', exitCode, ...out }));
       else finish(new CommandFailure(`killed by ${signal ?? 'a signal'}`, { reason: 'signal', signal, ...out }));
     });

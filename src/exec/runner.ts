@@ -6,7 +6,10 @@ import { CommandFailure, runCommand } from './run.js';
  * `ip netns exec NS`.
  */
 export interface CommandRunner {
-  run(file: string, args: readonly string[], options?: { input?: string | Buffer }): Promise<{ stdout: string; stderr: string }>;
+  /** Where the commands run (the namespace prefix), when known: one kernel ruleset per scope. */
+  readonly scope?: string;
+  /** `readOnly`: a listing, ended when the daemon stops (a write is let finish). */
+  run(file: string, args: readonly string[], options?: { input?: string | Buffer; readOnly?: boolean }): Promise<{ stdout: string; stderr: string }>;
 }
 
 /** Shell-like rendering of an argument array, for messages only (never executed). */
@@ -41,11 +44,13 @@ export interface CommandRunnerOptions {
 export function createCommandRunner(o: CommandRunnerOptions): CommandRunner {
   const prefix = o.prefix ?? [];
   return {
+    scope: prefix.join(' '),
     async run(file, args, runOptions) {
       const argv = [...prefix, file, ...args];
       try {
         return await runCommand(argv, {
           input: runOptions?.input,
+          readOnly: runOptions?.readOnly,
           timeoutMs: o.timeoutMs,
           killAfterMs: o.killAfterMs ?? 2000,
           maxBuffer: o.maxBuffer,

@@ -1,12 +1,15 @@
 import { FirewallError, errorMessage } from '../errors.js';
 import type { PluginName } from './plugin.js';
 import type { CommandRunner } from '../exec/runner.js';
+import { NFT_SLOW_ENTRIES } from './nft/scale.js';
 
 export type DetectedPlugin = 'nftables' | 'ipset' | 'iptables';
 
 /** Each backend and the read-only commands that prove its tools exist AND work here (module loaded, permission). */
 const PROBES: ReadonlyArray<{ plugin: DetectedPlugin; commands: ReadonlyArray<readonly [string, readonly string[]]> }> = [
-  { plugin: 'nftables', commands: [['nft', ['list', 'tables']]] },
+  // Check mode (`-c`): the kernel evaluates the batch and drops it. Not `nft list tables`: with a
+  // large set anywhere in the ruleset, nft 1.0.x fetches every element even for that (minutes at a million).
+  { plugin: 'nftables', commands: [['nft', ['-c', 'add', 'table', 'inet', 'wcf_agent_probe']]] },
   // The ipset backend hooks its set in with iptables: both must work.
   { plugin: 'ipset', commands: [['ipset', ['list', '-n']], ['iptables', ['-w', '10', '-t', 'filter', '-S']]] },
   { plugin: 'iptables', commands: [['iptables', ['-w', '10', '-t', 'filter', '-S']]] },
@@ -14,12 +17,15 @@ const PROBES: ReadonlyArray<{ plugin: DetectedPlugin; commands: ReadonlyArray<re
 
 /**
  * `plugin: auto`: the first backend whose probes all succeed, in the order
- * nftables, ipset, iptables. Probes only read. Throws FirewallError with every
- * probe's failure when none works.
+ * nftables, ipset, iptables; ipset first when the agent is sized for more than
+ * NFT_SLOW_ENTRIES (`capacity`: maximum_rules), where an nft set that large
+ * slows every other nft user on the host (see nft/scale.ts). Probes only read.
+ * Throws FirewallError with every probe's failure when none works.
  */
-export async function detectPlugin(runner: CommandRunner): Promise<DetectedPlugin> {
+export async function detectPlugin(runner: CommandRunner, capacity = 0): Promise<DetectedPlugin> {
   const failures: string[] = [];
-  for (const probe of PROBES) {
+  const order = capacity > NFT_SLOW_ENTRIES ? [PROBES[1]!, PROBES[0]!, PROBES[2]!] : PROBES;
+  for (const probe of order) {
     try {
       for (const [file, args] of probe.commands) await runner.run(file, args);
       return probe.plugin;

@@ -1,15 +1,26 @@
 import { CidrIndex } from '../net/cidr-index.js';
 import { EntryColumns } from './entry-columns.js';
+import { MAX_KERNEL_TIMEOUT_S } from './entries.js';
 
 /**
  * A kernel timeout is "the same" as the wanted one within this many seconds.
  * The wanted timeout is computed by the caller a moment before the kernel's
  * remaining time is read, so the two differ by that moment plus rounding.
  * Clamped timeouts (MAX_KERNEL_TIMEOUT_S) drift further than this between
- * cycles and are therefore refreshed every cycle, which is what keeps a long
- * block alive past the clamp.
+ * cycles; they are refreshed once the kernel's remaining time falls below
+ * CLAMP_REFRESH_S, which keeps a long block alive past the clamp.
  */
 export const TIMEOUT_TOLERANCE_S = 5;
+
+/**
+ * An entry whose wanted timeout is clamped (it should outlive the kernel's
+ * 24.8-day limit) is refreshed once the kernel holds it for less than half the
+ * clamp (12.4 days), not every cycle: refreshed every cycle, a feed of
+ * long-lived blocks rewrote the whole set each cycle (a million elements
+ * re-sent when nothing had changed). Half the clamp leaves twelve days of
+ * cycles to refresh it before it could lapse.
+ */
+export const CLAMP_REFRESH_S = Math.floor(MAX_KERNEL_TIMEOUT_S / 2);
 
 /**
  * Above either threshold a change is applied as a full rebuild (ipset: build a
@@ -36,15 +47,15 @@ export interface EntryDiff {
 }
 
 export function timeoutsDiffer(current: number | undefined, wanted: number | undefined): boolean {
-  if (current === undefined || wanted === undefined) return current !== wanted;
-  return Math.abs(current - wanted) > TIMEOUT_TOLERANCE_S;
+  return differs(current ?? NaN, wanted ?? NaN);
 }
 
 /** The same test on columns' values (NaN = no timeout). */
-function differs(current: number, wanted: number): boolean {
+export function differs(current: number, wanted: number): boolean {
   const cn = Number.isNaN(current);
   const wn = Number.isNaN(wanted);
   if (cn || wn) return cn !== wn;
+  if (wanted >= MAX_KERNEL_TIMEOUT_S && current >= CLAMP_REFRESH_S) return false;
   return Math.abs(current - wanted) > TIMEOUT_TOLERANCE_S;
 }
 

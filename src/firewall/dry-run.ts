@@ -8,7 +8,7 @@ import { diffEntries } from './diff.js';
 import { columnsToMap, listingColumns, normalizeEntries, sortCidrTexts } from './entries.js';
 import type { EntryColumns, FirewallEntries } from './entry-columns.js';
 import { ipsetSizing, parseIpsetSave, renderIpsetCreate, writeIpsetAdds } from './ipset/text.js';
-import { resolveOverlaps } from './nft/overlaps.js';
+import { resolveNetOverlaps } from './nft/overlaps.js';
 import { nftLayout, parseNftScriptElements, writeNftTable } from './nft/text.js';
 import { TextBuilder } from '../util/text-builder.js';
 import type { ApplyOptions, ApplyResult, DropCounters, FirewallPlugin, HitCounter, OwnedObject, PluginOptions } from './plugin.js';
@@ -109,7 +109,7 @@ export class DryRunPlugin implements FirewallPlugin {
 
   async apply(entries: FirewallEntries, options: ApplyOptions): Promise<ApplyResult> {
     const normalized = normalizeEntries(entries);
-    const wanted = this.format === 'nft' ? resolveOverlaps(normalized) : normalized;
+    const wanted = this.format === 'nft' ? resolveNetOverlaps(normalized) : normalized;
     const previous = await this.readBack();
     const diff = diffEntries(listingColumns(previous), wanted);
     const now = Math.floor(Date.now() / 1000);

@@ -46,7 +46,7 @@ export function createPlugin(name: PluginName, options: PluginOptions): Firewall
  * Commands run in `netns` when given.
  */
 export async function openPlugin(
-  choice: { plugin: PluginName | 'auto'; dryRun: boolean; only?: PluginName; netns?: string },
+  choice: { plugin: PluginName | 'auto'; dryRun: boolean; only?: PluginName; netns?: string; capacity?: number },
   options: Omit<PluginOptions, 'runner'>,
 ): Promise<FirewallPlugin> {
   const runner: CommandRunner = createRunner(netnsPrefix(choice.netns));
@@ -54,7 +54,7 @@ export async function openPlugin(
   if (choice.only) name = choice.only;
   else if (choice.dryRun || choice.plugin === 'dry-run') name = 'dry-run';
   else if (choice.plugin === 'auto') {
-    name = await detectPlugin(runner);
+    name = await detectPlugin(runner, choice.capacity);
     options.logger.info({ plugin: name }, `plugin auto-detected: ${name}`);
   } else name = choice.plugin;
   return createPlugin(name, { ...options, runner });

@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import type { Cidr } from '../net/ipv4.js';
 import type { Direction, Side } from './direction.js';
 import type { FirewallEntries } from './entry-columns.js';
 import type { CommandRunner } from '../exec/runner.js';
@@ -144,6 +145,21 @@ export interface FirewallPlugin {
    * apply's repairs. Absent for dry-run (nothing to watch).
    */
   check?(): Promise<WatchCheck>;
+  /**
+   * Optional, for backends that trust what they last applied instead of
+   * reading it back (nftables): another process may have changed the owned
+   * objects, so the next apply reads the kernel. The watcher calls it for
+   * every such transaction it hears of.
+   */
+  distrust?(why: string): void;
+  /**
+   * Optional, for backends whose whole listing is slow at scale (nftables): the
+   * owned entries overlapping `query`, read without listing the whole set.
+   * `hosts`: single addresses to look for when the query is wider than a /24
+   * (the caller's candidates, e.g. from the applied record); without them a
+   * wide query reads the whole set. Timeouts are given where the read tells them.
+   */
+  lookup?(query: Cidr, hosts?: readonly number[]): Promise<Array<{ cidr: string; timeoutSeconds: number | undefined }>>;
 }
 
 /** What a watcher's cheap check found. */

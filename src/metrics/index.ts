@@ -31,6 +31,8 @@ export function instrumentPlugin(plugin: FirewallPlugin, metrics: AgentMetrics):
     },
     ...(plugin.prefetch ? { prefetch: () => plugin.prefetch!() } : {}),
     ...(plugin.check ? { check: () => plugin.check!() } : {}),
+    ...(plugin.distrust ? { distrust: (why: string) => plugin.distrust!(why) } : {}),
+    ...(plugin.listTimeouts ? { listTimeouts: () => plugin.listTimeouts!() } : {}),
     list: () => plugin.list(),
     flush: () => plugin.flush(),
     readCounters: () => plugin.readCounters(),

@@ -51,9 +51,7 @@ export async function kernelEntries(ns: Netns, plugin: KernelPlugin, names: Owne
       .map((l) => canonical(l.split(' ')[3]!))
       .sort();
   }
-  const out = await readOrEmpty(ns, 'nft', ['-j', 'list', 'set', 'inet', names.table, names.set]);
-  if (out === undefined) return [];
-  const json = JSON.parse(out) as { nftables: { set?: { elem?: unknown[] } }[] };
+  // Two sets: single addresses (hash) and networks (interval, `<set>-net`).
   const text = (e: unknown): string => {
     const v = (e as { elem?: { val: unknown } }).elem?.val ?? e;
     if (typeof v === 'string') return v;
@@ -61,7 +59,14 @@ export async function kernelEntries(ns: Netns, plugin: KernelPlugin, names: Owne
     if (p) return p.len === 32 ? p.addr : `${p.addr}/${p.len}`;
     return JSON.stringify(v);
   };
-  return (json.nftables.find((o) => o.set)?.set?.elem ?? []).map(text).sort();
+  const all: string[] = [];
+  for (const set of [names.set, `${names.set}-net`]) {
+    const out = await readOrEmpty(ns, 'nft', ['-j', 'list', 'set', 'inet', names.table, set]);
+    if (out === undefined) continue;
+    const json = JSON.parse(out) as { nftables: { set?: { elem?: unknown[] } }[] };
+    all.push(...(json.nftables.find((o) => o.set)?.set?.elem ?? []).map(text));
+  }
+  return all.sort();
 }
 
 /** Does any object named like the agent's own exist in `ns` (set, chain, table, hook)? */

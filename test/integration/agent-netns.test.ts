@@ -1,3 +1,4 @@
+import { kernelEntries } from '../helpers/kernel.js';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -31,18 +32,8 @@ describe.each(['ipset', 'nftables'] as const)('agent with the %s backend in a na
       // The ownership marker (a nomatch element) is not an entry.
       return out.split('\n').filter((l) => l.startsWith('add ') && !l.includes(' nomatch ')).map((l) => l.split(' ')[2]!).sort();
     }
-    const out = JSON.parse(await lab.host.exec('nft', ['-j', 'list', 'set', 'inet', 'wcf_agent', 'wcf-blocklist'])) as {
-      nftables: { set?: { elem?: unknown[] } }[];
-    };
-    const elems = out.nftables.find((o) => o.set)?.set?.elem ?? [];
-    const text = (e: unknown): string => {
-      const v = (e as { elem?: { val: unknown } }).elem?.val ?? e;
-      if (typeof v === 'string') return v;
-      const p = (v as { prefix?: { addr: string; len: number } }).prefix;
-      if (p) return p.len === 32 ? p.addr : `${p.addr}/${p.len}`;
-      return JSON.stringify(v);
-    };
-    return elems.map(text).sort();
+    // Both nft sets (addresses and networks).
+    return kernelEntries(lab.host, 'nftables');
   };
   const sync = async (...extra: string[]) => {
     const r = await runCli(['sync', '--once', '--json', '--config', cfg.path, ...extra]);

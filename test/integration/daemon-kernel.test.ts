@@ -183,7 +183,8 @@ describe('daemon SIGHUP that renames its objects or changes the backend, in a na
     await daemon.waitForLog(/^configuration reloaded/, reloads + 1);
     // A cycle that started after the reload (its apply may take several commands).
     const after = daemon.logs.length;
-    await waitFor(() => daemon.logs.slice(after).some((l) => /^cycle done/.test(l.msg)), 'a cycle after the reload');
+    // (A cycle in flight at the SIGHUP ends with the old configuration: the one wanted ran with the new.)
+    await waitFor(() => daemon.logs.slice(after).some((l) => /^cycle done/.test(l.msg) && Number(l.configGeneration) >= reloads + 1), 'a cycle after the reload');
   };
 
   it('the old objects are flushed, the new ones hold the set, foreign objects stay, traffic stays blocked', async () => {

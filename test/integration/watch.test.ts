@@ -153,10 +153,10 @@ describe.each(['ipset', 'nftables'] as const)('watching between cycles with the 
     it('nft monitor killed: the daemon restarts it, and a removal meanwhile is still put back', async () => {
       const d = await startDaemon(s);
       try {
-        const monitorPid = async () => (await execa('pgrep', ['-P', String(d.pid), '-f', '^nft monitor'], { reject: false })).stdout.trim();
+        const monitorPid = async () => (await execa('pgrep', ['-P', String(d.pid), '-f', '(^nft monitor|xtables-monitor -e)'], { reject: false })).stdout.trim();
         const first = await waitFor(monitorPid, 'the nft monitor child', REPAIR_DEADLINE_MS);
         process.kill(Number(first), 'SIGKILL');
-        await d.waitForLog(/nft monitor stopped/);
+        await d.waitForLog(/nft monitor stopped/); // the event source, whichever program it is
         await s.ns.exec('nft', ['delete', 'table', 'inet', 'wcf_agent']);
         await waitFor(() => hooked(s.ns, backend), 'the table to be back', REPAIR_DEADLINE_MS);
         await d.waitForLog(REPAIRED);
@@ -178,7 +178,7 @@ describe.each(['ipset', 'nftables'] as const)('watching between cycles with the 
         await d.waitForLog(/sync failed/);
         expect(await hooked(s.ns, backend)).toBe(true); // restored at start
         // The monitor by its command line: a one-off nft the cycle runs (a kernel read) may be a child at this moment.
-        expect((await execa('pgrep', ['-P', String(d.pid), '-f', '^nft monitor'], { reject: false })).stdout).toBe('');
+        expect((await execa('pgrep', ['-P', String(d.pid), '-f', '(^nft monitor|xtables-monitor -e)'], { reject: false })).stdout).toBe('');
         // Removed between cycles (the next is at least 15 s away: a failed cycle backs off half a
         // minute with jitter): a watcher would put it back within the deadline; none does.
         await s.ns.exec('nft', ['delete', 'table', 'inet', 'wcf_agent']);

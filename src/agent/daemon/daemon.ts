@@ -20,6 +20,8 @@ import { AppliedMemory } from '../state/applied-memory.js';
 import { releaseCycleMemory } from '../../util/release-memory.js';
 import { Watcher } from './watcher.js';
 import { firstSyncDelay } from './startup-delay.js';
+import { stopReads } from '../../exec/children.js';
+import { announceReload } from './reload.js';
 import type { DaemonParts } from './parts.js';
 import { DaemonHealth } from './health.js';
 
@@ -93,6 +95,7 @@ export class Daemon {
   /** The last set applied, for the watcher's repairs between cycles. */
   private readonly memory = new AppliedMemory();
   private watcher: Watcher | undefined;
+  private reloads = 0; // configurations taken by SIGHUP so far (each cycle logs the one it ran with)
   /** For /healthz and /readyz: the loop turns, and the firewall holds the last applied set. */
   readonly health: DaemonHealth;
 
@@ -221,6 +224,7 @@ export class Daemon {
 
   private async cycle(): Promise<boolean> {
     if (this.stopping) return true;
+    const configGeneration = this.reloads; // the configuration it runs with, whatever a reload meanwhile
     const { config, api, state, plugin } = this.parts;
     const deps = { config, api, state, logger: this.logger, write: this.writer.run.bind(this.writer), onSettings: (s: Settings) => (this.settings = s), onApplied: (p: PlanResult) => this.fast.applied(p) };
     // The agent lock for the whole cycle (no manual sync meanwhile); the writer only for its writes.
@@ -235,17 +239,13 @@ export class Daemon {
       this.settings = outcome.settings;
       this.fast.onCycle(outcome);
       const r = outcome.record;
-      if (r.ok) this.logger.info({ applied: r.applied, manual: r.byReason.manual, score: r.byReason.score, code: r.code, ms: r.durationMs }, 'cycle done');
+      if (r.ok) this.logger.info({ applied: r.applied, manual: r.byReason.manual, score: r.byReason.score, code: r.code, ms: r.durationMs, configGeneration }, 'cycle done');
       this.opts.onCycle?.(outcome);
     }
     return ok;
   }
 
-  /**
-   * SIGHUP: take a new config.json if it is valid; keep the old one otherwise. Two signals in
-   * quick succession run one after the other: interleaved, both would flush the same old
-   * objects and each install its own parts.
-   */
+  /** SIGHUP: a valid config.json is taken, else the old one kept; two signals run one after the other, never interleaved. */
   reload(): Promise<boolean> {
     this.reloading = this.reloading.catch(() => false).then(() => this.reloadNow());
     return this.reloading;
@@ -260,31 +260,24 @@ export class Daemon {
       return false;
     }
     const old = this.parts;
-    const namesChanged =
-      next.set_name !== old.config.set_name || next.chain_name !== old.config.chain_name || next.table_name !== old.config.table_name || next.plugin !== old.config.plugin;
-    await this.scheduler.pause();
-    await this.watcher?.stop();
+    const namesChanged = next.set_name !== old.config.set_name || next.chain_name !== old.config.chain_name || next.table_name !== old.config.table_name || next.plugin !== old.config.plugin;
+    this.scheduler.hold();
+    // Answered at once, whatever runs (see reload.ts); the watcher's check in flight finishes on its own.
+    const watcherStopped = this.watcher?.stop();
+    this.watcher = undefined;
+    let parts: DaemonParts | undefined;
     try {
-      const parts = this.remembering(await this.opts.open(next));
-      // Through the writer like every other write: an override applied meanwhile goes to the new objects.
-      await this.writer.run(async () => {
-        if (namesChanged) {
-          this.logger.warn('owned object names or plugin changed: removing the old objects');
-          await old.plugin.flush().catch((err: unknown) => this.logger.error(`flush of the old objects failed: ${errorMessage(err)}`));
-        }
-        this.parts = parts;
-      });
-      await old.api.client.close().catch(() => undefined);
-      this.logger.info({ config: next.configPath }, 'configuration reloaded');
+      parts = this.remembering(await this.opts.open(next));
     } catch (err) {
       this.logger.error(`config reload failed, keeping the running configuration: ${errorMessage(err)}`);
-      this.scheduler.resume(false);
-      this.startWatcher();
-      return false;
     }
-    this.scheduler.resume(true);
+    if (parts) this.parts = parts;
+    if (parts) announceReload(this.writer, this.logger, next.configPath, ++this.reloads, old, namesChanged);
+    await watcherStopped;
+    if (this.stopping) return true;
+    this.scheduler.release(parts !== undefined);
     this.startWatcher();
-    return true;
+    return parts !== undefined;
   }
 
   /** SIGTERM/SIGINT: abort the cycle in flight, wait for it, apply on_stop. */
@@ -293,6 +286,7 @@ export class Daemon {
     this.stopping = true;
     if (!this.parts) return; // stopped before start() had built anything
     this.parts.api.client.abort();
+    stopReads(); // a listing in flight is ended (minutes at a million nft elements); an apply in flight finishes
     await this.watcher?.stop();
     await this.scheduler.stop();
     this.health.stopped();

@@ -71,6 +71,30 @@ export class Scheduler {
     await this.inFlight;
   }
 
+  /**
+   * Stop scheduling without waiting for the cycle in flight (a reload: answered at
+   * once). release(true) then runs a cycle as soon as the one in flight has ended.
+   */
+  hold(): void {
+    this.paused = true;
+    clearTimeout(this.timer);
+    this.timer = undefined;
+  }
+
+  release(runNow: boolean): void {
+    if (this.stopped) return;
+    this.paused = false;
+    if (!this.inFlight) {
+      this.resume(runNow);
+      return;
+    }
+    const current = this.inFlight;
+    void current.then(() => {
+      if (this.stopped || this.paused) return;
+      if (runNow) void this.tick();
+    });
+  }
+
   resume(runNow: boolean): void {
     if (this.stopped) return;
     this.paused = false;

@@ -52,6 +52,8 @@ const MONITOR_SETTLE_MS = 300;
 export class Watcher {
   private monitor: NftMonitor | undefined;
   private monitorUp = false;
+  private monitorWasUp = false;
+  private lostOwn = false;
   private pollTimer: NodeJS.Timeout | undefined;
   private checkTimer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
@@ -73,8 +75,20 @@ export class Watcher {
       names: this.opts.names,
       netns: this.opts.netns,
       logger,
-      onChange: (c) => this.trigger(c),
-      onState: (up) => {
+      onChange: (c) => {
+        // Another process's transaction (the agent's own are not reported): what the sets hold is
+        // no longer known from the last apply alone, so the next apply reads them back.
+        plugin.distrust?.(`changed by ${c.by ?? 'another process'}`);
+        this.trigger(c);
+      },
+      onState: (up, overflowed) => {
+        // Changes made while the event source was down were not heard (not at its first start:
+        // the record is this process's own, kept across a reload). A source that died during the
+        // agent's own write (its buffer overflowed on a million element events) is not a reason:
+        // the quick check on restart still looks at every object, the daily read at the elements.
+        if (!up) this.lostOwn = overflowed === true;
+        if (up && this.monitorWasUp && !this.lostOwn) plugin.distrust?.('the firewall event source restarted');
+        if (up) this.monitorWasUp = true;
         this.monitorUp = up;
         // A removal while the monitor was down (or before it listened) announces nothing: look once.
         if (up) this.trigger(undefined, MONITOR_SETTLE_MS);
@@ -128,7 +142,7 @@ export class Watcher {
       });
       if (!this.toldStarted && !this.stopped) {
         this.toldStarted = true;
-        const events = this.monitorUp ? 'nft monitor' : 'none';
+        const events = this.monitorUp ? (this.monitor?.source ?? 'nft monitor') : 'none';
         this.opts.logger.info({ intervalSeconds: this.opts.intervalSeconds, events }, 'watching the agent’s firewall objects between cycles');
       }
       this.lastError = undefined;

@@ -1,3 +1,4 @@
+import { MAX_KERNEL_TIMEOUT_S } from '../../firewall/entries.js';
 import type { AgentConfig } from '../../config/load.js';
 import type { Settings } from '../../config/server.js';
 import type { ThreatIntelApi } from '../../api/threat-intel.js';
@@ -109,6 +110,12 @@ export async function readKernel(open: Promise<FirewallPlugin>, query: Cidr): Pr
     return { plugin: null, inKernel: null, entries: [], error: errorMessage(err) };
   }
   try {
+    if (plugin.lookup) {
+      // Only what overlaps the query (a million-element nft set is never listed whole for it).
+      const found = await plugin.lookup(query);
+      const entries = found.map((e) => ({ cidr: e.cidr, timeoutSeconds: e.timeoutSeconds ?? (e.cidr.includes('/') ? null : undefined) }));
+      return { plugin: plugin.name, inKernel: coversAll(query, found.map((e) => e.cidr)), entries };
+    }
     const timed = plugin.listTimeouts ? await plugin.listTimeouts() : undefined;
     const all = timed ? [...timed.keys()] : await plugin.list();
     const overlapping = all.filter((t) => {
@@ -120,6 +127,29 @@ export async function readKernel(open: Promise<FirewallPlugin>, query: Cidr): Pr
   } catch (err) {
     return { plugin: plugin.name, inKernel: null, entries: [], error: errorMessage(err) };
   }
+}
+
+/**
+ * Where the kernel read could tell presence but not the remaining time (an nft set of
+ * addresses looked up one by one: listing it whole is what costs minutes at a million), the
+ * time comes from what the agent applied: the kernel counts down from exactly that.
+ */
+function withRecordedTimeouts(kernel: KernelView, state: Pick<StateStore, 'loadApplied'>, now: number): KernelView {
+  if (kernel.plugin === null || !kernel.entries.some((e) => e.timeoutSeconds === undefined)) return kernel;
+  const wanted = new Set(kernel.entries.filter((e) => e.timeoutSeconds === undefined).map((e) => e.cidr));
+  const expiry = new Map<string, number | null>();
+  for (const e of state.loadApplied(kernel.plugin)?.entries ?? []) {
+    const text = e.cidr.endsWith('/32') ? e.cidr.slice(0, -3) : e.cidr;
+    if (wanted.has(text)) expiry.set(text, e.expiresAt);
+  }
+  return {
+    ...kernel,
+    entries: kernel.entries.map((e) => {
+      if (e.timeoutSeconds !== undefined || !expiry.has(e.cidr)) return e;
+      const at = expiry.get(e.cidr)!;
+      return { ...e, timeoutSeconds: at === null ? null : Math.max(0, Math.min(MAX_KERNEL_TIMEOUT_S, at - now)) };
+    }),
+  };
 }
 
 export interface ExplainDeps {
@@ -150,7 +180,7 @@ export async function explain(deps: ExplainDeps, query: Cidr): Promise<ExplainRe
     const explanation = explainAddress({ query, selection, protectedSet: input.protectedSet, whitelist: input.whitelist });
     selected = { explanation, now: input.now, settings: offline.settings.settings, feedAsOf: offline.feedAsOf };
   }
-  const kernel = await kernelP;
+  const kernel = withRecordedTimeouts(await kernelP, state, Math.floor(Date.now() / 1000));
   const hits = kernel.plugin !== null ? await hitCountersFor(await plugin, kernel.entries) : undefined;
   let override: LocalOverride | undefined;
   try {

@@ -22,6 +22,7 @@ export class AppliedMemory {
       },
       ...(plugin.prefetch ? { prefetch: () => plugin.prefetch!() } : {}),
       ...(plugin.check ? { check: () => plugin.check!() } : {}),
+      ...(plugin.distrust ? { distrust: (why: string) => plugin.distrust!(why) } : {}),
       list: () => plugin.list(),
       flush: async () => {
         await plugin.flush();

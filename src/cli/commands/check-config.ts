@@ -3,6 +3,7 @@ import { ConfigError } from '../../errors.js';
 import { resolveConfigPath, type AgentConfig } from '../../config/load.js';
 import { parseListen } from '../../metrics/listen.js';
 import { tokenExposure } from '../../config/exposure.js';
+import { nftScaleWarning } from '../../firewall/nft/scale.js';
 import type { GlobalOptions } from '../context.js';
 import { loadAgentConfig } from '../load-config.js';
 
@@ -31,7 +32,8 @@ export function extraConfigProblems(config: AgentConfig): { problems: string[]; 
     }
   }
   if (config.allowlist.length === 0) notes.push('allowlist: empty; add your admin/bastion hosts so a feed entry can never lock you out');
-  return { problems, notes, warnings: exposure.warnings };
+  const scale = config.plugin === 'nftables' ? nftScaleWarning(config.maximum_rules) : undefined;
+  return { problems, notes, warnings: [...exposure.warnings, ...(scale ? [scale] : [])] };
 }
 
 /**

@@ -8,7 +8,8 @@ import { apiChecks } from '../doctor/api-checks.js';
 import { check, doctorExitCode, type CheckResult } from '../doctor/check.js';
 import { objectsCheck, pluginCheck, toolsCheck } from '../doctor/firewall-checks.js';
 import { allowlistCheck, capabilityCheck, netnsCheck, stateDirCheck } from '../doctor/host-checks.js';
-import { protectedSetCheck } from '../doctor/protected-check.js';
+import { kernelProtected, protectedSetCheck } from '../doctor/protected-check.js';
+import type { Cidr } from '../../net/ipv4.js';
 import { openPlugin } from '../context.js';
 import { dnsChecks } from '../doctor/dns-checks.js';
 import { extraConfigProblems } from './check-config.js';
@@ -44,7 +45,7 @@ export async function runChecks(path: string, logger: Logger): Promise<CheckResu
     config ? apiChecks(config, logger) : Promise.resolve([]),
     netns ? netnsCheck(netns, runner) : Promise.resolve(undefined),
     probeTools(runner),
-    pluginCheck(plugin, runner),
+    pluginCheck(plugin, runner, config?.maximum_rules ?? 0),
   ]);
   const out: CheckResult[] = [result, ...api, ...(ns ? [ns.result] : []), toolsCheck(plugin, tools), detected.result, capabilityCheck(plugin)];
   if (config) {
@@ -53,8 +54,9 @@ export async function runChecks(path: string, logger: Logger): Promise<CheckResu
     }
     out.push(stateDirCheck(config.state_dir), await allowlistCheck(config, netns ? { name: netns, addresses: ns?.addresses } : undefined));
     const effective = detected.effective;
-    // list() only reads the owned set; a backend that cannot be opened or read is said in the message.
-    const kernel = effective ? async () => (await openPlugin(config, logger, false, effective)).list() : () => undefined;
+    // Only what the protected set needs (a large nft set is never listed whole for it); a backend
+    // that cannot be opened or read is said in the message.
+    const kernel = effective ? async (members: readonly Cidr[]) => kernelProtected(await openPlugin(config, logger, false, effective), members) : () => undefined;
     out.push(await protectedSetCheck(config, logger, kernel));
     out.push(...(await dnsChecks(config)));
   }

@@ -3,6 +3,7 @@ import { errorMessage } from '../../errors.js';
 import { PLUGIN_TOOLS, TOOLS, detectPlugin, type FirewallPlugin, type PluginName, type Tool } from '../../firewall/index.js';
 import { type CommandRunner } from '../../exec/runner.js';
 import { check, type CheckResult } from './check.js';
+import { nftScaleWarning } from '../../firewall/nft/scale.js';
 
 export function toolsCheck(plugin: AgentConfig['plugin'], tools: Map<Tool, string | null>): CheckResult {
   const found = TOOLS.filter((t) => tools.get(t)).map((t) => tools.get(t)!);
@@ -20,20 +21,23 @@ export function toolsCheck(plugin: AgentConfig['plugin'], tools: Map<Tool, strin
 }
 
 /** Which backend the agent would use; `auto` runs the same read-only probes as the agent. */
-export async function pluginCheck(plugin: AgentConfig['plugin'], runner: CommandRunner): Promise<{ result: CheckResult; effective: PluginName | undefined }> {
+export async function pluginCheck(plugin: AgentConfig['plugin'], runner: CommandRunner, capacity = 0): Promise<{ result: CheckResult; effective: PluginName | undefined }> {
   let auto: PluginName | undefined;
   let autoError: string | undefined;
   try {
-    auto = await detectPlugin(runner);
+    auto = await detectPlugin(runner, capacity);
   } catch (err) {
     autoError = errorMessage(err);
   }
   const autoText = auto ? `auto would pick ${auto}` : `auto would find no usable backend: ${autoError}`;
+  const slow = nftScaleWarning(capacity);
   if (plugin === 'auto') {
+    if (auto === 'nftables' && slow) return { result: check('firewall', 'plugin', 'warn', `plugin auto: ${autoText} (ipset is not usable here); ${slow}`, 'install ipset and iptables'), effective: auto };
     if (auto) return { result: check('firewall', 'plugin', 'ok', `plugin auto: ${autoText}`), effective: auto };
     return { result: check('firewall', 'plugin', 'fail', `plugin auto: ${autoText}`, 'run as root (CAP_NET_ADMIN), load nf_tables/ip_tables, or set plugin explicitly'), effective: undefined };
   }
   if (plugin === 'dry-run') return { result: check('firewall', 'plugin', 'ok', `plugin dry-run: no firewall is touched (${autoText})`), effective: 'dry-run' };
+  if (plugin === 'nftables' && slow) return { result: check('firewall', 'plugin', 'warn', `plugin nftables (configured; ${autoText}); ${slow}`, 'set plugin ipset (or auto) in config.json'), effective: plugin };
   return { result: check('firewall', 'plugin', 'ok', `plugin ${plugin} (configured; ${autoText})`), effective: plugin };
 }
 

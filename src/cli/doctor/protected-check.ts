@@ -4,7 +4,8 @@ import { computeProtectedMembers, type LastKnownApi } from '../../host/protected
 import type { AgentConfig } from '../../config/load.js';
 import { errorMessage } from '../../errors.js';
 import type { Logger } from '../../log.js';
-import { toCidr } from '../../net/ipv4.js';
+import { toCidr, type Cidr } from '../../net/ipv4.js';
+import type { FirewallPlugin } from '../../firewall/index.js';
 import { ProtectedSet, filterProtected, type ProtectedMember } from '../../policy/protect.js';
 import { check, type CheckResult } from './check.js';
 
@@ -29,18 +30,31 @@ export function memberLine(m: ProtectedMember): string {
  * plugin's list()) holds one of them (an entry applied before the address
  * became protected, which the next cycle removes).
  */
-export async function protectedSetCheck(config: AgentConfig, logger: Logger, kernel: () => Promise<string[]> | undefined): Promise<CheckResult> {
+/**
+ * The kernel entries that may hold protected addresses: the whole set where it lists quickly,
+ * else (FirewallPlugin.lookup) only what overlaps each member. Members wider than a /24
+ * (loopback, link-local, multicast, reserved ranges: protected from the start, so never
+ * written) are looked up among the networks only.
+ */
+export async function kernelProtected(plugin: FirewallPlugin, members: readonly Cidr[]): Promise<{ entries: string[]; whole: boolean }> {
+  if (!plugin.lookup) return { entries: await plugin.list(), whole: true };
+  const entries = new Set<string>();
+  for (const m of members) for (const e of await plugin.lookup(m, m.prefix >= 24 ? undefined : [])) entries.add(e.cidr);
+  return { entries: [...entries], whole: false };
+}
+
+export async function protectedSetCheck(config: AgentConfig, logger: Logger, kernel: (members: readonly Cidr[]) => Promise<{ entries: string[]; whole: boolean }> | undefined): Promise<CheckResult> {
   const members = await computeProtectedMembers({ config, logger, lastKnownApi: lastKnownApi(config.state_dir) });
   const lines = members.map(memberLine);
   const head = `${members.length} members, never blocked:`;
   let held: string;
   let inKernel: { entry: string; member: ProtectedMember }[] = [];
   try {
-    const listed = await kernel();
-    if (listed === undefined) held = 'kernel set not read';
+    const read = await kernel(members.map((m) => m.cidr));
+    if (read === undefined) held = 'kernel set not read';
     else {
-      inKernel = filterProtected(listed, new ProtectedSet(members), (e) => toCidr(e)).removed;
-      held = `the kernel set (${listed.length} entries) holds none of them`;
+      inKernel = filterProtected(read.entries, new ProtectedSet(members), (e) => toCidr(e)).removed;
+      held = read.whole ? `the kernel set (${read.entries.length} entries) holds none of them` : 'the kernel set holds none of them (looked up member by member)';
     }
   } catch (err) {
     held = `kernel set unreadable: ${errorMessage(err)}`;

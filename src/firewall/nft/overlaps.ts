@@ -135,3 +135,16 @@ export function resolveOverlaps(columns: EntryColumns): EntryColumns {
   while (stack.length > 0) close();
   return out;
 }
+
+/** Entries for the agent's two nft sets: addresses as they are, networks without overlaps among themselves (see NftParts). */
+export function resolveNetOverlaps(columns: EntryColumns): EntryColumns {
+  let nets = 0;
+  for (let i = 0; i < columns.length; i++) if (columns.prefixes[i] !== 32) nets++;
+  if (nets < 2) return columns;
+  const hosts = new EntryColumns(columns.length - nets);
+  const netCols = new EntryColumns(nets);
+  for (let i = 0; i < columns.length; i++) (columns.prefixes[i] === 32 ? hosts : netCols).push(columns.starts[i]!, columns.prefixes[i]!, columns.timeoutAt(i));
+  const resolved = resolveOverlaps(netCols);
+  for (let i = 0; i < resolved.length; i++) hosts.push(resolved.starts[i]!, resolved.prefixes[i]!, resolved.timeoutAt(i));
+  return hosts;
+}

@@ -1,6 +1,6 @@
 import { NotOwnedError } from '../../errors.js';
-import { chooseMode, diffEntries, releaseChanges } from '../diff.js';
-import { releaseArray } from '../../util/release.js';
+import type { Cidr } from '../../net/ipv4.js';
+import { chooseMode } from '../diff.js';
 import { columnsToMap, normalizeEntries, sortCidrTexts } from '../entries.js';
 import { EntryColumns, type FirewallEntries } from '../entry-columns.js';
 import { createRunner, stderrMatches } from '../exec.js';
@@ -10,57 +10,76 @@ import { isV01NftTable } from '../legacy-shapes.js';
 import { hitsSetName, sides } from '../direction.js';
 import type { ApplyOptions, ApplyResult, DropCounters, HitCounter, FirewallPlugin, OwnedObject, PluginOptions, WatchCheck } from '../plugin.js';
 import type { CommandRunner } from '../../exec/runner.js';
-import { parseNftCounters } from './json.js';
-import { deltaReshapesIntervals, resolveOverlaps } from './overlaps.js';
+import { parseNftCounters, parseNftJson } from './json.js';
+import { ledgerDiff, ledgerFor, NftLedger } from './ledger.js';
+import { resolveOverlaps } from './overlaps.js';
+import { probeNft, type NftProbe } from './probe.js';
+import { lookupNft } from './lookup.js';
+import { ownedObjects } from './objects.js';
 import { checkNftStructure, type NftStructure } from './structure.js';
-import { NFT_REFUSE_CHAIN, nftLayout, parseNftHits, parseNftSetJson, nftDeltaScript, nftRecreateScript, nftRefillScript, type NftLayout, type NftSetParsed } from './text.js';
+import { nftLayout, parseNftHits, parseNftSetJson, splitByShape, type NftLayout, type NftParts, type NftSetParsed } from './text.js';
+import { netsNeedRefill, runTransactions, transactions, type SetChange } from './write.js';
 
 /** How nft says a table or set does not exist. */
 const NO_SUCH_OBJECT = /No such file or directory/i;
 
 /**
- * nftables backend: the agent's own table `inet <table_name>` holding an
- * interval set with per-element timeouts and one base chain per hook
- * (input/forward/output) at priority -5. Every change is ONE `nft -f -` run,
- * which the kernel commits as one transaction:
+ * nftables backend: the agent's own table `inet <table_name>` holding a hash
+ * set of addresses and an interval set of networks (see NftParts for why
+ * two), both with per-element timeouts, and one base chain per hook
+ * (input/forward/output) at priority -5.
  *
- * - intact table, large change: `flush set` + `add element` (atomic: packets
- *   see the old contents or the new, never an empty set; counters kept);
- * - table missing or altered: `add table; delete table; table { ... }` — the
- *   whole table re-created, with its elements, in the same transaction;
- * - small change: `delete element` + `add element`.
+ * What the sets hold is known from the last apply (NftLedger) and the kernel
+ * is read back only when that record is in doubt; otherwise an apply checks
+ * the objects cheaply (probe.ts, no element read) and sends only the delta.
+ * Every change is `nft -f -` runs of at most NFT_CHUNK elements (one run, one
+ * kernel transaction, for any ordinary cycle's change), additions before
+ * deletions:
  *
- * Overlapping entries are resolved before rendering (see resolveOverlaps): the
- * set has no auto-merge, so it holds exactly the entries rendered. The set has
- * no fixed size, so the apply's capacity does not matter here.
+ * - table missing or altered: `add table; delete table; table { ... }`, the
+ *   whole table re-created with its networks and the first addresses, then
+ *   the rest of the addresses;
+ * - otherwise `add element` / `delete element` per set; the interval set is
+ *   refilled (`flush set` + its elements, one transaction) when a change would
+ *   reshape its intervals.
+ *
+ * Overlapping networks are resolved before rendering (see resolveOverlaps):
+ * the interval set has no auto-merge, so it holds exactly the entries
+ * rendered. An address inside a listed network sits in the other set, each
+ * with its own timeout: blocked while either lives, as with ipset.
  */
 export class NftablesPlugin extends KernelPlugin implements FirewallPlugin {
   readonly name = 'nftables' as const;
   private readonly runner: CommandRunner;
   private readonly layout: NftLayout;
+  private readonly ledger: NftLedger;
 
   constructor(options: PluginOptions) {
     super(options.logger);
     this.runner = options.runner ?? createRunner();
     this.layout = nftLayout(options);
+    // One record per kernel table for the whole process (a reload builds a new plugin for the same table).
+    const l = this.layout;
+    const shape = `${l.set} ${l.hooks.join(',')} ${l.action} ${l.direction} ${l.logBlocked}`;
+    this.ledger = this.runner.scope === undefined ? new NftLedger() : ledgerFor(`${this.runner.scope} inet ${l.table} ${shape}`);
   }
 
   /** `nft -j ARGS` output, or undefined when the object listed does not exist. */
   private async listJson(args: readonly string[]): Promise<string | undefined> {
     try {
-      return (await this.runner.run('nft', ['-j', ...args])).stdout;
+      return (await this.runner.run('nft', ['-j', ...args], { readOnly: true })).stdout;
     } catch (err) {
       if (stderrMatches(err, NO_SUCH_OBJECT)) return undefined;
       throw err;
     }
   }
 
-  /** The table listed without set elements (`-t`), or undefined when it does not exist. */
+  /** The table listed without set elements (`-t`), or undefined when it does not exist. nft still fetches every element: slow at a million. */
   private tableJson(): Promise<string | undefined> {
     return this.listJson(['-t', 'list', 'table', 'inet', this.layout.table]);
   }
 
-  /** `undefined` when the table does not exist, else what differs from the agent's table. */
+  /** `undefined` when the table does not exist, else what differs from the agent's table. Reads every element (see tableJson). */
   private async structure(): Promise<(NftStructure & { v01?: boolean }) | undefined> {
     const json = await this.tableJson();
     if (json === undefined) return undefined;
@@ -69,16 +88,16 @@ export class NftablesPlugin extends KernelPlugin implements FirewallPlugin {
     // The set (which carries the marker in JSON) may be what someone deleted; nft 1.0.6
     // prints the table's own comment only in the text listing, so look there before
     // calling the table unmarked.
-    const text = await this.runner.run('nft', ['-t', 'list', 'table', 'inet', this.layout.table]).catch(() => undefined);
+    const text = await this.runner.run('nft', ['-t', 'list', 'table', 'inet', this.layout.table], { readOnly: true }).catch(() => undefined);
     const marked = text !== undefined && text.stdout.split('\n').slice(0, 3).some((l) => l.trim() === `comment "${OWNER_MARK}"`);
     // 0.1 hooked input and forward only (no output, no hit counters, no marker).
     const v01 = !marked && isV01NftTable(json, this.layout.table, this.layout.set, this.layout.hooks.filter((h) => h !== 'output'));
     return { ...structure, marked, v01 };
   }
 
-  /** Elements of the set, or undefined when the set (or table) does not exist. */
-  private async elements(): Promise<NftSetParsed | undefined> {
-    const json = await this.listJson(['list', 'set', 'inet', this.layout.table, this.layout.set]);
+  /** Elements of one set, or undefined when it (or the table) does not exist. Reads only that set. */
+  private async elements(set: string): Promise<NftSetParsed | undefined> {
+    const json = await this.listJson(['list', 'set', 'inet', this.layout.table, set]);
     return json === undefined ? undefined : parseNftSetJson(json);
   }
 
@@ -90,66 +109,172 @@ export class NftablesPlugin extends KernelPlugin implements FirewallPlugin {
     return { kind: 'foreign', why: `no "wcf-agent" comment, and it differs from the table the agent makes: ${structure.problems.join('; ')}` };
   }
 
+  /**
+   * The table's ownership without reading the address sets: the probe says
+   * whether it exists, a hits set (small: only addresses that were hit) carries
+   * the marker. Anything less clear is settled by the full structure read.
+   */
+  private async cheapOwnership(): Promise<{ owner: Ownership; probe?: NftProbe }> {
+    const probe = await probeNft(this.runner, this.layout, this.ledger.handlesKnown);
+    if (!probe.table) return { owner: { kind: 'absent' }, probe };
+    const hits = hitsSetName(this.layout.set, sides(this.layout.direction)[0]!);
+    const json = await this.listJson(['list', 'set', 'inet', this.layout.table, hits]).catch(() => undefined);
+    const marked = json !== undefined && parseNftJson(json).some((i) => (i.set as { comment?: unknown } | undefined)?.comment === OWNER_MARK);
+    if (marked) return { owner: { kind: 'own' }, probe };
+    return { owner: this.ownership(await this.structure()) };
+  }
+
   private get tableWhat(): string {
     return `nft table inet ${this.layout.table}`;
   }
 
-  private async transaction(script: string | Buffer): Promise<void> {
-    await this.runner.run('nft', ['-f', '-'], { input: script });
-    if (typeof script !== 'string') releaseArray(script); // in the kernel now: a million elements' text freed before the report
+  /** The wanted entries split by shape, networks without overlaps. */
+  private wantedParts(entries: FirewallEntries): NftParts {
+    const { hosts, nets } = splitByShape(normalizeEntries(entries));
+    return { hosts, nets: resolveOverlaps(nets) };
   }
 
   protected async applyNow(entries: FirewallEntries, options: ApplyOptions): Promise<ApplyResult> {
-    const wanted = resolveOverlaps(normalizeEntries(entries));
+    const wanted = this.wantedParts(entries);
+    try {
+      const probe = await probeNft(this.runner, this.layout, this.ledger.handlesKnown);
+      // Missing objects: the table is re-created from the wanted entries, so its sets need no read
+      // (only whose table it is, when the marker cannot be read cheaply).
+      if (!probe.table || probe.missing.length > 0) return await this.recreate(wanted, probe, options);
+      const doubt = this.ledger.whyDoubt();
+      const recorded = doubt === undefined ? this.ledger.current() : undefined;
+      if (recorded) return await this.applyTrusted(wanted, recorded, options);
+      this.log.debug({ why: doubt }, 'nft: reading the agent’s sets back before this apply');
+      return await this.applyRead(wanted, options);
+    } catch (err) {
+      // The kernel may hold part of what was sent: read it back next time.
+      this.ledger.distrust(`an apply failed: ${(err as Error).message.slice(0, 200)}`);
+      throw err;
+    }
+  }
+
+  private fields() {
+    return { what: 'nft table', fields: { table: this.layout.table, set: this.layout.set }, owned: [this.tableWhat] };
+  }
+
+  /** The table (re-)created whole with the wanted entries, after the probe found it missing or incomplete. */
+  private async recreate(wanted: NftParts, probe: NftProbe, options: ApplyOptions): Promise<ApplyResult> {
+    let legacy = false;
+    if (probe.table) {
+      const { owner } = await this.cheapOwnership();
+      // Checked before anything is written: a table that is not the agent's stays byte-identical.
+      if (owner.kind === 'foreign') throw new NotOwnedError(this.tableWhat, owner.why);
+      legacy = owner.kind === 'legacy';
+      if (owner.kind === 'absent') return this.recreate(wanted, { table: false, missing: [`nft table inet ${this.layout.table}`] }, options);
+    }
+    if (legacy) this.log.warn({ table: this.layout.table }, `adopting the unmarked ${this.tableWhat} an earlier wcf-agent version made (exactly its shape) and marking it as the agent's`);
+    const repairs = this.repairs(!probe.table, options);
+    for (const m of probe.missing) repairs.note(m);
+    const size = wanted.hosts.length + wanted.nets.length;
+    await runTransactions(this.runner, transactions(this.layout, [], wanted));
+    this.ledger.record(wanted.hosts, wanted.nets, Date.now(), true);
+    await this.checkHandles();
+    return this.done(repairs, this.fields(), { added: size, updated: 0, removed: 0 }, 'full', size);
+  }
+
+  /** The delta from the record (nothing read back): see NftLedger. */
+  private async applyTrusted(wanted: NftParts, recorded: { hosts: EntryColumns; nets: EntryColumns; ageS: number }, options: ApplyOptions): Promise<ApplyResult> {
+    const repairs = this.repairs(false, options);
+    const h = ledgerDiff(recorded.hosts, recorded.ageS, wanted.hosts);
+    const n = ledgerDiff(recorded.nets, recorded.ageS, wanted.nets);
+    const sum = { added: h.added + n.added, updated: h.updated + n.updated, removed: h.removed + n.removed };
+    const size = wanted.hosts.length + wanted.nets.length;
+    const mode = chooseMode(sum, recorded.hosts.length + recorded.nets.length, size, false);
+    if (mode !== 'none') {
+      const changes: SetChange[] = [
+        { set: this.layout.set, add: h.add, del: h.del },
+        netsNeedRefill(n.add, n.del) ? { set: this.layout.nets, add: n.add, del: n.del, refill: wanted.nets } : { set: this.layout.nets, add: n.add, del: n.del },
+      ];
+      const runs = await runTransactions(this.runner, transactions(this.layout, changes));
+      this.log.debug({ runs, ...sum }, 'nft: delta from the recorded sets');
+    }
+    this.ledger.record(h.next, n.next, Date.now(), false);
+    return this.done(repairs, this.fields(), sum, mode, size);
+  }
+
+  /** Read the table and its sets, then repair and update: the path when the record is in doubt. */
+  private async applyRead(wanted: NftParts, options: ApplyOptions): Promise<ApplyResult> {
     const structure = await this.structure();
     const owner = this.ownership(structure);
     // Checked before anything is written: a table that is not the agent's stays byte-identical.
     if (owner.kind === 'foreign') throw new NotOwnedError(this.tableWhat, owner.why);
-    const repairs = this.repairs(structure === undefined, options);
-    if (structure === undefined) repairs.note(`nft table inet ${this.layout.table}`);
-    else for (const p of structure.problems) repairs.note(p);
-    // An earlier version's table is re-created with the marker (its entries are the wanted ones).
     const intact = owner.kind === 'own' && structure !== undefined && structure.problems.length === 0;
-    if (owner.kind === 'legacy') this.log.warn({ table: this.layout.table }, `adopting the unmarked ${this.tableWhat} an earlier wcf-agent version made (exactly its shape) and marking it as the agent's`);
-    // A broken table may still hold a readable set: read it for the counts.
-    const current = structure?.setReadable ? await this.elements() : undefined;
-    const currentEntries = current?.entries ?? new EntryColumns(1);
-    const diff = diffEntries(currentEntries, wanted);
-    const reshapes = deltaReshapesIntervals(diff.add, diff.del);
-    const mode = chooseMode(diff, currentEntries.length, wanted.length, !intact || (current?.nonCidr ?? 0) > 0 || reshapes);
-    // A refill reads neither the listing nor the changes again: freed before its script is built.
-    if (mode === 'full') {
-      releaseChanges(diff, wanted);
-      currentEntries.release();
+    // Something the quick check does not see (an added rule or chain, a set of the wrong shape): re-created whole.
+    if (!intact) return this.recreate(wanted, { table: structure !== undefined, missing: structure?.problems ?? [`nft table inet ${this.layout.table}`] }, options);
+    const repairs = this.repairs(false, options);
+    const size = wanted.hosts.length + wanted.nets.length;
+    const current = await this.readParts();
+    const h = ledgerDiff(current.hosts, 0, wanted.hosts);
+    const n = ledgerDiff(current.nets, 0, wanted.nets);
+    const sum = { added: h.added + n.added, updated: h.updated + n.updated, removed: h.removed + n.removed };
+    const mode = chooseMode(sum, current.hosts.length + current.nets.length, size, current.nonCidr > 0);
+    if (mode !== 'none') {
+      const netsRefill = mode === 'full' || current.nonCidr > 0 || netsNeedRefill(n.add, n.del);
+      await runTransactions(this.runner, transactions(this.layout, [
+        { set: this.layout.set, add: h.add, del: h.del },
+        netsRefill ? { set: this.layout.nets, add: n.add, del: n.del, refill: wanted.nets } : { set: this.layout.nets, add: n.add, del: n.del },
+      ]));
     }
-
-    if (!intact) await this.transaction(nftRecreateScript(this.layout, wanted));
-    else if (mode === 'full') await this.transaction(nftRefillScript(this.layout, wanted));
-    else if (mode === 'delta') await this.transaction(nftDeltaScript(this.layout, diff.add, diff.del));
-
-    return this.done(repairs, { what: 'nft table', fields: { table: this.layout.table, set: this.layout.set }, owned: [this.tableWhat] }, diff, mode, wanted.length);
+    this.ledger.record(h.next, n.next, Date.now(), true);
+    return this.done(repairs, this.fields(), sum, mode, size);
   }
 
+  /** Both sets as the kernel holds them (an absent set reads as empty). */
+  private async readParts(): Promise<{ hosts: EntryColumns; nets: EntryColumns; nonCidr: number }> {
+    const hosts = await this.elements(this.layout.set);
+    const nets = await this.elements(this.layout.nets);
+    return { hosts: hosts?.entries ?? new EntryColumns(1), nets: nets?.entries ?? new EntryColumns(1), nonCidr: (hosts?.nonCidr ?? 0) + (nets?.nonCidr ?? 0) };
+  }
+
+  /** After the agent created its table: the probe must find every rule at its predicted handle, else it stops relying on them. */
+  private async checkHandles(): Promise<void> {
+    if (!this.ledger.handlesKnown) return;
+    const probe = await probeNft(this.runner, this.layout, true).catch(() => undefined);
+    if (probe && probe.table && probe.missing.length > 0) {
+      this.ledger.handlesKnown = false;
+      this.log.info({ missing: probe.missing }, 'nft numbered the agent’s rules differently than expected: the quick check looks at tables and sets only');
+    }
+  }
+
+  /** Entries overlapping `query` without listing the set of addresses (see lookup.ts). */
+  lookup(query: Cidr, hosts?: readonly number[]): Promise<Array<{ cidr: string; timeoutSeconds: number | undefined }>> {
+    return lookupNft(this.runner, this.layout, (set) => this.elements(set), query, hosts);
+  }
+
+  /** Something may have changed the sets behind the agent's back (the watcher heard another process): the next apply reads them. */
+  distrust(why: string): void {
+    this.ledger.distrust(why);
+  }
+
+  /** Both sets' elements, read whole: nft's slow path at a million (see probe.ts), for explicit requests only. */
   async list(): Promise<string[]> {
-    if (this.ownership(await this.structure()).kind === 'foreign') return [];
-    const parsed = await this.elements();
-    return parsed ? sortCidrTexts(parsed.entries.texts()) : [];
+    if ((await this.cheapOwnership()).owner.kind === 'foreign') return [];
+    const { hosts, nets } = await this.readParts();
+    return sortCidrTexts([...hosts.texts(), ...nets.texts()]);
   }
 
   async listTimeouts(): Promise<ReadonlyMap<string, number | undefined>> {
-    const parsed = await this.elements();
-    return parsed ? columnsToMap(parsed.entries) : new Map<string, number | undefined>();
+    const { hosts, nets } = await this.readParts();
+    const out = columnsToMap(hosts);
+    for (const [k, v] of columnsToMap(nets)) out.set(k, v);
+    return out;
   }
 
   protected async flushNow(): Promise<void> {
-    const owner = this.ownership(await this.structure());
+    const { owner } = await this.cheapOwnership();
     if (owner.kind === 'absent') return;
     if (owner.kind === 'foreign') {
       this.log.warn({ table: this.layout.table }, `${this.tableWhat} is not the agent's (${owner.why}); left as it is`);
       return;
     }
     // `add` first so the `delete` cannot fail on a missing table; one transaction.
-    await this.transaction(`add table inet ${this.layout.table}\ndelete table inet ${this.layout.table}\n`);
+    await this.runner.run('nft', ['-f', '-'], { input: `add table inet ${this.layout.table}\ndelete table inet ${this.layout.table}\n` });
+    this.ledger.forget('the table was removed');
     this.log.info({ table: this.layout.table }, 'removed the agent’s nft table');
   }
 
@@ -173,39 +298,12 @@ export class NftablesPlugin extends KernelPlugin implements FirewallPlugin {
    * missing, or a chain without its rules, blocks nothing: it is listed as absent.
    */
   async objects(): Promise<OwnedObject[]> {
-    const what = this.tableWhat;
-    const t = this.layout.table;
-    const parts: Array<[string, string]> = [
-      [`nft set ${this.layout.set}`, `nft set inet ${t} ${this.layout.set}`],
-      ...sides(this.layout.direction).map((side): [string, string] => {
-        const name = hitsSetName(this.layout.set, side);
-        return [`nft set ${name}`, `nft set inet ${t} ${name}`];
-      }),
-      ...(this.layout.action === 'REJECT' ? [[`nft chain ${NFT_REFUSE_CHAIN}`, `nft chain inet ${t} ${NFT_REFUSE_CHAIN}`] as [string, string]] : []),
-      ...this.layout.hooks.map((h): [string, string] => [`nft chain ${h}`, `nft chain inet ${t} ${h}`]),
-    ];
-    const all = (state: OwnedObject['state'], error?: string): OwnedObject[] => parts.map(([, w]) => ({ what: w, state, ...(error ? { error } : {}) }));
-    let structure: NftStructure | undefined;
-    try {
-      structure = await this.structure();
-    } catch (err) {
-      return [{ what, state: 'unreadable', error: (err as Error).message }, ...all('unreadable', (err as Error).message)];
-    }
-    const owner = this.ownership(structure);
-    if (owner.kind === 'absent') return [{ what, state: 'absent' }, ...all('absent')];
-    if (owner.kind === 'foreign') return [{ what, state: 'foreign', error: owner.why }, ...all('foreign', 'in a table that is not the agent\'s')];
-    const problems = new Set(structure!.problems);
-    const known = new Set(parts.map(([p]) => p));
-    return [
-      { what, state: 'present' },
-      ...parts.map(([p, w]): OwnedObject => ({ what: w, state: problems.has(p) ? 'absent' : 'present' })),
-      ...structure!.problems.filter((p) => !known.has(p)).map((p): OwnedObject => ({ what: p, state: 'absent' })),
-    ];
+    return ownedObjects(this.layout, () => this.cheapOwnership(), async () => (await this.structure())?.problems ?? []);
   }
 
-  /** The table without its elements, checked as an apply checks it (see FirewallPlugin.check). */
+  /** The objects checked without reading any element (probe.ts), worded as an apply's repairs (see FirewallPlugin.check). */
   async check(): Promise<WatchCheck> {
-    const structure = await this.structure();
-    return { missing: structure === undefined ? [`nft table inet ${this.layout.table}`] : structure.problems };
+    const probe = await probeNft(this.runner, this.layout, this.ledger.handlesKnown);
+    return { missing: probe.missing };
   }
 }

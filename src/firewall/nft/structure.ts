@@ -2,7 +2,7 @@ import { hitsSetName, sides, type Side } from '../direction.js';
 import { LOG_LIMIT_PER_MINUTE, LOG_PREFIX } from '../log-prefix.js';
 import { OWNER_MARK } from '../ownership.js';
 import { parseNftJson, type NftItem } from './json.js';
-import { NFT_PRIORITY, NFT_REFUSE_CHAIN, hookSides, sideField, type NftLayout } from './text.js';
+import { HOSTS_FLAGS, NETS_FLAGS, NFT_PRIORITY, NFT_REFUSE_CHAIN, hookSides, sideField, type NftLayout } from './text.js';
 
 type Json = NftItem;
 
@@ -36,11 +36,13 @@ function ruleKey(rule: Json): string {
 /** The keys of one side's rules as nftSideRules writes them. */
 function expectedSideKeys(l: NftLayout, side: Side): string[] {
   const f = sideField(side);
-  const match = side === 'in' ? `match == ${f} "@${l.set}"; match != iif "lo"` : `match == ${f} "@${l.set}"`;
   const keys: string[] = [];
-  if (l.logBlocked) keys.push(`${match}; limit ${LOG_LIMIT_PER_MINUTE}/minute; log ${LOG_PREFIX}`);
-  const verdict = l.action === 'REJECT' ? `jump ${NFT_REFUSE_CHAIN}` : 'drop';
-  keys.push(`${match}; set update ${f} @${hitsSetName(l.set, side)}; counter; ${verdict}`, `${match}; counter; ${verdict}`);
+  for (const set of [l.set, l.nets]) {
+    const match = side === 'in' ? `match == ${f} "@${set}"; match != iif "lo"` : `match == ${f} "@${set}"`;
+    if (l.logBlocked) keys.push(`${match}; limit ${LOG_LIMIT_PER_MINUTE}/minute; log ${LOG_PREFIX}`);
+    const verdict = l.action === 'REJECT' ? `jump ${NFT_REFUSE_CHAIN}` : 'drop';
+    keys.push(`${match}; set update ${f} @${hitsSetName(l.set, side)}; counter; ${verdict}`, `${match}; counter; ${verdict}`);
+  }
   return keys;
 }
 
@@ -65,6 +67,7 @@ export function checkNftStructure(json: string, l: NftLayout): NftStructure {
   const items = parseNftJson(json);
   const problems: string[] = [];
   let setSeen = false;
+  let netsSeen = false;
   let marked = false;
   const hitsSets = new Set(sides(l.direction).map((side) => hitsSetName(l.set, side)));
   const hitsSeen = new Set<string>();
@@ -81,14 +84,17 @@ export function checkNftStructure(json: string, l: NftLayout): NftStructure {
         }
         continue;
       }
-      if (s.name !== l.set || !('set' in item)) {
+      if ((s.name !== l.set && s.name !== l.nets) || !('set' in item)) {
         problems.push(`unexpected set ${String(s.name)} in nft table ${l.table}`);
         continue;
       }
-      setSeen = true;
+      const name = String(s.name);
+      if (name === l.set) setSeen = true;
+      else netsSeen = true;
       if (s.comment === OWNER_MARK) marked = true;
       const flags = Array.isArray(s.flags) ? [...(s.flags as string[])].sort().join(',') : '';
-      if (s.type !== 'ipv4_addr' || flags !== 'interval,timeout') problems.push(`nft set ${l.set} has type ${String(s.type)} flags ${flags || '-'}`);
+      const want = name === l.set ? HOSTS_FLAGS : NETS_FLAGS;
+      if (s.type !== 'ipv4_addr' || flags !== want) problems.push(`nft set ${name} has type ${String(s.type)} flags ${flags || '-'}`);
     } else if ('chain' in item) {
       const c = item.chain as Json;
       const name = String(c.name);
@@ -119,6 +125,7 @@ export function checkNftStructure(json: string, l: NftLayout): NftStructure {
     }
   }
   if (!setSeen) problems.push(`nft set ${l.set}`);
+  if (!netsSeen) problems.push(`nft set ${l.nets}`);
   const setReadable = setSeen;
   for (const name of hitsSets) if (!hitsSeen.has(name)) problems.push(`nft set ${name}`);
   const chainRules: Array<[string, string[]]> = l.hooks.map((hook) => [hook, hookSides(l, hook).flatMap((side) => expectedSideKeys(l, side))]);

@@ -1,12 +1,9 @@
-import { rangeToCidrs } from '../../net/cidr-index.js';
-import { toCidr, type Cidr } from '../../net/ipv4.js';
 import { EntryColumns } from '../entry-columns.js';
 import { ENTRY_LINE_MAX, TextBuilder } from '../../util/text-builder.js';
 import { directionHooks, hitsSetName, sides, type Direction, type Side } from '../direction.js';
-import type { HitCounter, PluginOptions } from '../plugin.js';
+import type { PluginOptions } from '../plugin.js';
 import { LOG_LIMIT_PER_MINUTE, LOG_PREFIX } from '../log-prefix.js';
 import { OWNER_MARK } from '../ownership.js';
-import { parseNftJson } from './json.js';
 
 /** nft script text (pure): the agent's table, refill and delta transactions, and the set read back from `nft -j`. */
 
@@ -38,7 +35,10 @@ export function nftHooks(hookChains: readonly string[]): NftHook[] {
 
 export interface NftLayout {
   readonly table: string;
+  /** The set of single addresses: a plain hash set (see NFT_SET_SHAPES). */
   readonly set: string;
+  /** The set of networks (an interval set), beside it. */
+  readonly nets: string;
   readonly hooks: readonly NftHook[];
   readonly action: 'DROP' | 'REJECT';
   readonly logBlocked: boolean;
@@ -51,11 +51,44 @@ export function nftLayout(o: PluginOptions): NftLayout {
   return {
     table: o.names.tableName,
     set: o.names.setName,
+    nets: netsSetName(o.names.setName),
     hooks: nftHooks(directionHooks(o.hookChains, direction)),
     action: o.action,
     logBlocked: o.logBlocked,
     direction,
   };
+}
+
+/** The interval set that holds the networks (prefix shorter than /32), named after the set of addresses. */
+export function netsSetName(set: string): string {
+  return `${set}-net`;
+}
+
+/**
+ * Two sets, by shape. nft 1.0.x reads back every element of an interval set
+ * before it adds to or deletes from it (to check overlaps in userspace): at a
+ * million elements one added address cost nft minutes and over a gigabyte. A
+ * plain hash set needs no such read: an add or delete costs nft what the
+ * change costs, whatever the set's size. So single addresses (most of any
+ * feed) go to a hash set and only networks to an interval set; a packet is
+ * looked up in both (two hash/tree lookups). The figures are in
+ * docs/nftables-at-scale.md.
+ */
+export interface NftParts {
+  /** /32 entries, for the hash set. */
+  readonly hosts: EntryColumns;
+  /** Networks, for the interval set (must not overlap each other). */
+  readonly nets: EntryColumns;
+}
+
+/** Entries split by shape (order kept within each part). */
+export function splitByShape(entries: EntryColumns): NftParts {
+  let n32 = 0;
+  for (let i = 0; i < entries.length; i++) if (entries.prefixes[i] === 32) n32++;
+  const hosts = new EntryColumns(n32);
+  const nets = new EntryColumns(entries.length - n32);
+  for (let i = 0; i < entries.length; i++) (entries.prefixes[i] === 32 ? hosts : nets).push(entries.starts[i]!, entries.prefixes[i]!, entries.timeoutAt(i));
+  return { hosts, nets };
 }
 
 /** The regular chain REJECT rules jump to: a TCP reset for TCP, ICMP admin-prohibited for the rest. */
@@ -79,18 +112,20 @@ export function hookSides(l: NftLayout, hook: NftHook): Side[] {
 /** One side's rules in nft syntax: the optional rate-limited log, then the counted block that records the address hit. */
 export function nftSideRules(l: NftLayout, side: Side): string[] {
   const f = sideField(side);
-  // Inbound leaves loopback alone: the TCP reset answering a blocked outbound
-  // connect carries the listed address as its source and reaches the local
-  // socket over loopback; dropped there, the client would wait for its timeout.
-  const match = side === 'in' ? `ip ${f} @${l.set} iif != "lo"` : `ip ${f} @${l.set}`;
   const rules: string[] = [];
-  // Separate rules: a `limit` inside the drop rule would rate-limit the drop too.
-  if (l.logBlocked) rules.push(`${match} limit rate ${LOG_LIMIT_PER_MINUTE}/minute log prefix "${LOG_PREFIX}"`);
-  const verdict = l.action === 'REJECT' ? `jump ${NFT_REFUSE_CHAIN}` : 'drop';
-  rules.push(`${match} update @${hitsSetName(l.set, side)} { ip ${f} } counter ${verdict}`);
-  // An `update` into a full hits set ends its rule without a verdict: the
-  // same block without it makes sure such a packet is blocked all the same.
-  rules.push(`${match} counter ${verdict}`);
+  for (const set of [l.set, l.nets]) {
+    // Inbound leaves loopback alone: the TCP reset answering a blocked outbound
+    // connect carries the listed address as its source and reaches the local
+    // socket over loopback; dropped there, the client would wait for its timeout.
+    const match = side === 'in' ? `ip ${f} @${set} iif != "lo"` : `ip ${f} @${set}`;
+    // Separate rules: a `limit` inside the drop rule would rate-limit the drop too.
+    if (l.logBlocked) rules.push(`${match} limit rate ${LOG_LIMIT_PER_MINUTE}/minute log prefix "${LOG_PREFIX}"`);
+    const verdict = l.action === 'REJECT' ? `jump ${NFT_REFUSE_CHAIN}` : 'drop';
+    rules.push(`${match} update @${hitsSetName(l.set, side)} { ip ${f} } counter ${verdict}`);
+    // An `update` into a full hits set ends its rule without a verdict: the
+    // same block without it makes sure such a packet is blocked all the same.
+    rules.push(`${match} counter ${verdict}`);
+  }
   return rules;
 }
 
@@ -110,24 +145,35 @@ function writeNftElements(t: TextBuilder, indent: string, entries: EntryColumns)
   }
 }
 
-/** The whole table as an nft block (`table inet T { ... }`, no newline after the last line), entries must not overlap. */
-export function writeNftTable(t: TextBuilder, l: NftLayout, entries: EntryColumns): void {
+/** The flags of the set of addresses and of the set of networks. */
+export const HOSTS_FLAGS = 'timeout';
+export const NETS_FLAGS = 'interval,timeout';
+
+/**
+ * The whole table as an nft block (`table inet T { ... }`, no newline after the last line):
+ * the addresses and networks given (networks must not overlap each other).
+ */
+export function writeNftTable(t: TextBuilder, l: NftLayout, entries: EntryColumns | NftParts): void {
+  const { hosts, nets } = entries instanceof EntryColumns ? splitByShape(entries) : entries;
   const line = (s: string) => t.str(s).byte(10);
-  // The ownership marker (see ownership.ts): on the table for people, on the set for the agent.
+  // The ownership marker (see ownership.ts): on the table for people, on the sets for the agent
+  // (a hits set is read on its own cheaply, the table not: see probe.ts).
   line(`table inet ${l.table} {`);
   line(`\tcomment "${OWNER_MARK}"`);
-  for (const s of [`\tset ${l.set} {`, '\t\ttype ipv4_addr', '\t\tflags interval,timeout', `\t\tcomment "${OWNER_MARK}"`]) line(s);
-  if (entries.length > 0) {
-    line('\t\telements = {');
-    writeNftElements(t, '\t\t\t', entries);
-    t.byte(10);
-    line('\t\t}');
+  for (const [name, flags, elements] of [[l.set, HOSTS_FLAGS, hosts], [l.nets, NETS_FLAGS, nets]] as const) {
+    for (const s of [`\tset ${name} {`, '\t\ttype ipv4_addr', `\t\tflags ${flags}`, `\t\tcomment "${OWNER_MARK}"`]) line(s);
+    if (elements.length > 0) {
+      line('\t\telements = {');
+      writeNftElements(t, '\t\t\t', elements);
+      t.byte(10);
+      line('\t\t}');
+    }
+    line('\t}');
   }
-  line('\t}');
   // Dynamic sets: an address enters on its first blocked packet, so addresses never hit cost nothing.
   for (const side of sides(l.direction)) {
     for (const s of [`\tset ${hitsSetName(l.set, side)} {`, '\t\ttype ipv4_addr', `\t\tsize ${NFT_HITS_SIZE}`, '\t\tflags dynamic,timeout']) line(s);
-    for (const s of [`\t\ttimeout ${HITS_TIMEOUT_S}s`, '\t\tcounter', '\t}']) line(s);
+    for (const s of [`\t\ttimeout ${HITS_TIMEOUT_S}s`, '\t\tcounter', `\t\tcomment "${OWNER_MARK}"`, '\t}']) line(s);
   }
   if (l.action === 'REJECT') {
     for (const s of [`\tchain ${NFT_REFUSE_CHAIN} {`, '\t\tmeta l4proto tcp reject with tcp reset', '\t\treject with icmpx admin-prohibited', '\t}']) line(s);
@@ -152,25 +198,26 @@ export function renderNftRecreate(l: NftLayout, entries: EntryColumns): string {
 }
 
 /** What renderNftRecreate renders, as bytes for nft's stdin. */
-export function nftRecreateScript(l: NftLayout, entries: EntryColumns): Buffer {
-  const t = new TextBuilder(entries.length * ENTRY_LINE_MAX + 8192);
+export function nftRecreateScript(l: NftLayout, entries: EntryColumns | NftParts): Buffer {
+  const count = entries instanceof EntryColumns ? entries.length : entries.hosts.length + entries.nets.length;
+  const t = new TextBuilder(count * ENTRY_LINE_MAX + 8192);
   t.str(`add table inet ${l.table}\ndelete table inet ${l.table}\n`);
   writeNftTable(t, l, entries);
   t.byte(10);
   return t.toBuffer();
 }
 
-/** Full refill of an intact table: `flush set` + `add element` in one transaction (atomic, keeps the chains' counters). */
-export function renderNftRefill(l: NftLayout, entries: EntryColumns): string {
-  return nftRefillScript(l, entries).toString();
+/** Full refill of one set of an intact table: `flush set` + `add element` in one transaction (atomic, keeps the chains' counters). */
+export function renderNftRefill(l: NftLayout, entries: EntryColumns, set = l.set): string {
+  return nftRefillScript(l, entries, set).toString();
 }
 
 /** What renderNftRefill renders, as bytes for nft's stdin. */
-export function nftRefillScript(l: NftLayout, entries: EntryColumns): Buffer {
+export function nftRefillScript(l: NftLayout, entries: EntryColumns, set = l.set): Buffer {
   const t = new TextBuilder(entries.length * ENTRY_LINE_MAX + 4096);
-  t.str(`flush set inet ${l.table} ${l.set}\n`);
+  t.str(`flush set inet ${l.table} ${set}\n`);
   if (entries.length > 0) {
-    t.str(`add element inet ${l.table} ${l.set} {\n`);
+    t.str(`add element inet ${l.table} ${set} {\n`);
     writeNftElements(t, '\t', entries);
     t.str('\n}\n');
   }
@@ -184,14 +231,14 @@ export function nftRefillScript(l: NftLayout, entries: EntryColumns): Buffer {
  * transaction. Updated elements are deleted and re-added with the new timeout
  * (older kernels do not update the timeout of an existing element on `add`).
  */
-export function renderNftDelta(l: NftLayout, add: EntryColumns, del: EntryColumns): string {
-  return nftDeltaScript(l, add, del).toString();
+export function renderNftDelta(l: NftLayout, add: EntryColumns, del: EntryColumns, set = l.set): string {
+  return nftDeltaScript(l, add, del, set).toString();
 }
 
-/** What renderNftDelta renders, as bytes for nft's stdin. */
-export function nftDeltaScript(l: NftLayout, add: EntryColumns, del: EntryColumns): Buffer {
+/** What renderNftDelta renders, as bytes for nft's stdin (`set`: which of the two sets). */
+export function nftDeltaScript(l: NftLayout, add: EntryColumns, del: EntryColumns, set = l.set): Buffer {
   const t = new TextBuilder((add.length + 2 * del.length) * ENTRY_LINE_MAX + 4096);
-  const target = `inet ${l.table} ${l.set}`;
+  const target = `inet ${l.table} ${set}`;
   if (del.length > 0) {
     for (const verb of ['add', 'delete']) {
       t.str(`${verb} element ${target} {\n`);
@@ -210,106 +257,4 @@ export function nftDeltaScript(l: NftLayout, add: EntryColumns, del: EntryColumn
   return t.toBuffer();
 }
 
-export interface NftSetParsed {
-  /** The elements with their remaining seconds (NaN = permanent). Ranges are split into CIDRs. */
-  readonly entries: EntryColumns;
-  /** Elements that are not one CIDR (ranges from auto-merge, other families): the set needs a full rebuild. */
-  readonly nonCidr: number;
-}
-
-function ipToNumber(ip: string): number | undefined {
-  const c = toCidr(ip);
-  return c && c.prefix === 32 ? c.start : undefined;
-}
-
-/**
- * Parse `nft -j list set` output. Elements come as plain strings, `{prefix:
- * {addr, len}}`, `{range: [a, b]}` (auto-merged intervals), or any of these
- * wrapped in `{elem: {val, timeout, expires}}`.
- */
-export function parseNftSetJson(json: string): NftSetParsed {
-  const entries = new EntryColumns(1024);
-  let nonCidr = 0;
-  const items = parseNftJson(json);
-  for (const item of items) {
-    const set = (item as { set?: { elem?: unknown } }).set;
-    if (!set || !Array.isArray(set.elem)) continue;
-    for (const raw of set.elem) {
-      let val: unknown = raw;
-      let remaining: number | undefined;
-      if (raw && typeof raw === 'object' && 'elem' in raw) {
-        const el = (raw as { elem: { val?: unknown; timeout?: unknown; expires?: unknown } }).elem;
-        val = el.val;
-        const t = typeof el.expires === 'number' ? el.expires : typeof el.timeout === 'number' ? el.timeout : undefined;
-        // A timed element in its last second reports `expires 0`; it is still there.
-        remaining = t === undefined ? undefined : Math.max(t, 1);
-      }
-      const cidrs: Cidr[] = [];
-      if (typeof val === 'string') {
-        const c = toCidr(val);
-        if (c) cidrs.push(c);
-      } else if (val && typeof val === 'object' && 'prefix' in val) {
-        const p = (val as { prefix: { addr?: unknown; len?: unknown } }).prefix;
-        const c = typeof p.addr === 'string' && typeof p.len === 'number' ? toCidr(p.len === 32 ? p.addr : `${p.addr}/${p.len}`) : undefined;
-        if (c) cidrs.push(c);
-      } else if (val && typeof val === 'object' && 'range' in val) {
-        const r = (val as { range: unknown }).range;
-        const a = Array.isArray(r) && typeof r[0] === 'string' ? ipToNumber(r[0]) : undefined;
-        const b = Array.isArray(r) && typeof r[1] === 'string' ? ipToNumber(r[1]) : undefined;
-        if (a !== undefined && b !== undefined && a <= b) {
-          const parts = rangeToCidrs(a, b);
-          cidrs.push(...parts);
-          if (parts.length !== 1) nonCidr++;
-        }
-      }
-      if (cidrs.length === 0) {
-        nonCidr++;
-        continue;
-      }
-      for (const c of cidrs) entries.push(c.start, c.prefix, remaining);
-    }
-  }
-  return { entries, nonCidr };
-}
-
-
-/**
- * Elements of an nft script rendered by pushNftTable (one element per line
- * inside `elements = { ... }`): CIDR -> timeout seconds (undefined = none).
- */
-export function parseNftScriptElements(text: string): Map<string, number | undefined> {
-  const out = new Map<string, number | undefined>();
-  let inside = false;
-  for (const raw of text.split('\n')) {
-    const line = raw.trim();
-    if (!inside) {
-      if (line === 'elements = {') inside = true;
-      continue;
-    }
-    if (line === '}') break;
-    const m = /^([^\s,]+)(?: timeout (\d+)s)?,?$/.exec(line);
-    const cidr = m ? toCidr(m[1]!) : undefined;
-    if (cidr) out.set(cidr.text, m![2] === undefined ? undefined : Number(m![2]));
-  }
-  return out;
-}
-
-/**
- * Addresses recorded in the hits sets (`nft -j list set` of each), with their
- * counters: `{elem: {val, expires, counter: {packets, bytes}}}`.
- */
-export function parseNftHits(json: string, side: Side): HitCounter[] {
-  const out: HitCounter[] = [];
-  for (const item of parseNftJson(json)) {
-    const set = (item as { set?: { elem?: unknown } }).set;
-    if (!set || !Array.isArray(set.elem)) continue;
-    for (const raw of set.elem as unknown[]) {
-      const el = (raw as { elem?: { val?: unknown; counter?: { packets?: unknown; bytes?: unknown } } } | null)?.elem;
-      const c = el?.counter;
-      if (typeof el?.val !== 'string' || typeof c?.packets !== 'number' || typeof c.bytes !== 'number') continue;
-      if (!toCidr(el.val) || c.packets === 0) continue;
-      out.push({ ip: el.val, side, packets: c.packets, bytes: c.bytes });
-    }
-  }
-  return out;
-}
+export { parseNftHits, parseNftScriptElements, parseNftSetJson, type NftSetParsed } from './parse.js';

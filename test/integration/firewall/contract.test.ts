@@ -51,7 +51,8 @@ const nftables: ContractBackend = {
     expect(chains).toMatch(/chain input \{\n\s+type filter hook input priority filter - 5; policy accept;\n\s+ip saddr @wcf-blocklist iif != "lo" update @wcf-blocklist-in \{ ip saddr \} counter packets \d+ bytes \d+ drop/);
     expect(chains).toMatch(/chain forward \{\n\s+type filter hook forward priority filter - 5; policy accept;/);
     expect(chains.match(/chain input/g)).toHaveLength(1);
-    expect(chains.match(/drop/g)).toHaveLength(4); // input and forward: the counted block, and the block for a full hits set
+    // input and forward, for each of the two sets (addresses, networks): the counted block, and the block for a full hits set.
+    expect(chains.match(/drop/g)).toHaveLength(8);
   },
 };
 

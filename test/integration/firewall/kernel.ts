@@ -3,13 +3,15 @@ import { NAMES } from './common.js';
 
 /** Reads of the kernel made without the plugins, so the tests check them against an independent view. */
 
-/** `nft -j list set`: CIDR -> {timeout, expires} ({} = permanent). */
+/** `nft -j list set` of the addresses' set and of the networks' set: CIDR -> {timeout, expires} ({} = permanent). */
 export async function nftElements(ns: Netns): Promise<Map<string, { timeout?: number; expires?: number }>> {
-  const doc = JSON.parse(await ns.exec('nft', ['-j', 'list', 'set', 'inet', NAMES.tableName, NAMES.setName])) as {
-    nftables: Array<{ set?: { elem?: unknown[] } }>;
-  };
+  const items: Array<{ set?: { elem?: unknown[] } }> = [];
+  for (const set of [NAMES.setName, `${NAMES.setName}-net`]) {
+    const doc = JSON.parse(await ns.exec('nft', ['-j', 'list', 'set', 'inet', NAMES.tableName, set])) as { nftables: Array<{ set?: { elem?: unknown[] } }> };
+    items.push(...doc.nftables);
+  }
   const out = new Map<string, { timeout?: number; expires?: number }>();
-  for (const item of doc.nftables) {
+  for (const item of items) {
     for (const raw of item.set?.elem ?? []) {
       const el = (raw as { elem?: { val: unknown; timeout?: number; expires?: number } }).elem;
       const val = el ? el.val : raw;

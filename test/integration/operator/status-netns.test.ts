@@ -65,7 +65,8 @@ describe.each(['nftables', 'ipset'] as const)('status on real netfilter, %s back
     expect(running.json.daemon).toMatchObject({ running: true, pid: d.pid });
     expect(running.json.daemon.uptime_seconds).toBeGreaterThanOrEqual(0);
     expect(running.json.enforcing).toBe(true);
-    expect(running.json.firewall.entries).toBe(running.json.applied);
+    // nftables: the kernel's count is not read (it would fetch every element: minutes at a million); `applied` says it.
+    expect(running.json.firewall.entries).toBe(plugin === 'nftables' ? null : running.json.applied);
     expect(running.json.next_sync).toEqual(expect.any(Number));
     expect(running.text.daemon).toMatch(new RegExp(`^running, pid ${d.pid}, up \\d+s$`));
     expect(running.text.enforcing).toBe(`yes (${running.json.applied} entries in the kernel)`);

@@ -75,6 +75,12 @@ describe('doctor checks', () => {
   it('firewall objects: present ok, absent warn, unreadable warn, not the agent\'s fail; read-only commands', async () => {
     const nftList = 'nft -j -t list table inet wcf_agent';
     const nftText = 'nft -t list table inet wcf_agent';
+    // The quick check (`nft -c -f -`, see probe.ts): nft's complaint per batch line; "File exists" on
+    // every line = everything there, except the lines in `gone`.
+    const probe = (gone: number[] = []) =>
+      absent(Array.from({ length: 60 }, (_, i) => i + 1).map((n) => `/dev/stdin:${n}:1-1: Error: Could not process rule: ${gone.includes(n) ? 'No such file or directory' : 'File exists'}`).join('\n'));
+    const nftProbe = 'nft -c -f -';
+    const hitsIn = 'nft -j list set inet wcf_agent wcf-blocklist-in';
     const marked = JSON.stringify({
       nftables: [
         { table: { family: 'inet', name: 'wcf_agent' } },
@@ -84,17 +90,17 @@ describe('doctor checks', () => {
     });
     // Marked as the agent's: its own table (not a failure), though a table without its rules and
     // forward chain blocks nothing yet, so each missing part is named.
-    expect(await objectsCheck(plugin('nftables', runner({ [nftList]: marked })))).toMatchObject({
+    expect(await objectsCheck(plugin('nftables', runner({ [nftProbe]: probe(), [hitsIn]: absent('Error: No such file or directory'), [nftList]: marked })))).toMatchObject({
       status: 'warn',
-      message: expect.stringMatching(/^nft table inet wcf_agent present, nft set inet wcf_agent wcf-blocklist present, nft set inet wcf_agent wcf-blocklist-in absent, .*absent.*: incomplete$/),
+      message: expect.stringMatching(/^nft table inet wcf_agent present, nft set inet wcf_agent wcf-blocklist present, nft set inet wcf_agent wcf-blocklist-net absent, nft set inet wcf_agent wcf-blocklist-in absent, .*absent.*: incomplete$/),
     });
     // An admin's table of that name (no marker, other contents): a failure naming it.
     const foreign = JSON.stringify({ nftables: [{ table: { family: 'inet', name: 'wcf_agent' } }, { set: { family: 'inet', table: 'wcf_agent', name: 'admins', type: 'ipv4_addr' } }] });
-    expect(await objectsCheck(plugin('nftables', runner({ [nftList]: foreign, [nftText]: 'table inet wcf_agent {\n\tset admins {\n' })))).toMatchObject({
+    expect(await objectsCheck(plugin('nftables', runner({ [nftProbe]: probe(), [hitsIn]: absent('Error: No such file or directory'), [nftList]: foreign, [nftText]: 'table inet wcf_agent {\n\tset admins {\n' })))).toMatchObject({
       status: 'fail',
       message: expect.stringMatching(/^not the agent's: nft table inet wcf_agent \(no "wcf-agent" comment/),
     });
-    expect(await objectsCheck(plugin('nftables', runner({ [nftList]: absent('Error: No such file or directory') })))).toMatchObject({
+    expect(await objectsCheck(plugin('nftables', runner({ [nftProbe]: absent('/dev/stdin:1:17-17: Error: No such file or directory') })))).toMatchObject({
       status: 'warn',
       message: expect.stringMatching(/not created yet \(the first sync creates it\)/),
     });

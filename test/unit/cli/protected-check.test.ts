@@ -14,7 +14,7 @@ const config = (over: Partial<AgentConfig> = {}) =>
 
 describe('doctor: protected set', () => {
   it('lists each member with its source', async () => {
-    const r = await protectedSetCheck(config(), log, async () => ['192.0.2.200']);
+    const r = await protectedSetCheck(config(), log, async () => ({ entries: ['192.0.2.200'], whole: true }));
     expect(r.status).toBe('ok');
     expect(r.message).toMatch(/the kernel set \(1 entries\) holds none of them/);
     for (const line of [/^loopback\s+127\.0\.0\.0\/8$/m, /^link_local\s+169\.254\.0\.0\/16$/m, /^multicast\s+224\.0\.0\.0\/4$/m, /^reserved\s+240\.0\.0\.0\/4/m, /^allowlist\s+198\.51\.100\.0\/24$/m, /^api_server\s+203\.0\.113\.9$/m, /^own_address\s+127\.0\.0\.1$/m]) {
@@ -23,7 +23,7 @@ describe('doctor: protected set', () => {
   });
 
   it('warns, naming the entry and the member, when the kernel set holds a protected address', async () => {
-    const r = await protectedSetCheck(config(), log, async () => ['192.0.2.200', '198.51.100.7', '203.0.113.9']);
+    const r = await protectedSetCheck(config(), log, async () => ({ entries: ['192.0.2.200', '198.51.100.7', '203.0.113.9'], whole: true }));
     expect(r).toMatchObject({ status: 'warn', hint: expect.stringMatching(/next sync removes them/) });
     expect(r.message.split('\n')[0]).toBe('the kernel set holds protected addresses: 198.51.100.7 (allowlist 198.51.100.0/24), 203.0.113.9 (api_server 203.0.113.9)');
   });

@@ -27,7 +27,7 @@ describe('detectPlugin', () => {
   it('probes that the tools work, read-only', async () => {
     const r = runner(['nft']);
     await detectPlugin(r);
-    expect(r.calls).toEqual(['nft list tables']);
+    expect(r.calls).toEqual(['nft -c add table inet wcf_agent_probe']);
   });
 
   it('throws FirewallError naming every failure when nothing works', async () => {

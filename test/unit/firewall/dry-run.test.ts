@@ -70,11 +70,13 @@ describe('dry-run plugin', () => {
     await p.apply([{ cidr: net('192.0.2.0/24') }, { cidr: net('192.0.2.7'), timeoutSeconds: 10 }, { cidr: net('198.51.100.7'), timeoutSeconds: 300 }], { capacity: 1000 });
     const text = await readFile(file, 'utf8');
     expect(text).toContain('add table inet wcf_agent\ndelete table inet wcf_agent\ntable inet wcf_agent {');
-    expect(text).toContain('\t\t\t192.0.2.0/24,\n\t\t\t198.51.100.7 timeout 300s\n');
+    // Addresses in the hash set, networks in the interval set (the /32 inside the /24 is kept: its own set).
+    expect(text).toContain('\t\t\t192.0.2.7 timeout 10s,\n\t\t\t198.51.100.7 timeout 300s\n');
+    expect(text).toContain('\t\t\t192.0.2.0/24\n');
     expect(text).toContain('type filter hook input priority -5; policy accept;');
-    expect(await p.list()).toEqual(['192.0.2.0/24', '198.51.100.7']);
+    expect(await p.list()).toEqual(['192.0.2.0/24', '192.0.2.7', '198.51.100.7']);
     // a new instance (agent restart) reads the same file
-    expect(await new DryRunPlugin(opts(file, 'nft')).list()).toEqual(['192.0.2.0/24', '198.51.100.7']);
+    expect(await new DryRunPlugin(opts(file, 'nft')).list()).toEqual(['192.0.2.0/24', '192.0.2.7', '198.51.100.7']);
     expect(noCommands.run).not.toHaveBeenCalled();
   });
 

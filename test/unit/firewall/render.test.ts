@@ -14,7 +14,7 @@ const entry = (cidr: string, timeout?: number): KernelEntry => ({ cidr: toCidr(c
 /** Kernel entries as the renderers take them, and back. */
 const cols = (list: readonly KernelEntry[]): EntryColumns => kernelColumns(list, list.length);
 const objs = (c: EntryColumns): KernelEntry[] => kernelList(c);
-const layout: NftLayout = { table: 'wcf_agent', set: 'wcf-blocklist', hooks: ['input', 'forward'], action: 'DROP', logBlocked: false, direction: 'inbound' };
+const layout: NftLayout = { table: 'wcf_agent', set: 'wcf-blocklist', nets: 'wcf-blocklist-net', hooks: ['input', 'forward'], action: 'DROP', logBlocked: false, direction: 'inbound' };
 
 describe('kernelTimeout', () => {
   it('rounds up, never returns 0 (ipset: permanent), clamps to the kernel maximum', () => {
@@ -243,11 +243,18 @@ describe('nft rendering', () => {
         '\tcomment "wcf-agent"',
         '\tset wcf-blocklist {',
         '\t\ttype ipv4_addr',
+        '\t\tflags timeout',
+        '\t\tcomment "wcf-agent"',
+        '\t\telements = {',
+        '\t\t\t198.51.100.7 timeout 300s',
+        '\t\t}',
+        '\t}',
+        '\tset wcf-blocklist-net {',
+        '\t\ttype ipv4_addr',
         '\t\tflags interval,timeout',
         '\t\tcomment "wcf-agent"',
         '\t\telements = {',
-        '\t\t\t192.0.2.0/24,',
-        '\t\t\t198.51.100.7 timeout 300s',
+        '\t\t\t192.0.2.0/24',
         '\t\t}',
         '\t}',
         '\tset wcf-blocklist-in {',
@@ -256,6 +263,7 @@ describe('nft rendering', () => {
         '\t\tflags dynamic,timeout',
         '\t\ttimeout 604800s',
         '\t\tcounter',
+        '\t\tcomment "wcf-agent"',
         '\t}',
         '\tchain refuse {',
         '\t\tmeta l4proto tcp reject with tcp reset',
@@ -266,12 +274,18 @@ describe('nft rendering', () => {
         '\t\tip saddr @wcf-blocklist iif != "lo" limit rate 10/minute log prefix "wcf-agent: "',
         '\t\tip saddr @wcf-blocklist iif != "lo" update @wcf-blocklist-in { ip saddr } counter jump refuse',
         '\t\tip saddr @wcf-blocklist iif != "lo" counter jump refuse',
+        '\t\tip saddr @wcf-blocklist-net iif != "lo" limit rate 10/minute log prefix "wcf-agent: "',
+        '\t\tip saddr @wcf-blocklist-net iif != "lo" update @wcf-blocklist-in { ip saddr } counter jump refuse',
+        '\t\tip saddr @wcf-blocklist-net iif != "lo" counter jump refuse',
         '\t}',
         '\tchain forward {',
         '\t\ttype filter hook forward priority -5; policy accept;',
         '\t\tip saddr @wcf-blocklist iif != "lo" limit rate 10/minute log prefix "wcf-agent: "',
         '\t\tip saddr @wcf-blocklist iif != "lo" update @wcf-blocklist-in { ip saddr } counter jump refuse',
         '\t\tip saddr @wcf-blocklist iif != "lo" counter jump refuse',
+        '\t\tip saddr @wcf-blocklist-net iif != "lo" limit rate 10/minute log prefix "wcf-agent: "',
+        '\t\tip saddr @wcf-blocklist-net iif != "lo" update @wcf-blocklist-in { ip saddr } counter jump refuse',
+        '\t\tip saddr @wcf-blocklist-net iif != "lo" counter jump refuse',
         '\t}',
         '}',
         '',

@@ -89,40 +89,42 @@ describe('iptables planning', () => {
 const nftProblems = (json: string, l: Parameters<typeof checkNftStructure>[1]) => checkNftStructure(json, l).problems;
 
 describe('checkNftStructure', () => {
-  const layout = { table: 't', set: 's', hooks: ['input'] as const, action: 'DROP' as const, logBlocked: false, direction: 'inbound' as const };
+  const layout = { table: 't', set: 's', nets: 's-net', hooks: ['input'] as const, action: 'DROP' as const, logBlocked: false, direction: 'inbound' as const };
   const doc = (extra: object[] = [], rules?: object[]) =>
     JSON.stringify({
       nftables: [
         { metainfo: {} },
         { table: { family: 'inet', name: 't' } },
-        { set: { name: 's', type: 'ipv4_addr', flags: ['interval', 'timeout'] } },
+        { set: { name: 's', type: 'ipv4_addr', flags: ['timeout'] } },
+        { set: { name: 's-net', type: 'ipv4_addr', flags: ['interval', 'timeout'] } },
         { set: { name: 's-in', type: 'ipv4_addr', flags: ['timeout'], stmt: [{ counter: null }] } },
         { chain: { name: 'input', type: 'filter', hook: 'input', prio: -5, policy: 'accept' } },
-        ...(rules ?? [
-          {
-            rule: {
-              chain: 'input',
-              expr: [
-                { match: { op: '==', left: { payload: { protocol: 'ip', field: 'saddr' } }, right: '@s' } },
-                { match: { op: '!=', left: { meta: { key: 'iif' } }, right: 'lo' } },
-                { set: { op: 'update', elem: { payload: { protocol: 'ip', field: 'saddr' } }, set: '@s-in' } },
-                { counter: {} },
-                { drop: null },
-              ],
+        ...(rules ??
+          ['@s', '@s-net'].flatMap((set) => [
+            {
+              rule: {
+                chain: 'input',
+                expr: [
+                  { match: { op: '==', left: { payload: { protocol: 'ip', field: 'saddr' } }, right: set } },
+                  { match: { op: '!=', left: { meta: { key: 'iif' } }, right: 'lo' } },
+                  { set: { op: 'update', elem: { payload: { protocol: 'ip', field: 'saddr' } }, set: '@s-in' } },
+                  { counter: {} },
+                  { drop: null },
+                ],
+              },
             },
-          },
-          {
-            rule: {
-              chain: 'input',
-              expr: [
-                { match: { op: '==', left: { payload: { protocol: 'ip', field: 'saddr' } }, right: '@s' } },
-                { match: { op: '!=', left: { meta: { key: 'iif' } }, right: 'lo' } },
-                { counter: {} },
-                { drop: null },
-              ],
+            {
+              rule: {
+                chain: 'input',
+                expr: [
+                  { match: { op: '==', left: { payload: { protocol: 'ip', field: 'saddr' } }, right: set } },
+                  { match: { op: '!=', left: { meta: { key: 'iif' } }, right: 'lo' } },
+                  { counter: {} },
+                  { drop: null },
+                ],
+              },
             },
-          },
-        ]),
+                    ])),
         ...extra,
       ],
     });

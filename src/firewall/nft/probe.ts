@@ -1,0 +1,128 @@
+import { FirewallError } from '../../errors.js';
+import { hitsSetName, sides } from '../direction.js';
+import type { CommandRunner } from '../../exec/runner.js';
+import { HOSTS_FLAGS, NETS_FLAGS, NFT_REFUSE_CHAIN, nftChainRules, type NftLayout } from './text.js';
+
+/**
+ * A look at the agent's table that reads no set element. nft 1.0.x fetches
+ * every element of every set for any listing (`list tables`, `-t list table`,
+ * `list chain`, `get element`): at a million elements that took nft one to
+ * two minutes and 650 MB, so it cannot be the watcher's check every few
+ * seconds. Instead the kernel itself is asked, in nft's check mode (`nft -c`:
+ * the batch is evaluated by the kernel and then aborted, nothing changes),
+ * whether each object is there:
+ *
+ * - `create table` / `create set` fail with "File exists" when the object is there;
+ * - `delete rule ... handle H` fails with "No such file or directory" when that rule is gone.
+ *
+ * The rule handles are known without reading them: the kernel numbers a new
+ * table's chains, then its sets, then its rules, 1, 2, 3... in the order of
+ * the batch that created them, and the agent always creates its table in one
+ * batch (see expectedHandles; checked against a listing by the tests). An
+ * edited rule (replaced, or added by someone else) is not seen here: such a
+ * change comes with a foreign transaction that the watcher hears, and the next
+ * apply then reads the table whole.
+ */
+
+export interface NftProbe {
+  /** The table exists. */
+  readonly table: boolean;
+  /** What is missing, worded as the full structure check words it. */
+  readonly missing: string[];
+}
+
+/** The agent's chains in the order its table block creates them. */
+export function chainOrder(l: NftLayout): string[] {
+  return [...(l.action === 'REJECT' ? [NFT_REFUSE_CHAIN] : []), ...l.hooks];
+}
+
+/** The agent's sets in the order its table block creates them, with their definitions. */
+export function setOrder(l: NftLayout): Array<[string, string]> {
+  return [
+    [l.set, `{ type ipv4_addr; flags ${HOSTS_FLAGS}; }`],
+    [l.nets, `{ type ipv4_addr; flags ${NETS_FLAGS}; }`],
+    ...sides(l.direction).map((s): [string, string] => [hitsSetName(l.set, s), '{ type ipv4_addr; flags dynamic,timeout; }']),
+  ];
+}
+
+/** Each rule of the agent's table with the handle the kernel gives it when the table is created in one batch. */
+export function expectedHandles(l: NftLayout): Array<{ chain: string; handle: number }> {
+  const chains = chainOrder(l);
+  let next = chains.length + setOrder(l).length + 1;
+  const out: Array<{ chain: string; handle: number }> = [];
+  for (const chain of chains) {
+    const count = chain === NFT_REFUSE_CHAIN ? 2 : nftChainRules(l, chain as (typeof l.hooks)[number]).length;
+    for (let i = 0; i < count; i++) out.push({ chain, handle: next++ });
+  }
+  return out;
+}
+
+/** One nft error report: the batch line it is about and whether the kernel (not nft's own evaluation) said it. */
+interface Complaint {
+  readonly line: number;
+  readonly kernel: boolean;
+  readonly text: string;
+}
+
+function complaints(stderr: string): Complaint[] {
+  const out: Complaint[] = [];
+  for (const m of stderr.matchAll(/^[^\n:]*:(\d+):[\d-]+: Error: ([^\n]*)$/gm)) {
+    out.push({ line: Number(m[1]), kernel: m[2]!.startsWith('Could not process rule:'), text: m[2]! });
+  }
+  return out;
+}
+
+/** nft's complaints about a batch run in check mode ('' when it has none). */
+async function checkBatch(runner: CommandRunner, commands: readonly string[]): Promise<string> {
+  try {
+    await runner.run('nft', ['-c', '-f', '-'], { input: commands.join('\n') + '\n' });
+    return '';
+  } catch (err) {
+    if (!(err instanceof FirewallError) || err.stderr === undefined) throw err;
+    return err.stderr;
+  }
+}
+
+/**
+ * Probe the table (see above). `rules`: also check each rule by its expected
+ * handle (off when the handles are not known to be the kernel's).
+ */
+export async function probeNft(runner: CommandRunner, l: NftLayout, rules = true): Promise<NftProbe> {
+  const t = `inet ${l.table}`;
+  const lines: Array<{ cmd: string; what: string; present: 'exists' | 'deletable' }> = [];
+  // Rules first, then their chains (a chain deleted earlier in the batch would hide its rules).
+  for (const [name, def] of setOrder(l)) lines.push({ cmd: `create set ${t} ${name} ${def}`, what: `nft set ${name}`, present: 'exists' });
+  if (rules) {
+    for (const { chain, handle } of expectedHandles(l)) {
+      lines.push({ cmd: `delete rule ${t} ${chain} handle ${handle}`, what: `rule in nft chain ${chain}`, present: 'deletable' });
+    }
+  }
+  for (const chain of chainOrder(l)) lines.push({ cmd: `delete chain ${t} ${chain}`, what: `nft chain ${chain}`, present: 'deletable' });
+  lines.push({ cmd: `create table ${t}`, what: `nft table ${t}`, present: 'exists' });
+  const stderr = await checkBatch(runner, lines.map((x) => x.cmd));
+  const said = complaints(stderr);
+  if (stderr.trim() !== '' && said.length === 0) throw new FirewallError(`nft check of table ${t} failed: ${stderr.slice(0, 300)}`, { stderr });
+  const byLine = new Map(said.map((c) => [c.line, c]));
+  const tableLine = byLine.get(lines.length);
+  // nft's own evaluation stops the batch before the kernel sees it (a chain or set it does not
+  // know): then only what it named is known to be missing, and the table is there.
+  const evaluatedOnly = said.some((c) => !c.kernel);
+  if (evaluatedOnly && !complaints(await checkBatch(runner, [`create table ${t}`])).some((c) => /File exists/.test(c.text))) {
+    return { table: false, missing: [`nft table ${t}`] };
+  }
+  if (!evaluatedOnly && !tableLine) return { table: false, missing: [`nft table ${t}`] };
+  const missing: string[] = [];
+  const seen = new Set<string>();
+  lines.forEach((x, i) => {
+    if (i === lines.length - 1) return;
+    const c = byLine.get(i + 1);
+    const gone = evaluatedOnly ? c !== undefined && /No such file or directory/.test(c.text) : x.present === 'exists' ? !c || !/File exists/.test(c.text) : c !== undefined && /No such file or directory/.test(c.text);
+    if (gone && !seen.has(x.what)) {
+      seen.add(x.what);
+      missing.push(x.what);
+    }
+  });
+  if (evaluatedOnly && missing.length === 0) throw new FirewallError(`nft check of table ${t} failed: ${stderr.slice(0, 300)}`, { stderr });
+  // A chain that is gone is named once, not with each of its rules.
+  return { table: true, missing: missing.filter((m) => !(m.startsWith('rule in ') && seen.has(m.slice('rule in '.length)))) };
+}

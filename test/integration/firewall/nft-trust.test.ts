@@ -1,0 +1,139 @@
+import { execa } from 'execa';
+import pino from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AppliedMemory } from '../../../src/agent/state/applied-memory.js';
+import { Watcher } from '../../../src/agent/daemon/watcher.js';
+import { NftablesPlugin } from '../../../src/firewall/nft/plugin.js';
+import type { FirewallPlugin } from '../../../src/firewall/plugin.js';
+import type { FirewallEntry } from '../../../src/firewall/entry.js';
+import type { CommandRunner } from '../../../src/exec/runner.js';
+import { Netns, destroyAll, waitFor } from '../../netns/netns.js';
+import { ownActivityWithin } from '../../../src/exec/children.js';
+import { CAP, NAMES, fillers, net, options, sortedCidrs } from './common.js';
+import { nftElements } from './kernel.js';
+
+/**
+ * The nftables backend trusts what it last applied instead of reading a
+ * (possibly million-element) set back: these tests change the set behind its
+ * back, with the firewall watcher listening and while its event source is
+ * down, and check that the next apply ends with exactly the selection; and
+ * that an apply with nothing changed sends nothing and lists nothing.
+ */
+
+/** A runner that records each nft command (with its stdin's first line) and passes it on. */
+function recording(inner: CommandRunner): CommandRunner & { calls: string[] } {
+  const calls: string[] = [];
+  return {
+    calls,
+    scope: inner.scope,
+    run(file, args, o) {
+      const input = o?.input === undefined ? '' : ` <${String(o.input).split('\n', 1)[0]}`;
+      calls.push(`${file} ${args.join(' ')}${input}`);
+      return inner.run(file, args, o);
+    },
+  };
+}
+
+const kernelNow = async (ns: Netns) => [...(await nftElements(ns)).keys()].sort();
+
+describe('nftables: the last applied record stands for the kernel until something else touches it', () => {
+  let ns: Netns;
+  let runner: ReturnType<typeof recording>;
+  let plugin: FirewallPlugin;
+  let watcher: Watcher;
+  const distrusted: string[] = [];
+  // A few thousand entries: addresses with timeouts, a few networks.
+  const selection: FirewallEntry[] = [...fillers(3000, 3600), { cidr: net('192.0.2.0/24'), timeoutSeconds: 7200 }, { cidr: net('198.51.100.0/25') }];
+
+  beforeAll(async () => {
+    ns = await Netns.create();
+    runner = recording(ns.runner());
+    const memory = new AppliedMemory();
+    const raw = new NftablesPlugin(options(runner));
+    plugin = memory.wrap({ ...raw, name: raw.name, apply: (e, o) => raw.apply(e, o), flush: () => raw.flush(), list: () => raw.list(), readCounters: () => raw.readCounters(), readHits: () => raw.readHits(), objects: () => raw.objects(), check: () => raw.check(), distrust: (why) => {
+      distrusted.push(why);
+      raw.distrust(why);
+    } });
+    await plugin.apply(selection, CAP);
+    watcher = new Watcher({
+      plugin,
+      memory,
+      names: NAMES,
+      netns: ns.name,
+      intervalSeconds: 1,
+      logger: pino({ level: 'silent' }),
+      serial: (fn) => fn(),
+      locked: (fn) => fn(),
+      onRepair: () => undefined,
+      protect: async (e) => [...e],
+    });
+    watcher.start();
+    // The event source is listening once its first look has run.
+    await new Promise((r) => setTimeout(r, 1500));
+  });
+  afterAll(async () => {
+    await watcher?.stop();
+    await destroyAll();
+  });
+
+  it('an apply with nothing changed sends no transaction and reads no set', async () => {
+    runner.calls.length = 0;
+    expect(await plugin.apply(selection, CAP)).toMatchObject({ mode: 'none', added: 0, removed: 0, updated: 0 });
+    // Only the quick check (nft -c, in check mode): no `nft -f` of the set, no listing.
+    expect(runner.calls.every((c) => c.startsWith('nft -c -f -'))).toBe(true);
+    expect(runner.calls.filter((c) => / list /.test(c))).toEqual([]);
+  });
+
+  it('elements added, deleted and flushed by another process while the watcher listens: the next apply reads the set and converges', async () => {
+    for (const change of [
+      ['add', 'element', 'inet', NAMES.tableName, NAMES.setName, '{ 203.0.113.66 }'],
+      ['delete', 'element', 'inet', NAMES.tableName, NAMES.setName, `{ ${selection[5]!.cidr.text} }`],
+      ['flush', 'set', 'inet', NAMES.tableName, NAMES.setName],
+    ]) {
+      distrusted.length = 0;
+      await ns.exec('nft', change);
+      // The watcher hears another process's transaction (not the agent's own) and says so.
+      await waitFor(async () => distrusted.length > 0, 10_000);
+      expect(distrusted[0]).toMatch(/changed by nft/);
+      runner.calls.length = 0;
+      await plugin.apply(selection, CAP);
+      expect(runner.calls.some((c) => c.includes(`list set inet ${NAMES.tableName} ${NAMES.setName}`))).toBe(true);
+      expect(await kernelNow(ns)).toEqual(sortedCidrs(selection).sort());
+      // Trusted again: nothing to send.
+      expect(await plugin.apply(selection, CAP)).toMatchObject({ mode: 'none' });
+    }
+  });
+
+  it('the agent’s own applies do not make it doubt its record', async () => {
+    distrusted.length = 0;
+    const next = [...selection.slice(10), ...fillers(10, 600, 50_000)];
+    expect(await plugin.apply(next, CAP)).toMatchObject({ mode: 'delta', added: 10, removed: 10 });
+    await new Promise((r) => setTimeout(r, 1500)); // the events of that transaction have arrived
+    expect(distrusted).toEqual([]);
+    runner.calls.length = 0;
+    expect(await plugin.apply(next, CAP)).toMatchObject({ mode: 'none' });
+    expect(runner.calls.filter((c) => / list /.test(c))).toEqual([]);
+    await plugin.apply(selection, CAP);
+  });
+
+  it('elements changed while the event source is down: its restart is distrusted, and the next apply converges', async () => {
+    const { stdout } = await execa('pgrep', ['-f', `netns exec ${ns.name} .*(xtables-monitor|nft monitor)|xtables-monitor -e|nft monitor`], { reject: false });
+    const pids = stdout.split('\n').filter(Boolean).map(Number);
+    // The monitor runs as the test process's child (same process id through setpriv, ip netns exec and stdbuf).
+    const mine = [];
+    for (const pid of pids) {
+      const ppid = Number((await execa('ps', ['-o', 'ppid=', '-p', String(pid)], { reject: false })).stdout.trim());
+      if (ppid === process.pid) mine.push(pid);
+    }
+    expect(mine.length).toBe(1);
+    // Not right after one of the agent's own commands (a death then is taken as an overflow on its own events).
+    await waitFor(async () => !ownActivityWithin(2500), 10_000);
+    distrusted.length = 0;
+    process.kill(mine[0]!, 'SIGKILL');
+    await ns.exec('nft', ['delete', 'element', 'inet', NAMES.tableName, NAMES.setName, `{ ${selection[7]!.cidr.text} }`]);
+    await ns.exec('nft', ['add', 'element', 'inet', NAMES.tableName, `${NAMES.setName}-net`, '{ 203.0.113.128/26 }']);
+    await waitFor(async () => distrusted.some((d) => /restarted/.test(d)), 15_000);
+    await plugin.apply(selection, CAP);
+    expect(await kernelNow(ns)).toEqual(sortedCidrs(selection).sort());
+  });
+});
