@@ -18,6 +18,8 @@ const { values } = parseArgs({
     manual: { type: 'string', default: '1000' },
     white: { type: 'string', default: '200' },
     seconds: { type: 'string', default: '8' },
+    // Milliseconds in the agent's minute: sync_time 15 runs a cycle every 15 x this (the steady cycle's bytes).
+    'minute-ms': { type: 'string', default: '60000' },
   },
 });
 const size = Number(values.size);
@@ -38,7 +40,7 @@ const dir = mkdtempSync(join(tmpdir(), 'wcf-probe-'));
 const config = join(dir, 'config.json');
 // Only keys every build knows (an older one refuses unknown keys).
 writeFileSync(config, JSON.stringify({ agid: sim.agid, base_url: sim.url, token: sim.token, plugin: 'dry-run', state_dir: join(dir, 'state'), jitter_seconds: 0, decision_poll_seconds: 1, watch_interval_seconds: 0 }), { mode: 0o600 });
-const agent = spawn(process.execPath, [resolve(values.entry), 'run', '--config', config], { env: { ...process.env, WCF_AGENT_MINUTE_MS: '60000', WCF_LOG_LEVEL: 'warn' }, stdio: ['ignore', 'ignore', 'inherit'] });
+const agent = spawn(process.execPath, [resolve(values.entry), 'run', '--config', config], { env: { ...process.env, WCF_AGENT_MINUTE_MS: values['minute-ms'], WCF_LOG_LEVEL: 'warn' }, stdio: ['ignore', 'ignore', 'inherit'] });
 
 const isReport = (c: CallEntry) => c.method === 'POST' && c.path.endsWith('/feedback');
 while (!sim.calls.some(isReport)) await new Promise((r) => setTimeout(r, 100));
@@ -55,6 +57,16 @@ const polls = sim.calls.slice(cycle.length).filter((c) => c.path.endsWith('/ips'
 const late = polls.slice(Math.min(6, Math.floor(polls.length / 2)));
 const perPoll = late.reduce((n, c) => n + c.bytesIn + c.bytesOut, 0) / Math.max(1, late.length / 2);
 const report = cycle.find(isReport)!;
+// A later cycle (incremental), by kind: the calls after the first report up to the next one, polls left out.
+const reportsAt = sim.calls.map((c, i) => (isReport(c) ? i : -1)).filter((i) => i >= 0);
+const steady: Record<string, number> = {};
+if (reportsAt.length >= 3) {
+  for (const c of sim.calls.slice(reportsAt[1]! + 1, reportsAt[2]! + 1)) {
+    const k = kind(c);
+    if (k === 'decision feeds' && c.query.ts !== '0' && !sim.calls.slice(reportsAt[1]! + 1, reportsAt[2]! + 1).some((x) => x.method === 'GET' && x.path.endsWith('/feedback') && x.at === c.at)) continue;
+    steady[k] = (steady[k] ?? 0) + c.bytesIn + c.bytesOut;
+  }
+}
 console.log(
   JSON.stringify({
     entry: values.entry,
@@ -63,6 +75,7 @@ console.log(
     polls_per_day_at_30s: 2880,
     idle_poll_bytes_per_day_at_30s: Math.round(perPoll * 2880),
     first_cycle_bytes: byKind,
+    ...(reportsAt.length >= 3 ? { later_cycle_bytes: steady } : {}),
     report_bytes: report.bytesIn,
     report_status: report.status,
   }),
