@@ -8,17 +8,10 @@ import { anchorsOf, brokenLinks, brokenLinksIn, slug } from '../../helpers/doc-l
 const ROOT = join(import.meta.dirname, '../../..');
 const PAGES = ['README.md', ...readdirSync(join(ROOT, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
 
-/**
- * Pages the README links to that are written on other branches (fleets, deployment). Until they
- * land, a link to them is not an error; once a page exists, its links and anchors are checked
- * like any other. Remove a name here when its page is merged.
- */
-const WRITTEN_ELSEWHERE = ['docs/fleet.md', 'docs/deployment.md'];
-
 describe('documentation links', () => {
   it('README.md and every docs/ page: each relative link names a file that exists, each anchor a heading', () => {
     expect(PAGES.length).toBeGreaterThan(5);
-    expect(brokenLinksIn(PAGES, ROOT, WRITTEN_ELSEWHERE)).toEqual([]);
+    expect(brokenLinksIn(PAGES, ROOT, [])).toEqual([]);
   });
 
   it('every file or folder of the repository a page names in code (`src/...`, `npx tsx scripts/...`) exists', () => {
@@ -56,7 +49,7 @@ describe('documentation links', () => {
 
   it('the README links every docs/ page, and the pages written elsewhere', () => {
     const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
-    for (const page of [...PAGES.filter((p) => p !== 'README.md'), ...WRITTEN_ELSEWHERE]) expect(readme, page).toContain(`](${page}`);
+    for (const page of PAGES.filter((p) => p !== 'README.md')) expect(readme, page).toContain(`](${page}`);
   });
 
   it('slugs are GitHub’s: punctuation dropped, spaces as dashes, repeats numbered', () => {
