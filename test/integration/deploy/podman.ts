@@ -48,6 +48,9 @@ export class Podman {
       [
         '[containers]',
         'default_ulimits = []',
+        // No network unless a test names one: a container on podman's default bridge would
+        // have netavark write NAT and forward rules into the machine's own ruleset.
+        'netns = "none"',
         'log_driver = "k8s-file"',
         '[engine]',
         'runtime = "runc"',
