@@ -82,7 +82,9 @@ describe('the DaemonSet pod under podman kube play', () => {
     const plan = (JSON.parse(await podman.ok(['exec', container, 'wcf-agent', 'plan', '--json'], { netns: lab.host.name })) as { entries: { ip: string }[] }).entries.map((e) => e.ip).sort();
     expect(plan).toHaveLength(100);
     await waitFor(async () => JSON.stringify(await kernelEntries(lab.host, 'nftables')) === JSON.stringify(plan), 'the kernel set to equal plan', 60_000, 250).catch(async (err: Error) => {
-      throw new Error(`${err.message}; logs:\n${(await podman.run(['logs', container])).stderr}`);
+      const kernel = await kernelEntries(lab.host, 'nftables');
+      const diff = [...plan.filter((ip) => !kernel.includes(ip)).map((ip) => `-${ip}`), ...kernel.filter((ip) => !plan.includes(ip)).map((ip) => `+${ip}`)];
+      throw new Error(`${err.message}; kernel against plan: ${diff.join(' ')}; logs:\n${(await podman.run(['logs', container])).stderr.slice(-3000)}`);
     });
     expect(await lab.connect(ADDR.blocked)).toBe('timeout');
     expect(await lab.connect(ADDR.allowed)).toBe('connected');
@@ -96,7 +98,7 @@ describe('the DaemonSet pod under podman kube play', () => {
     // The hostPath state dir holds the set a restarted pod re-applies.
     expect(existsSync(join(dir, 'state', 'applied-nftables.json'))).toBe(true);
     expect(JSON.parse(readFileSync(join(dir, 'state', 'applied-nftables.json'), 'utf8')).entries).toHaveLength(100);
-  });
+  }, 120_000);
 
   it('runs with the two capabilities only, no privilege escalation, seccomp, and a read-only root', async () => {
     const pid = (await podman.ok(['inspect', '-f', '{{.State.Pid}}', container])).trim();
