@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 
 missing=()
 command -v ip >/dev/null 2>&1 || missing+=(iproute2)
-command -v iptables >/dev/null 2>&1 || missing+=(iptables)
+command -v iptables >/dev/null 2>&1 && command -v iptables-legacy >/dev/null 2>&1 || missing+=(iptables)
 command -v ipset >/dev/null 2>&1 || missing+=(ipset)
 command -v nft >/dev/null 2>&1 || missing+=(nftables)
 # The resolver tests start their own unbound inside a namespace and query it with dig.
@@ -17,6 +17,8 @@ command -v dig >/dev/null 2>&1 || missing+=(dnsutils)
 # The man page tests render the generated pages with man -l (groff underneath) and read them with lexgrog.
 { command -v man && command -v lexgrog; } >/dev/null 2>&1 || missing+=(man-db)
 command -v groff >/dev/null 2>&1 || missing+=(groff-base)
+# The unit file is checked with systemd-analyze verify and security --offline (systemd >= 250).
+command -v systemd-analyze >/dev/null 2>&1 || missing+=(systemd)
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "test: installing ${missing[*]} for the netfilter tests" >&2

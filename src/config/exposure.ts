@@ -1,6 +1,7 @@
 import { statSync } from 'node:fs';
 import { isIP } from 'node:net';
 import type { AgentConfig } from './load.js';
+import { runningAsRoot, trustProblems } from './trust.js';
 
 /**
  * Ways the config exposes the API token or lets someone else steer a root daemon: a config
@@ -19,14 +20,13 @@ export function tokenExposure(config: AgentConfig): { problems: string[]; warnin
   };
   const octal = (m: number) => `0${m.toString(8).padStart(3, '0')}`;
   const cfg = mode(config.configPath);
-  if (cfg !== undefined && cfg & 0o022) {
-    problems.push(`${config.configPath}: writable by ${cfg & 0o002 ? 'every user' : 'its group'} (mode ${octal(cfg)}); it steers a root daemon: chmod 0600 (or 0640 for a service group)`);
-  }
+  // As root the loader has refused these already (same lines); checked as another user, the modes still count.
+  problems.push(...trustProblems(config.configPath, 'config', runningAsRoot()));
   if (config.token_file === undefined) {
     if (cfg !== undefined && cfg & 0o004) warnings.push(`token: ${config.configPath} holds the API token and every user can read it (mode ${octal(cfg)}): chmod 0600, or move it to token_file`);
   } else {
     const tf = mode(config.token_file);
-    if (tf !== undefined && tf & 0o022) problems.push(`token_file: ${config.token_file} is writable by others (mode ${octal(tf)}): chmod 0600`);
+    problems.push(...trustProblems(config.token_file, 'token_file', runningAsRoot()));
     if (tf !== undefined && tf & 0o004) warnings.push(`token_file: ${config.token_file} can be read by every user (mode ${octal(tf)}): chmod 0600`);
   }
   const url = new URL(config.base_url);

@@ -26,6 +26,13 @@ export function jsonSyntaxError(text: string, err: unknown, file: string): strin
   return `${file}:${line}:${column}: ${what}`;
 }
 
+/** Where the first JSON syntax error in `text` is, without its content (for files never to be quoted); undefined when it parses. */
+export function jsonErrorSpot(text: string): { line: number; column: number } | undefined {
+  const errors: ParseError[] = [];
+  parseLenient(text, errors, { disallowComments: true, allowTrailingComma: false, allowEmptyContent: false });
+  return errors[0] ? lineColumn(text, errors[0].offset) : undefined;
+}
+
 function describe(text: string, e: ParseError): string {
   if (e.error === ParseErrorCode.InvalidCommentToken) return 'comments are not allowed in JSON (a "//name" key can hold a comment)';
   if (e.error === ParseErrorCode.UnexpectedEndOfString) return 'string not closed (a line break inside a string must be written \\n)';

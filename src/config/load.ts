@@ -4,6 +4,7 @@ import { ConfigError } from '../errors.js';
 import { jsonSyntaxError } from './json-position.js';
 import { placeholderProblems } from './placeholders.js';
 import { CONFIG_KEYS, configSchema, formatIssues, type ConfigFile } from './schema.js';
+import { refuseUntrusted } from './trust.js';
 
 export const DEFAULT_CONFIG_PATH = '/etc/wcf-agent/config.json';
 
@@ -56,6 +57,7 @@ export function parseConfig(text: string, configPath: string): AgentConfig {
   let token = file.token;
   const tokenFile = file.token_file === undefined ? undefined : abs(file.token_file);
   if (token === undefined && tokenFile !== undefined) {
+    refuseUntrusted(tokenFile, 'token_file');
     token = readText(tokenFile, 'token_file').trim();
     if (!token) throw new ConfigError(`${configPath} is not valid`, [`token_file: ${tokenFile} is empty`]);
   }
@@ -64,17 +66,21 @@ export function parseConfig(text: string, configPath: string): AgentConfig {
   );
   if (placeholders.length) throw new ConfigError(`${configPath} is not valid`, placeholders);
   const { token: _t, token_file: _tf, ...rest } = file;
+  const caFile = file.ca_file === undefined ? undefined : abs(file.ca_file);
+  if (caFile !== undefined) refuseUntrusted(caFile, 'ca_file');
   return {
     ...rest,
     token: token!,
     token_file: tokenFile,
     state_dir: abs(file.state_dir),
-    ca_file: file.ca_file === undefined ? undefined : abs(file.ca_file),
+    ca_file: caFile,
     dry_run_output: file.dry_run_output === undefined || file.dry_run_output === '-' ? file.dry_run_output : abs(file.dry_run_output),
     configPath,
   };
 }
 
+/** Read and validate config.json; as root, only one no other user can change (see trust.ts). */
 export function loadConfig(configPath: string): AgentConfig {
+  refuseUntrusted(configPath, 'config');
   return parseConfig(readText(configPath, 'config file'), configPath);
 }

@@ -18,6 +18,8 @@ import { ADDR, Netns, createLab, isRoot, snapshot, type Lab } from '../netns/net
  */
 
 const AGENT_CONFIG = { maximum_rules: '30', score_threshold: '4', sync_time: '5', running: 'true' } as const;
+/** Every way the daemon logs putting objects back (the restore's own apply logs before its line). */
+const REPAIRED = /re-asserted the last applied set|put back with the last applied set|have been re-created/;
 /** A port nothing listens on: every API call is refused at once. */
 const UNREACHABLE = 'http://127.0.0.1:9/api/v1';
 
@@ -62,12 +64,23 @@ describe.each(['nftables', 'ipset', 'iptables'] as const)('daemon on the %s back
     writeFileSync(path, JSON.stringify({ ...cfg, base_url: UNREACHABLE }));
   };
   const kernel = () => kernelEntries(lab.host, plugin);
-  /** Start without an API; resolve with the kernel set read once the first sync has failed. */
+  /**
+   * Start without an API; resolve with the kernel set read once the first sync has failed. Nothing
+   * may have been repaired after the restore by then (the cycle's re-assertion before its pull, the
+   * watcher): what the kernel holds is the restore's work alone.
+   */
   const restartWithoutApi = async (path: string) => {
     cutApi(path);
-    const d = start(path);
+    // Debug lines: the failed report (debug after a failed cycle) ends the cycle, its re-assertion included.
+    const d = new DaemonProcess(path, { WCF_LOG_LEVEL: 'debug' });
+    running.push(d);
     await d.waitForLog(/^sync failed/);
-    return { d, entries: await kernel() };
+    await d.waitForLog(/^state report failed/);
+    const entries = await kernel();
+    const restoredAt = d.logs.findIndex((l) => /^restored the last known good set/.test(l.msg));
+    const repairs = d.logs.slice(restoredAt + 1).filter((l) => REPAIRED.test(l.msg));
+    expect(repairs.map((l) => l.msg), 'no repair after the restore').toEqual([]);
+    return { d, entries };
   };
 
   it('kernel objects wiped, API unreachable, restart: the last applied set is back before the first failed sync', async () => {

@@ -1,5 +1,7 @@
 // Lock-out protection end to end: a manual block (E2 decision on the simulator) of the host's own
-// address, of a network holding it, or of the loopback API address never reaches the plan or the rules.
+// address, of a network holding it, or of loopback (where the simulator's API listens) never reaches
+// the plan or the rules. The API's own member (api_server) is not what keeps loopback out here, the
+// built-in loopback range is: test/unit/agent/protected.test.ts checks api_server by itself.
 import { readFileSync, rmSync } from 'node:fs';
 import { networkInterfaces } from 'node:os';
 import { join } from 'node:path';
@@ -53,7 +55,7 @@ async function plan(path: string): Promise<PlanJson> {
 }
 
 describe('lock-out protection', () => {
-  it('manual blocks of the host address, its network and the API address are skipped; others are applied', async () => {
+  it('manual blocks of the host address, its network and loopback (the API here) are skipped; others are applied', async () => {
     const host = hostAddress();
     const apiHost = new URL(sim.url).hostname; // 127.0.0.1: the simulator listens on loopback
     const { path, dir } = config();

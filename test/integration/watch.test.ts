@@ -170,14 +170,22 @@ describe.each(['ipset', 'nftables'] as const)('watching between cycles with the 
       }
     });
 
-    it('watch_interval_seconds 0: no watching (no nft monitor child is started)', async () => {
+    it('watch_interval_seconds 0: no watching: no nft monitor child, and a removed table stays removed until a cycle', async () => {
       const off = join(s.cfgPath, '..', 'config-watch-off.json');
       writeFileSync(off, JSON.stringify({ ...(JSON.parse(readFileSync(s.cfgPath, 'utf8')) as object), watch_interval_seconds: 0 }), { mode: 0o600 });
       const d = new DaemonProcess(off, { WCF_AGENT_MINUTE_MS: '60000' });
       try {
         await d.waitForLog(/sync failed/);
+        expect(await hooked(s.ns, backend)).toBe(true); // restored at start
         // The monitor by its command line: a one-off nft the cycle runs (a kernel read) may be a child at this moment.
         expect((await execa('pgrep', ['-P', String(d.pid), '-f', '^nft monitor'], { reject: false })).stdout).toBe('');
+        // Removed between cycles (the next is at least 15 s away: a failed cycle backs off half a
+        // minute with jitter): a watcher would put it back within the deadline; none does.
+        await s.ns.exec('nft', ['delete', 'table', 'inet', 'wcf_agent']);
+        const back = await waitFor(() => hooked(s.ns, backend), 'nothing', REPAIR_DEADLINE_MS).then(() => true, () => false);
+        expect(back, 'the table came back without a cycle').toBe(false);
+        expect(d.count(/sync failed/), 'no cycle ran meanwhile').toBe(1);
+        expect(d.count(REPAIRED)).toBe(0);
         expect(d.count(WATCHING)).toBe(0);
       } finally {
         await d.stop();

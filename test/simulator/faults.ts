@@ -18,7 +18,7 @@
  * | reset        | all                    | destroys the socket without answering |
  * | empty        | GET /ips, GET /urls    | an empty page |
  * | badJson      | all                    | 200 with an HTML body and `content-type: application/json` |
- * | trickle      | GET /ips, GET /feedback | the real answer, `trickleBytes` (default 1) every `delayMs` (default 500): never idle long enough for a body timeout |
+ * | trickle      | GET /ips, GET /feedback | the real answer, `trickleBytes` (default 1) every `delayMs` (default 500): never idle long enough for a body timeout; `finishTrickles()` sends the rest at once |
  * | futureTs     | GET /ips               | the last page (not full) gets one more item, 203.0.113.77, stamped `aheadSeconds` (default 10 years) after the clock |
  * | endless      | GET /ips               | every page is full of new items stamped one second after the requested ts: paging never ends |
  *

@@ -80,6 +80,10 @@ export interface Simulator {
   /** Closes all sockets promptly, even those of slow or streaming requests. */
   close(): Promise<void>;
   setFault(mode: FaultMode | null, options?: FaultOptions): void;
+  /** Answers of the `trickle` fault being sent now. */
+  readonly trickling: number;
+  /** Every trickled answer in flight sends the rest of its body at once (the fault itself stays as set). */
+  finishTrickles(): void;
   readonly clock: { now(): number; set(epoch: number): void; advance(seconds: number): void };
   /** Adds or updates an indicator (new ts = `ts` or clock now; it moves to that place in the feed). */
   upsertIndicator(item: UpsertItem): void;
@@ -166,6 +170,10 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
     agid,
     close: () => server.close(),
     setFault: (mode, options) => faults.set(mode, options),
+    get trickling() {
+      return server.trickling;
+    },
+    finishTrickles: () => server.finishTrickles(),
     clock: {
       now: () => clock.now(),
       set: (e) => clock.set(e),

@@ -87,6 +87,10 @@ export class SimServer {
   readonly server: Server;
   private readonly waiter = new Waiter();
   private closing = false;
+  /** Trickled answers being sent now. */
+  trickling = 0;
+  /** Bumped by finishTrickles(): a trickle started before sends the rest of its answer at once. */
+  private trickleRound = 0;
 
   constructor(private readonly ctx: SimContext) {
     this.server = createServer((req, res) => {
@@ -292,11 +296,26 @@ export class SimServer {
     const buf = Buffer.from(body);
     res.writeHead(200, { 'content-type': 'application/json', 'content-length': buf.length });
     const step = Math.max(1, o.trickleBytes ?? 1);
-    for (let off = 0; off < buf.length; off += step) {
-      if (!(await this.waiter.wait(o.delayMs ?? 500, res)) || this.closing || res.destroyed) return;
-      res.write(buf.subarray(off, off + step));
+    const round = this.trickleRound;
+    this.trickling++;
+    try {
+      for (let off = 0; off < buf.length; off += step) {
+        if (!(await this.waiter.wait(o.delayMs ?? 500, res)) || this.closing || res.destroyed) return;
+        if (this.trickleRound !== round) {
+          res.end(buf.subarray(off));
+          return;
+        }
+        res.write(buf.subarray(off, off + step));
+      }
+      res.end();
+    } finally {
+      this.trickling--;
     }
-    res.end();
+  }
+
+  /** Trickled answers in flight send the rest at once (at their next step). */
+  finishTrickles(): void {
+    this.trickleRound++;
   }
 
   private urlPage(q: URLSearchParams, fault: ActiveFault | null): string {

@@ -9,7 +9,7 @@ import { selectEntries } from '../../policy/select.js';
 import { selectionWithOverrides } from './overrides-apply.js';
 import { AGENT_VERSION } from '../../version.js';
 import { recordCycle, reportCycle } from './report.js';
-import { enforce, recordOwned } from './enforce.js';
+import { enforcePlan } from './enforce.js';
 import type { AppliedList } from '../state/applied-columns.js';
 import { pullAll, type PulledFeeds } from './pull-all.js';
 import { feedItemCap } from '../../feed/pull.js';
@@ -105,7 +105,9 @@ export async function computePlan(deps: Omit<CycleDeps, 'state'> & { state: Plan
     urlAddresses: dns?.selection.addresses,
     explainFor: deps.explainFor,
   });
-  const { selection, base } = selectionWithOverrides(selected, { config, protectedSet: ps, maximumRules: resolved.settings.maximum_rules, now, logger });
+  const { selection, base } = deps.overridesAtApply
+    ? { selection: selected, base: selected.columns }
+    : selectionWithOverrides(selected, { config, protectedSet: ps, maximumRules: resolved.settings.maximum_rules, now, logger });
   // The feed is only read whole from here on (the cache file): no spare room, no hash slots.
   feeds.feed.compact();
   deps.clock?.lap('select');
@@ -173,6 +175,7 @@ function mergeRepairs(reassert: ApplyResult | undefined, apply: ApplyResult | un
  */
 export async function runCycle(deps: CycleDeps, plugin: FirewallPlugin): Promise<CycleOutcome> {
   const { config, state, logger } = deps;
+  const write = deps.write ?? (<T>(job: () => Promise<T>) => job());
   const started = Date.now();
   const clock = new PhaseClock();
   const now = (deps.now ?? epochNow)();
@@ -191,24 +194,27 @@ export async function runCycle(deps: CycleDeps, plugin: FirewallPlugin): Promise
   // then missing hooks, chain/table or set are put back from the last applied set (through the
   // protected set), whatever the pull brings; then the kernel read for the apply (read-only; see
   // FirewallPlugin.prefetch). The apply below waits for all three.
-  const hitsRead = recordHits(plugin, state, logger);
-  const reasserted = hitsRead
-    .then(() => reassertMissing(plugin, state, previousSettings(deps).settings, protectedSet, logger, now))
-    .then((r) => {
-      plugin.prefetch?.();
-      return r;
-    });
+  const reasserted = write(async () => {
+    await recordHits(plugin, state, logger);
+    return reassertMissing(plugin, state, previousSettings(deps).settings, protectedSet, logger, now);
+  }).then((r) => {
+    plugin.prefetch?.();
+    return r;
+  });
   try {
-    const pulled = persistPull(await computePlan({ ...deps, now: () => now, clock, protectedSet, afterPull: releaseAfterLargePull, onAgentRecord: (s) => (agentRecord = s) }, true), state, now);
-    ({ plan, fullPull, saveCache } = pulled);
+    const pulled = persistPull(
+      await computePlan({ ...deps, now: () => now, clock, protectedSet, afterPull: releaseAfterLargePull, onAgentRecord: (s) => (agentRecord = s), overridesAtApply: true }, true),
+      state,
+      now,
+    );
+    ({ fullPull, saveCache } = pulled);
+    plan = pulled.plan;
     clock.lap('cache');
     await reasserted;
-    enforced = await enforce(deps, plugin, plan, now);
-    recordOwned(state, plugin.name, enforced.apply, now);
-    clock.lap('apply');
-    state.saveApplied({ ts: now, plugin: plugin.name, entries: enforced.entries });
-    clock.lap('save');
-    dns = await applyDnsStep({ config, logger, dryRun: plugin.name === 'dry-run', force: deps.force, now }, plan.dns, plan.settings.running);
+    const ps = await protectedSet;
+    enforced = await write(() => enforcePlan(deps, plugin, pulled.plan, ps, now, clock, (ready) => (plan = ready)));
+    const { dns: dnsPlan, settings: { running } } = pulled.plan;
+    dns = await write(() => applyDnsStep({ config, logger, dryRun: plugin.name === 'dry-run', force: deps.force, now }, dnsPlan, running));
     clock.lap('dns');
     if (plan.settingProblems.length) error = new ServerConfigError(plan.settingProblems);
   } catch (err) {
@@ -226,7 +232,7 @@ export async function runCycle(deps: CycleDeps, plugin: FirewallPlugin): Promise
   // Nothing applied this cycle: the kernel keeps the last set, minus what has become protected since.
   // (Not while the agent is stopping: that cycle ends as soon as it can.)
   if (enforced === undefined && settings.running && !deps.api.client.aborted) {
-    await dropNewlyProtected(plugin, state, protectedSet, logger, now, settings.maximum_rules);
+    await write(() => dropNewlyProtected(plugin, state, protectedSet, logger, now, settings.maximum_rules));
   }
   const current = enforced?.entries ?? liveEntries(state.loadApplied(plugin.name), now);
   const record = recordCycle({ state, plugin: plugin.name, now, started, error, current, skipped: plan?.selection.skipped, fullPull, running: settings.running });

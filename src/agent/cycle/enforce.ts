@@ -1,9 +1,43 @@
 import { GuardError } from '../../errors.js';
 import type { ApplyResult, FirewallPlugin } from '../../firewall/index.js';
+import type { ProtectedSet } from '../../policy/protect.js';
 import { toApplied, type AppliedList } from '../state/applied-columns.js';
 import type { CycleDeps, PlanResult } from './types.js';
 import { checkShrink } from './shrink-guard.js';
+import { selectionWithOverrides } from './overrides-apply.js';
 import type { StateStore } from '../state/store.js';
+import type { PhaseClock } from './timings.js';
+
+/**
+ * The cycle's write (one job of the daemon's writer): the local overrides merged in as they are
+ * now (one given while the cycle pulled is in it; the shrink guard and the delta start from what
+ * the kernel and the applied record hold after it), then enforce, and the record saved with it.
+ * `merged` is told the plan as applied.
+ */
+export async function enforcePlan(
+  deps: CycleDeps,
+  plugin: FirewallPlugin,
+  pulled: PlanResult,
+  protectedSet: ProtectedSet,
+  now: number,
+  clock: PhaseClock,
+  merged: (plan: PlanResult) => void,
+): Promise<{ apply?: ApplyResult; entries: AppliedList }> {
+  const { config, state, logger } = deps;
+  const overrides = selectionWithOverrides(pulled.selection, { config, protectedSet, logger, maximumRules: pulled.settings.maximum_rules, now: (deps.now ?? epochNow)() });
+  const plan = { ...pulled, selection: overrides.selection, base: overrides.base };
+  merged(plan);
+  deps.onSettings?.(plan.settings);
+  const e = await enforce(deps, plugin, plan, now);
+  recordOwned(state, plugin.name, e.apply, now);
+  clock.lap('apply');
+  state.saveApplied({ ts: now, plugin: plugin.name, entries: e.entries });
+  clock.lap('save');
+  if (e.apply) deps.onApplied?.(plan);
+  return e;
+}
+
+const epochNow = () => Math.floor(Date.now() / 1000);
 
 /** The cycle's firewall step: the shrink guard, then apply the selection (or flush when running is off). */
 export async function enforce(deps: CycleDeps, plugin: FirewallPlugin, plan: PlanResult, now: number): Promise<{ apply?: ApplyResult; entries: AppliedList }> {
@@ -26,7 +60,7 @@ export async function enforce(deps: CycleDeps, plugin: FirewallPlugin, plan: Pla
   // the entries go in (counted from the start, a long pull made every expiry that much late,
   // and the next cycle saw every timeout as changed), and an entry whose expiry passed during
   // the pull is left out (the kernel would drop it within the second anyway).
-  const applyAt = (deps.now ?? (() => Math.floor(Date.now() / 1000)))();
+  const applyAt = (deps.now ?? epochNow)();
   const { firewall, applied } = toApplied(plan.selection.columns, applyAt);
   // The set is sized for the maximum_rules in force (the server's), not config.json's.
   const apply = await plugin.apply(firewall, { capacity: plan.settings.maximum_rules, appliedBefore: lastCount !== undefined });

@@ -22,6 +22,8 @@ export interface ReapplyOptions {
   readonly onlyWhenRemoved?: boolean;
   /** The entries as they go to the kernel (the start-up restore adds the local overrides). */
   readonly shape?: (kept: AppliedEntries) => AppliedEntries;
+  /** The caller logs what was re-created in its own line (one repair, one warning); the plugin then does not. */
+  readonly callerLogsRepairs?: boolean;
 }
 
 export interface Reapplied {
@@ -47,7 +49,7 @@ export async function reapplyLast(o: ReapplyOptions): Promise<Reapplied | undefi
   const { kept, removed } = filterApplied(last, o.protectedSet, o.now);
   if (o.onlyWhenRemoved && removed.length === 0) return { last, kept, removed: 0 };
   const entries = o.shape ? o.shape(kept) : kept;
-  const result = await o.plugin.apply(appliedToFirewall(entries, o.now), { capacity: o.capacity, appliedBefore: true });
+  const result = await o.plugin.apply(appliedToFirewall(entries, o.now), { capacity: o.capacity, appliedBefore: true, callerLogsRepairs: o.callerLogsRepairs });
   if (removed.length) {
     o.state.saveApplied({ ts: last.ts, plugin: o.plugin.name, entries: kept });
     logRemoved(o.logger, removed, o.why);

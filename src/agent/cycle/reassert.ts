@@ -27,10 +27,14 @@ export async function reassertMissing(
     const missing = (await plugin.objects()).filter((o) => o.state === 'absent').map((o) => o.what);
     if (missing.length === 0) return undefined;
     // Read only now: at a million entries the record is a million objects, needed only for a repair.
-    const r = await reapplyLast({ plugin, state, logger, protectedSet: await protectedSet, now, capacity: settings.maximum_rules, why: 're-assert' });
+    // One repair, one warning: this one (the plugin does not log its own).
+    const r = await reapplyLast({ plugin, state, logger, protectedSet: await protectedSet, now, capacity: settings.maximum_rules, why: 're-assert', callerLogsRepairs: true });
     if (!r) return undefined;
     const entries = r.kept;
-    logger.warn({ missing, entries: entries.length }, `firewall objects were missing; re-asserted the last applied set (${entries.length} entries) before the pull`);
+    logger.warn(
+      { missing, repaired: r.result?.repaired, entries: entries.length },
+      `firewall objects were missing; re-asserted the last applied set (${entries.length} entries) before the pull`,
+    );
     return r.result;
   } catch (err) {
     logger.error({ code: (err as WcfError).code }, `could not re-assert the last applied set: ${errorMessage(err)}`);

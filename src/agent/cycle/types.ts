@@ -38,6 +38,24 @@ export interface CycleDeps {
   protectedSet?: Promise<ProtectedSet>;
   /** `explain --refresh`: the selection also says what it decided for the records overlapping this range. */
   explainFor?: { readonly start: number; readonly end: number };
+  /**
+   * Runs each of the cycle's writes (the kernel, the resolver, and the applied record saved with
+   * them), and nothing else: the daemon passes its writer, so its repairs and local overrides get
+   * in while the cycle waits on the network. Default: at once (`sync --once` has no writer).
+   */
+  write?: <T>(job: () => Promise<T>) => Promise<T>;
+  /**
+   * Told, inside the write that enforces a pulled plan, its settings (in force from this write on:
+   * a local apply after it must not re-apply what `running: false` just removed) and, once the
+   * kernel holds it, the plan (the daemon's base for local applies).
+   */
+  onSettings?: (settings: Settings) => void;
+  onApplied?: (plan: PlanResult) => void;
+  /**
+   * The local overrides are merged by the caller at its apply, not here (runCycle: an allow given
+   * while the cycle pulls must be in what it applies); `selection` is then the feeds' alone.
+   */
+  overridesAtApply?: boolean;
 }
 
 export interface PlanResult {

@@ -3,7 +3,7 @@ import type { Logger } from '../../log.js';
 import type { AgentConfig } from '../../config/load.js';
 import type { Settings } from '../../config/server.js';
 import { previousSettings } from '../cycle/cycle.js';
-import { type CycleOutcome } from '../cycle/types.js';
+import { type CycleOutcome, type PlanResult } from '../cycle/types.js';
 import { runBoundedCycle } from '../cycle/bounded-cycle.js';
 import { localProtectedSet } from '../cycle/protect-applied.js';
 import { reapplyLast } from '../cycle/reapply.js';
@@ -83,7 +83,10 @@ export class Daemon {
   private settings!: Settings;
   /** The reload in progress: reloads run one after the other, never interleaved. */
   private reloading: Promise<boolean> = Promise.resolve(true);
-  /** One writer at a time: cycles and the fast path (overrides, decision polls) queue here. */
+  /**
+   * One writer at a time: each write of a cycle, the fast path's applies (overrides, decision
+   * polls) and the watcher's repairs queue here. Held only while writing, never across a pull.
+   */
   private readonly writer = new Writer();
   private readonly fast: FastPath;
   /** The last set applied, for the watcher's repairs between cycles. */
@@ -211,9 +214,10 @@ export class Daemon {
 
   private async cycle(): Promise<boolean> {
     if (this.stopping) return true;
-    const outcome = await this.writer.run(() => withLock(this.parts.config.state_dir, () =>
-      runBoundedCycle({ config: this.parts.config, api: this.parts.api, state: this.parts.state, logger: this.logger }, this.parts.plugin),
-    )).catch((err: unknown) => {
+    const { config, api, state, plugin } = this.parts;
+    const deps = { config, api, state, logger: this.logger, write: this.writer.run.bind(this.writer), onSettings: (s: Settings) => (this.settings = s), onApplied: (p: PlanResult) => this.fast.applied(p) };
+    // The agent lock for the whole cycle (no manual sync meanwhile); the writer only for its writes.
+    const outcome = await this.fast.cycle(() => withLock(config.state_dir, () => runBoundedCycle(deps, plugin))).catch((err: unknown) => {
       // The lock is held by a manual `sync --once`, or the state dir broke: try again later.
       this.logger.warn(`cycle skipped: ${errorMessage(err)}`);
       return undefined;
@@ -255,12 +259,15 @@ export class Daemon {
     await this.watcher?.stop();
     try {
       const parts = this.remembering(await this.opts.open(next));
-      if (namesChanged) {
-        this.logger.warn('owned object names or plugin changed: removing the old objects');
-        await old.plugin.flush().catch((err: unknown) => this.logger.error(`flush of the old objects failed: ${errorMessage(err)}`));
-      }
+      // Through the writer like every other write: an override applied meanwhile goes to the new objects.
+      await this.writer.run(async () => {
+        if (namesChanged) {
+          this.logger.warn('owned object names or plugin changed: removing the old objects');
+          await old.plugin.flush().catch((err: unknown) => this.logger.error(`flush of the old objects failed: ${errorMessage(err)}`));
+        }
+        this.parts = parts;
+      });
       await old.api.client.close().catch(() => undefined);
-      this.parts = parts;
       this.logger.info({ config: next.configPath }, 'configuration reloaded');
     } catch (err) {
       this.logger.error(`config reload failed, keeping the running configuration: ${errorMessage(err)}`);

@@ -28,12 +28,18 @@ export interface DecisionPollDeps {
  * never see it, and both feeds are small. When they differ from what the last
  * cycle (or poll) applied, the last selection is rebased on them and applied
  * with the local overrides, through the protected set, without pulling the
- * score feed. The caller holds the agent lock and the daemon's writer.
+ * score feed. The caller holds the agent lock; `write` runs the apply (the
+ * daemon's writer: never held across the pull).
  * Answers the new base when something was applied, else undefined. `base` is asked for only
  * then (the daemon keeps it as columns: a million entries made into objects at every poll
  * would be hundreds of MB of garbage).
  */
-export async function pollDecisions(deps: DecisionPollDeps, base: () => readonly SelectedEntry[], now: number): Promise<SelectedEntry[] | undefined> {
+export async function pollDecisions(
+  deps: DecisionPollDeps,
+  base: () => readonly SelectedEntry[],
+  now: number,
+  write: (job: () => Promise<SelectedEntry[]>) => Promise<SelectedEntry[] | undefined> = (job) => job(),
+): Promise<SelectedEntry[] | undefined> {
   const { config, api, state, logger, settings } = deps;
   const previous = loadDecisionsCache(state.dir, logger);
   // Nothing to rebase on before the first successful cycle, which pulls the decisions itself.
@@ -49,22 +55,24 @@ export async function pollDecisions(deps: DecisionPollDeps, base: () => readonly
     deadline.stop();
   }
   if (sameDecisions(previous.manualBlocks, manual.items) && sameDecisions(previous.whitelist, white.items)) return undefined;
-  const protectedSet = await localProtectedSet(config, state, logger, { offline: true });
-  const next = rebaseOnDecisions({
-    base: base(),
-    manualBlocks: manual.items.values(),
-    whitelist: white.items.values(),
-    protectedSet,
-    minPrefix: config.min_prefix,
-    maximumRules: settings.maximum_rules,
-    now,
+  return write(async () => {
+    const protectedSet = await localProtectedSet(config, state, logger, { offline: true });
+    const next = rebaseOnDecisions({
+      base: base(),
+      manualBlocks: manual.items.values(),
+      whitelist: white.items.values(),
+      protectedSet,
+      minPrefix: config.min_prefix,
+      maximumRules: settings.maximum_rules,
+      now,
+    });
+    const r = await applyLocal(deps, next, now);
+    // What plan --offline and the next poll compare against; the formula is the last cycle's.
+    saveDecisionsCache(state.dir, { manualBlocks: manual.items, whitelist: white.items, header: previous.formulas }, previous.at);
+    logger.info(
+      { manual: manual.items.size, whitelist: white.items.size, applied: r.applied, added: r.apply?.added ?? 0, removed: r.apply?.removed ?? 0 },
+      'manual decisions changed: applied without a full cycle',
+    );
+    return next;
   });
-  const r = await applyLocal(deps, next, now);
-  // What plan --offline and the next poll compare against; the formula is the last cycle's.
-  saveDecisionsCache(state.dir, { manualBlocks: manual.items, whitelist: white.items, header: previous.formulas }, previous.at);
-  logger.info(
-    { manual: manual.items.size, whitelist: white.items.size, applied: r.applied, added: r.apply?.added ?? 0, removed: r.apply?.removed ?? 0 },
-    'manual decisions changed: applied without a full cycle',
-  );
-  return next;
 }

@@ -4,7 +4,7 @@ import type { Logger } from '../../log.js';
 import type { SelectedEntry } from '../../policy/types.js';
 import { SelectedColumns } from '../../policy/selected-columns.js';
 import { listenControl, type ControlServer } from './control-socket.js';
-import type { CycleOutcome } from '../cycle/types.js';
+import type { CycleOutcome, PlanResult } from '../cycle/types.js';
 import type { DaemonParts } from './parts.js';
 import { pollDecisions } from './decision-poll.js';
 import { withLock } from '../state/lock.js';
@@ -27,9 +27,9 @@ export interface FastPathOptions {
  * local overrides as soon as `wcf-agent allow/block` says so over the control
  * socket, the end of a local allow (the entries it held out come back), and a
  * change of the manual decisions found by polling them every
- * `decision_poll_seconds`. Each runs through the daemon's writer (never while a
- * cycle runs) and under the agent lock, and starts from the last cycle's
- * selection without overrides (`base`).
+ * `decision_poll_seconds`. Each writes through the daemon's writer (between a
+ * cycle's writes too, while it pulls) and under the agent lock, and starts from
+ * the last applied cycle's selection without overrides (`base`).
  */
 export class FastPath {
   /** Kept as columns between cycles (a million entries as objects would cost ~200 MB); entries again when used. */
@@ -38,6 +38,9 @@ export class FastPath {
   private pollTimer: NodeJS.Timeout | undefined;
   private expiryTimer: NodeJS.Timeout | undefined;
   private stopped = false;
+  private polling: Promise<void> | undefined;
+  /** A cycle runs (its pull included): no decision poll starts, the cycle pulls the decisions itself. */
+  private cycling = false;
 
   constructor(private readonly o: FastPathOptions) {}
 
@@ -57,15 +60,32 @@ export class FastPath {
     clearTimeout(this.pollTimer);
     clearTimeout(this.expiryTimer);
     await this.control?.close();
+    await this.polling;
   }
 
   /**
-   * After each cycle: its selection is the new base, if the cycle applied it. A selection the
-   * shrink guard held back, or whose apply failed, must not reach the kernel through an override.
+   * A cycle applied `plan` (called inside that write): its selection is the new base. A selection
+   * the shrink guard held back, or whose apply failed, never gets here, so it cannot reach the
+   * kernel through an override.
    */
-  onCycle(outcome: CycleOutcome): void {
-    if (outcome.plan && outcome.apply) this.base = outcome.plan.base;
+  applied(plan: PlanResult): void {
+    this.base = plan.base;
+  }
+
+  /** After each cycle. */
+  onCycle(_outcome: CycleOutcome): void {
     this.armExpiry();
+  }
+
+  /** Runs the daemon's cycle: a decision poll in flight ends first, none starts meanwhile (they share the API client's cycle deadline). */
+  async cycle<T>(run: () => Promise<T>): Promise<T> {
+    this.cycling = true;
+    try {
+      await this.polling;
+      return await run();
+    } finally {
+      this.cycling = false;
+    }
   }
 
   /** The control socket's `overrides` command: apply the overrides file now. Answers one line for the CLI. */
@@ -129,21 +149,30 @@ export class FastPath {
     this.pollTimer.unref();
   }
 
-  /** One poll; skipped while a cycle (or anything else) writes, or with running disabled: the cycle pulls the decisions itself. */
+  /** One poll; skipped while a cycle or another poll runs, or with running disabled: the cycle pulls the decisions itself. */
   async pollOnce(): Promise<void> {
-    if (this.stopped || this.o.writer.busy || !this.o.settings().running) return;
-    await this.o.writer.run(async () => {
-      const parts = this.o.parts();
-      const now = Math.floor(Date.now() / 1000);
-      try {
-        const next = await withLock(parts.config.state_dir, () =>
-          pollDecisions({ ...parts, logger: this.o.logger, settings: this.o.settings() }, () => this.currentBase(now), now),
-        );
-        if (next) this.base = SelectedColumns.of(next);
-      } catch (err) {
-        // The next poll or cycle tries again; a failing API is the cycle's to report.
-        this.o.logger.debug({ code: (err as WcfError).code }, `decision poll failed: ${errorMessage(err)}`);
-      }
-    });
+    if (this.stopped || this.polling || this.cycling || !this.o.settings().running) return;
+    this.polling = this.pollNow().finally(() => (this.polling = undefined));
+    await this.polling;
+  }
+
+  private async pollNow(): Promise<void> {
+    const parts = this.o.parts();
+    const now = Math.floor(Date.now() / 1000);
+    try {
+      // The pull outside the writer, the apply through it (repairs and overrides never wait for the network).
+      await withLock(parts.config.state_dir, () =>
+        pollDecisions({ ...parts, logger: this.o.logger, settings: this.o.settings() }, () => this.currentBase(now), now, (job) =>
+          this.o.writer.run(async () => {
+            const next = await job();
+            if (next) this.base = SelectedColumns.of(next);
+            return next;
+          }),
+        ),
+      );
+    } catch (err) {
+      // The next poll or cycle tries again; a failing API is the cycle's to report.
+      this.o.logger.debug({ code: (err as WcfError).code }, `decision poll failed: ${errorMessage(err)}`);
+    }
   }
 }

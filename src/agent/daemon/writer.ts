@@ -1,9 +1,12 @@
 /**
- * The daemon's one writer at a time. Everything that writes the firewall or the
- * state (a cycle, a local override being applied, a changed manual decision,
- * anything else that re-asserts the set between cycles) runs through `run`, one
- * job after the other in the order asked; the agent lock then keeps other
- * processes (a manual `sync`, `allow` without a daemon) out as well.
+ * The daemon's one writer at a time. Every write of the firewall or the resolver
+ * (each of a cycle's writes, a local override being applied, a changed manual
+ * decision, a repair between cycles), with the applied record saved alongside,
+ * runs through `run`, one job after the other in the order asked. A job is held
+ * only while it writes, never while a cycle or a poll waits on the network: a
+ * repair or an override gets in between a cycle's writes within seconds, however
+ * slow the pull. The agent lock keeps other processes (a manual `sync`, `allow`
+ * without a daemon) out as well.
  */
 export class Writer {
   private tail: Promise<unknown> = Promise.resolve();

@@ -106,13 +106,16 @@ function tryCreate(path: string, me: LockHolder): boolean {
 }
 
 /**
- * One cycle at a time per state dir (a manual `sync --once` while the daemon
- * runs would otherwise race it). A lock whose holder is gone (dead, rebooted,
- * PID reused) is taken over; so is a lock this very process wrote. `name`: another
- * lock file in the same dir (the overrides store has its own, held only while it is rewritten).
+ * Locks this process holds now, by path, with how many of its jobs hold each. The daemon's
+ * cycle holds the agent lock across its pull while its repairs and local overrides (one
+ * after the other through its writer) apply in between: they share the hold, and the file
+ * goes only when the last of them ends (the first to end removing it would let a manual
+ * `sync` in while the cycle still runs).
  */
-export async function withLock<T>(stateDir: string, fn: () => Promise<T>, name = 'agent.lock'): Promise<T> {
-  const path = join(stateDir, name);
+const heldHere = new Map<string, number>();
+
+/** Create the lock file, or throw LockHeldError when another live process holds it. */
+function take(path: string): void {
   const me = currentHolder();
   for (let attempt = 0; !tryCreate(path, me); attempt++) {
     const holder = readHolder(path);
@@ -128,14 +131,57 @@ export async function withLock<T>(stateDir: string, fn: () => Promise<T>, name =
       if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw new StateError(`cannot remove the stale lock ${path}: ${(err as Error).message}`, { cause: err });
     }
   }
+}
+
+/** One more hold of `path` by this process, taking the file first if it holds none. Synchronous: no job can slip in between. */
+function hold(path: string): void {
+  const n = heldHere.get(path);
+  if (n === undefined) take(path);
+  heldHere.set(path, (n ?? 0) + 1);
+}
+
+function release(path: string): void {
+  const left = heldHere.get(path)! - 1;
+  if (left > 0) {
+    heldHere.set(path, left);
+    return;
+  }
+  heldHere.delete(path);
+  try {
+    unlinkSync(path);
+  } catch {
+    /* already removed */
+  }
+}
+
+/** How often a waiting withLock looks again. */
+const RETRY_MS = 50;
+
+/**
+ * One cycle at a time per state dir (a manual `sync --once` while the daemon
+ * runs would otherwise race it). A lock whose holder is gone (dead, rebooted,
+ * PID reused) is taken over; so is a lock this very process wrote. Jobs of this
+ * process share a lock it holds already (see heldHere). `name`: another lock file
+ * in the same dir (the overrides store has its own, held only while it is rewritten).
+ * `waitMs`: while another live process holds it, try again for this long before
+ * failing with LockHeldError (commands an operator may run twice at once).
+ */
+export async function withLock<T>(stateDir: string, fn: () => Promise<T>, name = 'agent.lock', waitMs = 0): Promise<T> {
+  const path = join(stateDir, name);
+  const until = Date.now() + waitMs;
+  for (;;) {
+    try {
+      hold(path);
+      break;
+    } catch (err) {
+      if (!(err instanceof LockHeldError) || Date.now() >= until) throw err;
+    }
+    await new Promise((r) => setTimeout(r, RETRY_MS));
+  }
   try {
     return await fn();
   } finally {
-    try {
-      unlinkSync(path);
-    } catch {
-      /* already removed */
-    }
+    release(path);
   }
 }
 

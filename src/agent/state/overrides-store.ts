@@ -1,5 +1,6 @@
 import { join } from 'node:path';
 import { StateError } from '../../errors.js';
+import { jsonErrorSpot } from '../../config/json-position.js';
 import { parseCidr, toCidr } from '../../net/ipv4.js';
 import type { LocalOverride } from '../../policy/overrides.js';
 import { writeFileAtomic } from '../../util/atomic-file.js';
@@ -49,9 +50,17 @@ export function loadOverrides(stateDir: string): LocalOverride[] {
     throw err;
   }
   if (buf === undefined) return [];
+  const text = buf.toString('utf8');
+  let raw: { version?: unknown; overrides?: unknown };
   try {
-    const raw = JSON.parse(buf.toString('utf8')) as { version?: unknown; overrides?: unknown };
-    if (raw.version !== VERSION || !Array.isArray(raw.overrides)) throw new Error('unknown format');
+    raw = JSON.parse(text) as typeof raw;
+  } catch (err) {
+    // JSON.parse's message quotes the text: the file is never quoted (status and every cycle's log would repeat it).
+    const at = jsonErrorSpot(text);
+    throw new StateError(`cannot use ${path}: not valid JSON${at ? ` at line ${at.line}, column ${at.column}` : ''} (fix or remove the file)`, { cause: err });
+  }
+  try {
+    if (raw === null || typeof raw !== 'object' || raw.version !== VERSION || !Array.isArray(raw.overrides)) throw new Error('unknown format');
     return raw.overrides.map((o, i) => parseOne(o, `overrides[${i}]`));
   } catch (err) {
     throw new StateError(`cannot use ${path}: ${(err as Error).message} (fix or remove the file)`, { cause: err });

@@ -4,6 +4,7 @@ import { HARD_LIMITS } from '../../config/schema.js';
 import { ApiStatusError, UsageError } from '../../errors.js';
 import { createApi, loadContext, type GlobalOptions } from '../context.js';
 import { duration, isoTime, printJson, table } from '../format.js';
+import { terminalSafe } from '../../util/terminal-text.js';
 
 const RUNNING: Record<string, 'true' | 'false'> = {
   on: 'true', true: 'true', yes: 'true', enabled: 'true',
@@ -50,14 +51,15 @@ export function configureBody(o: ConfigureFlags): StoredConfigBody {
   return body;
 }
 
-const text = (v: unknown) => (v === undefined || v === null || v === '' ? '-' : String(v));
+/** A record's value for the terminal: the server's text, its control and bidi characters escaped. */
+const text = (v: unknown) => (v === undefined || v === null || v === '' ? '-' : terminalSafe(String(v)));
 
 export function agentRows(records: readonly AgentRecord[], now: number): string[][] {
   return records.map((r) => {
     const c = r.config ?? {};
     const ts = typeof r.ts === 'number' && r.ts > 0 ? r.ts : undefined;
     return [
-      r.agid,
+      text(r.agid),
       text(r.hostanme),
       text(r.plugin),
       text(r.code),

@@ -18,6 +18,12 @@ import { loadContext, openPlugin, openState, type GlobalOptions } from '../conte
 const STORE_LOCK = 'overrides.lock';
 /** How long `allow`/`block` wait for the daemon to apply: it may first finish a cycle in flight. */
 const DAEMON_ANSWER_MS = 120_000;
+/**
+ * How long a command waits for a lock another `allow`/`block` holds (several run at once by
+ * an operator or a script): each holds the store lock for milliseconds and, without a daemon,
+ * the agent lock for one local apply. Longer than that is a sync in progress.
+ */
+const LOCK_WAIT_MS = 15_000;
 const UNIT_S: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86_400 };
 
 const epochNow = () => Math.floor(Date.now() / 1000);
@@ -61,10 +67,16 @@ async function enforceNow(config: AgentConfig, logger: Logger): Promise<string> 
   }
   const state = openState(config, logger);
   const plugin = await openPlugin(config, logger, false);
-  const now = epochNow();
   try {
-    const r = await withLock(config.state_dir, () =>
-      applyLocal({ config, state, plugin, logger, settings: state.small.settings ?? localSettings(config) }, baseFromApplied(state.loadApplied(plugin.name), now), now),
+    const r = await withLock(
+      config.state_dir,
+      () => {
+        state.refresh(); // another allow may have applied (and written the record) while this one waited
+        const now = epochNow();
+        return applyLocal({ config, state, plugin, logger, settings: state.small.settings ?? localSettings(config) }, baseFromApplied(state.loadApplied(plugin.name), now), now);
+      },
+      'agent.lock',
+      LOCK_WAIT_MS,
     );
     return `applied (no daemon running): ${r.applied} entries on ${plugin.name}`;
   } catch (err) {
@@ -98,6 +110,7 @@ async function addOverride(action: 'allow' | 'block', address: string, opts: Glo
       saveOverrides(config.state_dir, withOverride(list, override, now));
     },
     STORE_LOCK,
+    LOCK_WAIT_MS,
   );
   const line = describe(override, now);
   try {
@@ -151,6 +164,7 @@ export async function overridesRemoveCommand(address: string, opts: GlobalOption
       saveOverrides(config.state_dir, next);
     },
     STORE_LOCK,
+    LOCK_WAIT_MS,
   );
   try {
     process.stdout.write(`removed the local override for ${cidr.text}: ${await enforceNow(config, logger)}\n`);

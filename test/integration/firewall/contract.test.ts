@@ -4,7 +4,7 @@ import { NftablesPlugin } from '../../../src/firewall/nft/plugin.js';
 import type { CommandRunner } from '../../../src/exec/runner.js';
 import { IptablesPlugin } from '../../../src/firewall/xtables/plugin.js';
 import { ADDR, Netns, snapshot, wrapRunner } from '../../netns/netns.js';
-import { expect } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { FOREIGN_NAMES, NAMES } from './common.js';
 import { contractSuite, type ContractBackend } from './contract.js';
 import { chainSources, hookCount, ipsetEntries, nftElements, hookRule } from './kernel.js';
@@ -186,7 +186,16 @@ function iptablesBackend(title: string, tools: { iptables: string; restore: stri
 contractSuite(nftables);
 contractSuite(ipset);
 contractSuite(iptablesBackend('iptables', { iptables: 'iptables', restore: 'iptables-restore', save: 'iptables-save' }));
-// Debian installs the legacy variant beside the nf_tables one; the agent runs whichever `iptables` is.
-if (existsSync('/usr/sbin/iptables-legacy')) {
+// Debian installs the legacy variant beside the nf_tables one (both come with its iptables package); the agent
+// runs whichever `iptables` is. Without it the suite fails, and says why: a green run must mean it ran.
+const LEGACY_TOOLS = ['iptables-legacy', 'iptables-legacy-restore', 'iptables-legacy-save'];
+const missingLegacy = LEGACY_TOOLS.filter((tool) => !['/usr/sbin', '/sbin', '/usr/bin'].some((dir) => existsSync(`${dir}/${tool}`)));
+if (missingLegacy.length === 0) {
   contractSuite(iptablesBackend('iptables-legacy', { iptables: 'iptables-legacy', restore: 'iptables-legacy-restore', save: 'iptables-legacy-save' }));
+} else {
+  describe('iptables-legacy: firewall plugin contract on real netfilter', () => {
+    it('needs the legacy tools', () => {
+      throw new Error(`${missingLegacy.join(', ')} not found: install the iptables package (Debian ships the legacy variant in it); scripts/test.sh does as root`);
+    });
+  });
 }

@@ -105,7 +105,7 @@ export function directionSuite(b: DirectionBackend, direction: Direction): void 
     }
 
     const other: Direction = direction === 'both' ? 'inbound' : 'both';
-    it(`changing direction to ${other} and back rebuilds the hooks in one apply, and repairs nothing afterwards`, async () => {
+    it(`changing direction to ${other} and back: the first apply after each change rebuilds the hooks, the next finds nothing to repair`, async () => {
       const p = b.create(opts({ direction: other }));
       const r = await p.apply(entries, CAP);
       expect(r.repaired.length).toBeGreaterThan(0);

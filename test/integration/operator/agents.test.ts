@@ -24,6 +24,24 @@ describe('agents list', () => {
     expect(Number(row.split(/\s+/)[4])).toBeGreaterThan(0);
   });
 
+  it('server text (agid, stored values) reaches the terminal escaped: no escape sequence, no forged line, no reordering', async () => {
+    const evil = 'ev\x1b]0;pwned\x07il\x1b[2J\r\nforged \u202eetc\x9b31m';
+    sim.setAgentConfig(evil, { version: '\x1b[31mred\u202e', running: 'true\r\nforged row' });
+    try {
+      const r = await runCli(['agents', 'list', '--config', path]);
+      expect(r.exitCode, r.stderr).toBe(0);
+      // Only printable text and line ends: every control and bidi character came out as an escape.
+      expect(r.stdout).not.toMatch(/[\x00-\x09\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]/);
+      const rows = r.stdout.split('\n').filter((l) => l.includes('forged'));
+      expect(rows, 'one row for the record, its CR/LF escaped').toHaveLength(1);
+      expect(rows[0]).toContain('ev\\x1b]0;pwned\\x07il\\x1b[2J\\r\\nforged \\u202eetc\\x9b31m');
+      expect(rows[0]).toContain('\\x1b[31mred\\u202e');
+      expect(r.stdout.split('\n').some((l) => l.startsWith('forged'))).toBe(false);
+    } finally {
+      sim.deleteAgent(evil);
+    }
+  });
+
   it('--json prints {agents} as the API returns them', async () => {
     const r = await runCli(['agents', 'list', '--json', '--config', path]);
     expect(r.exitCode, r.stderr).toBe(0);

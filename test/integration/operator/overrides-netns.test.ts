@@ -13,8 +13,7 @@ import { kernelSet } from '../../netns/relay.js';
  * daemon as child processes. Root required.
  */
 const PLUGIN = 'nftables';
-/** The contract: an override is in the kernel within a second of the command. */
-const AT_ONCE_MS = 1000;
+/** The contract: an override is in the kernel when the command returns (the daemon answers after its apply). */
 
 let sim: Simulator;
 let lab: Lab;
@@ -74,7 +73,7 @@ async function kernelUntil(check: (set: string[]) => boolean, what: string, dead
 }
 
 describe('local overrides on real netfilter', () => {
-  it('allow with the daemon running takes a manually blocked address out of the kernel within a second, and holds across a restart', async () => {
+  it('allow with the daemon running takes a manually blocked address out of the kernel before the command returns, and holds across a restart', async () => {
     const c = config();
     sim.setDecision(ADDR.blocked, 1);
     const d = startDaemon(c.path);
@@ -82,11 +81,10 @@ describe('local overrides on real netfilter', () => {
     expect(await kernel()).toContain(ADDR.blocked);
     expect(await lab.connect(ADDR.blocked)).toBe('timeout');
 
-    const t0 = Date.now();
     const r = await runCli(['allow', ADDR.blocked, '--for', '2h', '--note', 'our partner', '--config', c.path]);
     expect(r.exitCode, r.stderr).toBe(0);
     expect(r.stdout).toMatch(new RegExp(`^allowed ${ADDR.blocked.replace(/\./g, '\\.')} for 2h 00m \\(until .*\\): applied by the daemon \\(pid ${d.pid}\\)`));
-    await kernelUntil((s) => !s.includes(ADDR.blocked), `${ADDR.blocked} to leave the kernel`, t0 + AT_ONCE_MS);
+    expect(await kernel(), 'out of the kernel when the command returns').not.toContain(ADDR.blocked);
     expect(await lab.connect(ADDR.blocked)).toBe('connected');
 
     const list = JSON.parse((await runCli(['overrides', '--json', '--config', c.path])).stdout) as { overrides: Record<string, unknown>[] };
@@ -102,23 +100,21 @@ describe('local overrides on real netfilter', () => {
     expect(await kernel()).not.toContain(ADDR.blocked);
 
     // Removed: blocked again at once, without waiting for a cycle.
-    const t1 = Date.now();
     const rm = await runCli(['overrides', 'remove', ADDR.blocked, '--config', c.path]);
     expect(rm.exitCode, rm.stderr).toBe(0);
     expect(rm.stdout).toContain(`removed the local override for ${ADDR.blocked}: applied by the daemon (pid ${again.pid})`);
-    await kernelUntil((s) => s.includes(ADDR.blocked), `${ADDR.blocked} to be blocked again`, t1 + AT_ONCE_MS);
+    expect(await kernel(), 'blocked again when the command returns').toContain(ADDR.blocked);
     expect((await runCli(['overrides', '--config', c.path])).stdout).toBe('no local overrides');
     expect(again.count(/^cycle done/)).toBe(1);
   });
 
-  it('block --for 2s with the daemon running is in the kernel within a second and leaves it on its own', async () => {
+  it('block --for 2s with the daemon running is in the kernel when the command returns and leaves it on its own', async () => {
     const c = config();
     const d = startDaemon(c.path);
     await d.waitForLog(/^cycle done/);
-    const t0 = Date.now();
     const r = await runCli(['block', ADDR.other, '--for', '2s', '--config', c.path]);
     expect(r.exitCode, r.stderr).toBe(0);
-    await kernelUntil((s) => s.includes(ADDR.other), `${ADDR.other} in the kernel`, t0 + AT_ONCE_MS);
+    expect(await kernel(), 'in the kernel when the command returns').toContain(ADDR.other);
     // The kernel's own timeout removes it: no cycle runs meanwhile (sync_time is 5 minutes).
     await kernelUntil((s) => !s.includes(ADDR.other), `${ADDR.other} to expire`, Date.now() + 10_000);
     expect(await lab.connect(ADDR.other)).toBe('connected');
@@ -131,9 +127,8 @@ describe('local overrides on real netfilter', () => {
     sim.setDecision(ADDR.blocked, 1);
     const d = startDaemon(c.path);
     await d.waitForLog(/^cycle done/);
-    const t0 = Date.now();
     expect((await runCli(['allow', ADDR.blocked, '--for', '2s', '--config', c.path])).exitCode).toBe(0);
-    await kernelUntil((s) => !s.includes(ADDR.blocked), `${ADDR.blocked} to leave the kernel`, t0 + AT_ONCE_MS);
+    expect(await kernel(), 'out of the kernel when the command returns').not.toContain(ADDR.blocked);
     await kernelUntil((s) => s.includes(ADDR.blocked), `${ADDR.blocked} to be blocked again after the allow`, Date.now() + 10_000);
     await d.waitForLog(/^a local allow ended: applied without a full cycle/);
     expect(d.count(/^cycle done/)).toBe(1);

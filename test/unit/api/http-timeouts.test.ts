@@ -80,15 +80,23 @@ describe('idle limits (request_timeout_ms)', () => {
   });
 
   it('a slow answer within the idle limit comes through', async () => {
-    const port = await listen(slowApi(150));
-    expect((await api(`http://127.0.0.1:${port}`).feedPage(0, 0, 10)).body).toHaveLength(1);
+    // Wide margins on both sides (two busy cores): an answer after 1 s, an idle limit of 4 s.
+    const port = await listen(slowApi(1000));
+    expect((await api(`http://127.0.0.1:${port}`, { requestTimeoutMs: 4000 }).feedPage(0, 0, 10)).body).toHaveLength(1);
   });
 });
 
+/**
+ * Wide margins (two busy cores): a connect (and a TLS handshake through the proxy) has 1.5 s,
+ * far more than it takes on loopback, and the answer comes 2.5 s after that limit would end.
+ */
+const CONNECT_MS = 1500;
+const ANSWER_MS = 4000;
+
 describe('the connect timeout ends with the connection', () => {
   it('an answer slower than connect_timeout_ms, direct: comes through', async () => {
-    const port = await listen(slowApi(600));
-    expect((await api(`http://127.0.0.1:${port}`, { connectTimeoutMs: 200, requestTimeoutMs: 5000 }).feedPage(0, 0, 10)).body).toHaveLength(1);
+    const port = await listen(slowApi(ANSWER_MS));
+    expect((await api(`http://127.0.0.1:${port}`, { connectTimeoutMs: CONNECT_MS, requestTimeoutMs: 10_000 }).feedPage(0, 0, 10)).body).toHaveLength(1);
   });
 
   it('https to a server that accepts the connection and never answers the TLS handshake: connect_timeout_ms ends it', async () => {
@@ -98,13 +106,13 @@ describe('the connect timeout ends with the connection', () => {
     expect((err as Error).message).toMatch(/CONNECT_TIMEOUT: Connect Timeout Error \(attempted address: 127\.0\.0\.1:\d+, timeout: 300ms\)/);
   });
 
-  it('answers slower than connect_timeout_ms, https through a proxy tunnel: come through, on one tunnel', async () => {
+  it('answers slower than connect_timeout_ms, https through a proxy tunnel: come through, on one tunnel', { timeout: 60_000 }, async () => {
     const keyFile = join(tmp, 'k.pem');
     const certFile = join(tmp, 'c.pem');
     execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', keyFile, '-out', certFile, '-days', '2', '-subj', '/CN=localhost', '-addext', 'subjectAltName=DNS:localhost'], { stdio: 'ignore' });
     const tlsPort = await listen(
       createHttpsServer({ key: readFileSync(keyFile), cert: readFileSync(certFile) }, (_req, res) =>
-        setTimeout(() => res.writeHead(200, { 'content-type': 'application/json' }).end(PAGE), 600),
+        setTimeout(() => res.writeHead(200, { 'content-type': 'application/json' }).end(PAGE), ANSWER_MS),
       ),
     );
     const tunnels: string[] = [];
@@ -119,7 +127,7 @@ describe('the connect timeout ends with the connection', () => {
       client.on('error', () => up.destroy());
     });
     const proxyPort = await listen(proxy);
-    const a = api(`https://localhost:${tlsPort}`, { connectTimeoutMs: 200, requestTimeoutMs: 5000, caFile: certFile, proxy: `http://127.0.0.1:${proxyPort}` });
+    const a = api(`https://localhost:${tlsPort}`, { connectTimeoutMs: CONNECT_MS, requestTimeoutMs: 10_000, caFile: certFile, proxy: `http://127.0.0.1:${proxyPort}` });
     expect((await a.feedPage(0, 0, 10)).body).toHaveLength(1);
     // The second call reuses the tunnel's TLS connection: not cut by the connect timeout either.
     expect((await a.feedPage(0, 0, 10)).body).toHaveLength(1);

@@ -1,5 +1,5 @@
 import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
-import { networkInterfaces, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import pino from 'pino';
@@ -11,14 +11,6 @@ function logger() {
   const lines: { level: number; msg: string; host?: string }[] = [];
   const log = pino({ level: 'debug' }, { write: (l: string) => void lines.push(JSON.parse(l) as { level: number; msg: string }) });
   return { log, lines };
-}
-
-/** The host's IPv4 addresses as the OS lists them. */
-function osIPv4(): string[] {
-  return Object.values(networkInterfaces())
-    .flatMap((l) => l ?? [])
-    .filter((a) => a.family === 'IPv4')
-    .map((a) => a.address);
 }
 
 const tmp = mkdtempSync(join(tmpdir(), 'wcf-protected-'));
@@ -53,11 +45,19 @@ async function members(o: Partial<Omit<ProtectedOptions, 'config'>> & { config?:
   return { got, lines, by: (source: string) => got.filter((m) => m.source === source).map((m) => m.cidr.text) };
 }
 
+/** The host's IPv4 addresses as `ip -4 addr` lists them: another source than the code's own call. */
+async function ipAddrIPv4(): Promise<string[]> {
+  const { stdout } = await execa('ip', ['-j', '-4', 'addr', 'show']);
+  return (JSON.parse(stdout) as { addr_info?: { local?: string }[] }[]).flatMap((l) => (l.addr_info ?? []).flatMap((a) => (a.local ? [a.local] : [])));
+}
+
 describe('hostAddresses', () => {
-  it('lists every IPv4 address of every interface as a /32, loopback included', () => {
+  it('lists every IPv4 address of every interface as a /32, loopback included (as ip -4 addr lists them)', async () => {
     const got = hostAddresses();
+    const listed = await ipAddrIPv4();
+    expect(listed.length, 'this machine lists addresses besides loopback').toBeGreaterThan(1);
     expect(got.every((c) => c.prefix === 32)).toBe(true);
-    expect(got.map((c) => c.text).sort()).toEqual(osIPv4().sort());
+    expect(got.map((c) => c.text).sort()).toEqual([...new Set(listed)].sort());
     expect(got.map((c) => c.text)).toContain('127.0.0.1');
   });
 });
@@ -84,16 +84,33 @@ describe('computeProtectedMembers', () => {
     expect(by('multicast')).toEqual(['224.0.0.0/4']);
     expect(by('reserved')).toEqual(['240.0.0.0/4']);
     expect(by('allowlist')).toEqual(['192.0.2.0/24']);
-    expect(by('own_address').sort()).toEqual(osIPv4().sort());
+    expect(by('own_address').sort()).toEqual([...new Set(await ipAddrIPv4())].sort());
     expect(by('api_server')).toEqual(['203.0.113.9']);
     expect(by('resolver')).toEqual(['192.0.2.53', '198.51.100.53']);
     // Only the logged-in session: not the LOGIN prompt (not authenticated), not the closed one.
     expect(by('ssh_session')).toEqual(['198.51.100.23']);
   });
 
+  it('the default gateways of the route table are members (up routes with a gateway only)', async () => {
+    const paths = await hostFiles('gwfile', {});
+    const routes = join(tmp, 'gwfile', 'route');
+    writeFileSync(
+      routes,
+      [
+        'Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT',
+        'eth0\t00000000\t016433C6\t0003\t0\t0\t0\t00000000\t0\t0\t0', // default via 198.51.100.1, up
+        'eth1\t00000000\t026433C6\t0002\t0\t0\t0\t00000000\t0\t0\t0', // default via 198.51.100.2, down
+        'eth0\t006433C6\t00000000\t0001\t0\t0\t0\t00FFFFFF\t0\t0\t0', // on-link network
+      ].join('\n') + '\n',
+    );
+    expect((await members({ paths: { ...paths, procNetRoute: routes } })).by('gateway')).toEqual(['198.51.100.1']);
+  });
+
   it('the machine’s default gateway is a member (/proc/net/route agrees with ip route)', async () => {
     const { stdout } = await execa('ip', ['-j', '-4', 'route', 'show', 'default']);
     const gateways = (JSON.parse(stdout || '[]') as { gateway?: string }[]).flatMap((r) => (r.gateway ? [r.gateway] : []));
+    // A machine without a default route would check nothing: fail instead.
+    expect(gateways.length, 'this test needs a default route with a gateway on this machine').toBeGreaterThan(0);
     const { by } = await members({ paths: await hostFiles('gw', {}) });
     expect(by('gateway')).toEqual(gateways);
   });
@@ -155,7 +172,7 @@ describe('computeProtectedMembers', () => {
   it('a netns that does not exist is a warning naming it; the host’s own members still count', async () => {
     const { by, lines } = await members({ config: { netns: 'wcf-no-such-ns-0' }, paths: await hostFiles('nons', { resolv: 'nameserver 192.0.2.53\n' }) });
     expect(lines.some((l) => l.level === 40 && /network namespace wcf-no-such-ns-0/.test(l.msg))).toBe(true);
-    expect(by('own_address').sort()).toEqual(osIPv4().sort());
+    expect(by('own_address').sort()).toEqual([...new Set(await ipAddrIPv4())].sort());
     expect(by('resolver')).toEqual(['192.0.2.53']);
   });
 

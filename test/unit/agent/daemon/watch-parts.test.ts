@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, onTestFinished, vi } from 'vitest';
 import { AppliedMemory } from '../../../../src/agent/state/applied-memory.js';
 import { FREE_REPAIRS, GAP_FAST_MS, GAP_SLOW_MS, QUIET_MS, RepairGuard, SLOW_AFTER } from '../../../../src/agent/daemon/repair-backoff.js';
 import { relevantEvent, type FirewallPlugin } from '../../../../src/firewall/index.js';
@@ -53,10 +53,13 @@ describe('the applied set kept in memory', () => {
   });
 
   it('counts timeouts down from the apply (never longer), drops expired entries, keeps permanent ones', async () => {
+    // Fake time: the apply is recorded at exactly t0 however busy the machine (the checks below are to the second).
+    const t0 = 1_800_000_000_000;
+    vi.useFakeTimers({ now: t0, toFake: ['Date'] });
+    onTestFinished(() => void vi.useRealTimers());
     const memory = new AppliedMemory();
     const p = memory.wrap(plugin());
     expect(memory.entriesNow(Date.now())).toBeUndefined();
-    const t0 = Date.now();
     await p.apply(
       [
         { cidr: toCidr('198.18.0.1')!, timeoutSeconds: 100 },

@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { execa } from 'execa';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { bootId, currentHolder, processStartTime, withLock, type LockHolder } from '../../../../src/agent/state/lock.js';
 import { LockHeldError } from '../../../../src/errors.js';
@@ -83,4 +84,40 @@ describe('withLock', () => {
     expect(JSON.parse(await run()).pid).toBe(process.pid);
     expect(readFileSync(target, 'utf8')).toBe('keep me');
   });
+
+  it('jobs of one process share it (a repair during the daemon’s cycle): the lock stays until the last of them ends', async () => {
+    const path = join(dir, 'agent.lock');
+    let endCycle!: () => void;
+    const cycle = withLock(dir, () => new Promise<void>((r) => (endCycle = r)));
+    await waitUntil(() => endCycle !== undefined);
+    expect(await withLock(dir, async () => existsSync(path))).toBe(true); // the repair ran, not refused
+    expect(existsSync(path), 'still held by the cycle').toBe(true);
+    // Another process reads this one as the holder meanwhile.
+    const other = await execa(process.execPath, ['-e', `fs=require('fs');process.stdout.write(fs.readFileSync(${JSON.stringify(path)},'utf8'))`]);
+    expect(JSON.parse(other.stdout).pid).toBe(process.pid);
+    endCycle();
+    await cycle;
+    expect(existsSync(path)).toBe(false);
+  });
+
+  it('waitMs: a lock another process holds is waited for, then taken; without it, refused at once', async () => {
+    const c = sleeper();
+    writeLock(currentHolder(c.pid!));
+    await expect(run()).rejects.toBeInstanceOf(LockHeldError);
+    setTimeout(() => c.kill('SIGKILL'), 300);
+    const started = Date.now();
+    const inside = await withLock(dir, async () => readFileSync(join(dir, 'agent.lock'), 'utf8'), 'agent.lock', 20_000);
+    expect(JSON.parse(inside).pid).toBe(process.pid);
+    expect(Date.now() - started).toBeLessThan(20_000);
+  });
+
+  it('waitMs: still held when the wait ends: LockHeldError', async () => {
+    const c = sleeper();
+    writeLock(currentHolder(c.pid!));
+    await expect(withLock(dir, async () => 'in', 'agent.lock', 200)).rejects.toBeInstanceOf(LockHeldError);
+  });
 });
+
+async function waitUntil(check: () => boolean): Promise<void> {
+  while (!check()) await new Promise((r) => setTimeout(r, 5));
+}

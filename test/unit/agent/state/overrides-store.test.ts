@@ -41,6 +41,23 @@ describe('the overrides file', () => {
     expect(() => loadOverrides(dir)).toThrow(StateError);
     expect(() => loadOverrides(dir)).toThrow(/overrides\.json: overrides\[0\]\.cidr: not an IPv4 address or network/);
   });
+
+  it('a file that is not JSON: the error says so and where, and never quotes its content', () => {
+    const dir = tempDir();
+    writeFileSync(join(dir, 'overrides.json'), '{"version":1,"overrides":[ SECRET-\x1b]0;title\x07 ]}');
+    expect(() => loadOverrides(dir)).toThrow(StateError);
+    const message = (() => {
+      try {
+        loadOverrides(dir);
+        return '';
+      } catch (err) {
+        return (err as Error).message;
+      }
+    })();
+    expect(message).toMatch(/overrides\.json: not valid JSON at line 1, column 28 \(fix or remove the file\)$/);
+    expect(message).not.toContain('SECRET');
+    expect(message).not.toContain('\x1b');
+  });
 });
 
 describe('the control socket', () => {
