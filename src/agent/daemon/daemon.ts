@@ -10,7 +10,7 @@ import { reapplyLast } from '../cycle/reapply.js';
 import type { AppliedSet, StateStore } from '../state/store.js';
 import { filterProtected } from '../../policy/protect.js';
 import { withLock } from '../state/lock.js';
-import { Scheduler } from './scheduler.js';
+import { nextCycleDelayMs, Scheduler } from './scheduler.js';
 import { flushDns } from '../cycle/url-feed-front.js';
 import { Writer } from './writer.js';
 import { FastPath } from './fast-path.js';
@@ -36,34 +36,6 @@ export interface DaemonOptions {
   /** Called after each repair the watcher made between cycles (metrics). */
   onRepair?: (objects: readonly string[]) => void;
   random?: () => number;
-}
-
-export interface DelayInput {
-  /** How the cycle that just ended went. */
-  ok: boolean;
-  /** Failed cycles in a row, this one included (0 after a success). */
-  failures: number;
-  /** sync_time in force, minutes. */
-  syncTimeMinutes: number;
-  /** jitter_seconds from config.json. */
-  jitterSeconds: number;
-  /** Milliseconds in a minute (60000; tests shorten it). */
-  minuteMs: number;
-  /** Uniform in [0, 1). */
-  random: () => number;
-}
-
-/**
- * Milliseconds until the next cycle. After a success: sync_time plus a random
- * 0..jitter_seconds. After a failure: exponential backoff from half a minute,
- * doubling per failure in a row, with jitter (half to all of it), never later
- * than the regular schedule and never sooner than a second.
- */
-export function nextCycleDelayMs(i: DelayInput): number {
-  const syncMs = i.syncTimeMinutes * i.minuteMs;
-  if (i.ok) return syncMs + i.jitterSeconds * 1000 * (i.minuteMs / 60_000) * i.random();
-  const backoff = Math.min(syncMs, (i.minuteMs / 2) * 2 ** Math.min(Math.max(i.failures, 1) - 1, 10));
-  return Math.max(i.minuteMs / 60, backoff * (0.5 + i.random() / 2));
 }
 
 /**
@@ -215,7 +187,7 @@ export class Daemon {
   private async cycle(): Promise<boolean> {
     if (this.stopping) return true;
     const { config, api, state, plugin } = this.parts;
-    const deps = { config, api, state, logger: this.logger, write: this.writer.run.bind(this.writer), onSettings: (s: Settings) => (this.settings = s), onApplied: (p: PlanResult) => this.fast.applied(p) };
+    const deps = { config, api, state, logger: this.logger, write: this.writer.run.bind(this.writer), onSettings: (s: Settings) => (this.settings = s), onApplied: (p: PlanResult, at: number) => this.fast.applied(p, at) };
     // The agent lock for the whole cycle (no manual sync meanwhile); the writer only for its writes.
     const outcome = await this.fast.cycle(() => withLock(config.state_dir, () => runBoundedCycle(deps, plugin))).catch((err: unknown) => {
       // The lock is held by a manual `sync --once`, or the state dir broke: try again later.

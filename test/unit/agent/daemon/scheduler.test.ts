@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import fc from 'fast-check';
 import pino from 'pino';
 import { Scheduler } from '../../../../src/agent/daemon/scheduler.js';
-import { nextCycleDelayMs, type DelayInput } from '../../../../src/agent/daemon/daemon.js';
+import { nextCycleDelayMs, type DelayInput } from '../../../../src/agent/daemon/scheduler.js';
 
 /**
  * The daemon's timer chain (fake timers: virtual time, no sleeps) and its
