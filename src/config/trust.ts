@@ -1,4 +1,4 @@
-import { realpathSync, statSync, type Stats } from 'node:fs';
+import { accessSync, constants, realpathSync, statSync, type Stats } from 'node:fs';
 import { dirname } from 'node:path';
 import { ConfigError } from '../errors.js';
 
@@ -16,11 +16,19 @@ const STICKY = 0o1000;
 const octal = (m: number) => `0${m.toString(8).padStart(3, '0')}`;
 const who = (mode: number) => (mode & 0o002 ? 'every user' : 'its group');
 
+/**
+ * The file's status, or undefined when there is nothing to judge: missing or unreadable (the
+ * loader reports that), or on a read-only mount (a container's `:ro` bind mount, a Kubernetes
+ * ConfigMap or Secret): nobody changes it through this mount, whatever its modes and owner say.
+ */
 function statOrUndefined(path: string): Stats | undefined {
   try {
-    return statSync(path);
-  } catch {
-    return undefined; // a missing or unreadable file is the loader's to report
+    const s = statSync(path);
+    accessSync(path, constants.W_OK);
+    return s;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'EACCES') return statSync(path); // not writable by this (unprivileged) user: the modes still count
+    return undefined;
   }
 }
 
@@ -37,6 +45,7 @@ function ancestors(dir: string): string[] {
  * named and as resolved through symlinks): the same, as it can replace the file. Directories
  * above it: the same, unless sticky (/tmp: nobody else may rename what root owns there).
  * Without `asRoot` only the modes count (an unprivileged `check-config` of a file root will use).
+ * A file or directory on a read-only mount is not judged (see statOrUndefined).
  */
 export function trustProblems(path: string, key: string, asRoot: boolean): string[] {
   const file = statOrUndefined(path);

@@ -1,5 +1,7 @@
-import { readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { execa } from 'execa';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator, type Simulator } from '../simulator/index.js';
 import { fastFailConfig, runCli, waitFor } from '../helpers/cli.js';
@@ -109,6 +111,31 @@ describe('the daemon’s writer while a pull is in flight', () => {
     expect(after).toContain(ADDR.other);
     expect(after).toEqual(applied(cfg.state));
     expect(await d.stop()).toBe(0);
+  });
+
+  it('an allow that ends while its own apply still runs is still ended: the address is blocked again', { timeout: 120_000 }, async () => {
+    // An `nft` first on PATH (ip netns exec looks it up there) that, while SLOW exists, takes
+    // 3 s over each `nft -f` (an apply): longer than the allow below lasts.
+    const shims = mkdtempSync(join(tmpdir(), 'wcf-shim-'));
+    dirs.push(shims);
+    const slow = join(shims, 'slow');
+    const realNft = (await execa('sh', ['-c', 'command -v nft'])).stdout.trim();
+    writeFileSync(join(shims, 'nft'), `#!/bin/sh\ncase " $* " in *" -f "*) if [ -e '${slow}' ]; then sleep 3; fi;; esac\nexec '${realNft}' "$@"\n`, { mode: 0o755 });
+    sim.setDecision(ADDR.blocked, 1);
+    const cfg = fastFailConfig(sim, { plugin: PLUGIN, netns: lab.host.name, decision_poll_seconds: 0 });
+    dirs.push(cfg.dir);
+    const d = new DaemonProcess(cfg.path, { WCF_AGENT_MINUTE_MS: '60000', PATH: `${shims}:${process.env.PATH ?? ''}` });
+    daemons.push(d);
+    await d.waitForLog(/^cycle done/);
+    expect(await kernel()).toContain(ADDR.blocked);
+    writeFileSync(slow, '');
+    const allow = await runCli(['allow', ADDR.blocked, '--for', '2s', '--config', cfg.path]);
+    expect(allow.exitCode, allow.stderr).toBe(0);
+    expect(await kernel(), 'allowed when the command returns').not.toContain(ADDR.blocked);
+    rmSync(slow);
+    // The allow ended before its apply did: the daemon must still put the address back, without a cycle.
+    await waitFor(async () => (await kernel()).includes(ADDR.blocked), `${ADDR.blocked} blocked again after the allow`, 15_000);
+    expect(d.count(/^cycle done/)).toBe(1);
   });
 
   it('running turned off: an allow while that cycle still reports does not bring the removed rules back', { timeout: 120_000 }, async () => {

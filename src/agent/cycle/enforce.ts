@@ -24,7 +24,8 @@ export async function enforcePlan(
   merged: (plan: PlanResult) => void,
 ): Promise<{ apply?: ApplyResult; entries: AppliedList }> {
   const { config, state, logger } = deps;
-  const overrides = selectionWithOverrides(pulled.selection, { config, protectedSet, logger, maximumRules: pulled.settings.maximum_rules, now: (deps.now ?? epochNow)() });
+  const mergedAt = (deps.now ?? epochNow)();
+  const overrides = selectionWithOverrides(pulled.selection, { config, protectedSet, logger, maximumRules: pulled.settings.maximum_rules, now: mergedAt });
   const plan = { ...pulled, selection: overrides.selection, base: overrides.base };
   merged(plan);
   deps.onSettings?.(plan.settings);
@@ -33,7 +34,7 @@ export async function enforcePlan(
   clock.lap('apply');
   state.saveApplied({ ts: now, plugin: plugin.name, entries: e.entries });
   clock.lap('save');
-  if (e.apply) deps.onApplied?.(plan);
+  if (e.apply) deps.onApplied?.(plan, mergedAt);
   return e;
 }
 

@@ -47,10 +47,10 @@ export interface CycleDeps {
   /**
    * Told, inside the write that enforces a pulled plan, its settings (in force from this write on:
    * a local apply after it must not re-apply what `running: false` just removed) and, once the
-   * kernel holds it, the plan (the daemon's base for local applies).
+   * kernel holds it, the plan (the daemon's base for local applies) and when the overrides in it were read.
    */
   onSettings?: (settings: Settings) => void;
-  onApplied?: (plan: PlanResult) => void;
+  onApplied?: (plan: PlanResult, mergedAt: number) => void;
   /**
    * The local overrides are merged by the caller at its apply, not here (runCycle: an allow given
    * while the cycle pulls must be in what it applies); `selection` is then the feeds' alone.

@@ -10,7 +10,7 @@ import { reapplyLast } from '../cycle/reapply.js';
 import type { AppliedSet, StateStore } from '../state/store.js';
 import { filterProtected } from '../../policy/protect.js';
 import { withLock } from '../state/lock.js';
-import { Scheduler } from './scheduler.js';
+import { nextCycleDelayMs, Scheduler } from './scheduler.js';
 import { flushDns } from '../cycle/url-feed-front.js';
 import { Writer } from './writer.js';
 import { FastPath } from './fast-path.js';
@@ -41,7 +41,6 @@ export interface DaemonOptions {
   onRepair?: (objects: readonly string[]) => void;
   random?: () => number;
 }
-
 
 /**
  * `wcf-agent run`: restore the last known good set before any network call,
@@ -200,7 +199,7 @@ export class Daemon {
     if (this.stopping) return true;
     const configGeneration = this.reloads; // the configuration it runs with, whatever a reload meanwhile
     const { config, api, state, plugin } = this.parts;
-    const deps = { config, api, state, logger: this.logger, write: this.writer.run.bind(this.writer), onSettings: (s: Settings) => (this.settings = s), onApplied: (p: PlanResult) => this.fast.applied(p) };
+    const deps = { config, api, state, logger: this.logger, write: this.writer.run.bind(this.writer), onSettings: (s: Settings) => (this.settings = s), onApplied: (p: PlanResult, at: number) => this.fast.applied(p, at) };
     // The agent lock for the whole cycle (no manual sync meanwhile); the writer only for its writes.
     const outcome = await this.fast.cycle(() => withLock(config.state_dir, () => runBoundedCycle(deps, plugin))).catch((err: unknown) => {
       // The lock is held by a manual `sync --once`, or the state dir broke: try again later.

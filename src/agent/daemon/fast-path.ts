@@ -41,6 +41,12 @@ export class FastPath {
   private expiryTimer: NodeJS.Timeout | undefined;
   private stopped = false;
   private polling: Promise<void> | undefined;
+  /**
+   * When the overrides now in the kernel were read (epoch s; the daemon's start before any apply):
+   * an allow still in force then is what the next expiry must end, even if it ended while that
+   * apply ran (a slow apply, a busy host), which a look at the clock after the apply would miss.
+   */
+  private mergedAt = Math.floor(Date.now() / 1000);
   /** A cycle runs (its pull included): no decision poll starts, the cycle pulls the decisions itself. */
   private cycling = false;
   /** The server's clock as the last poll's answers gave it (where the next poll may start). */
@@ -73,8 +79,9 @@ export class FastPath {
    * the shrink guard held back, or whose apply failed, never gets here, so it cannot reach the
    * kernel through an override.
    */
-  applied(plan: PlanResult): void {
+  applied(plan: PlanResult, mergedAt: number): void {
     this.base = plan.base;
+    this.mergedAt = mergedAt;
   }
 
   /** After each cycle. */
@@ -108,6 +115,7 @@ export class FastPath {
         const r = await withLock(parts.config.state_dir, () =>
           applyLocal({ ...parts, logger: this.o.logger, settings: this.o.settings() }, this.currentBase(now), now),
         );
+        this.mergedAt = now;
         this.o.logger.info({ applied: r.applied, allowed: r.allowed, added: r.apply?.added ?? 0, removed: r.apply?.removed ?? 0 }, `${why}: applied without a full cycle`);
         return `ok ${r.applied} entries applied`;
       } catch (err) {
@@ -137,13 +145,14 @@ export class FastPath {
     let next: number | undefined;
     try {
       for (const o of loadOverrides(this.o.parts().config.state_dir)) {
-        if (o.action === 'allow' && o.expiresAt !== null && o.expiresAt > now && (next === undefined || o.expiresAt < next)) next = o.expiresAt;
+        if (o.action === 'allow' && o.expiresAt !== null && o.expiresAt > this.mergedAt && (next === undefined || o.expiresAt < next)) next = o.expiresAt;
       }
     } catch {
       return; // an unusable file fails the next cycle, which logs it
     }
     if (next === undefined) return;
-    this.expiryTimer = setTimeout(() => void this.applyNow('a local allow ended').catch(() => undefined), Math.min(MAX_TIMER_MS, Math.ceil((next - now) * 1000) + 50));
+    // Already past (it ended during the last apply): at once.
+    this.expiryTimer = setTimeout(() => void this.applyNow('a local allow ended').catch(() => undefined), Math.min(MAX_TIMER_MS, Math.max(0, Math.ceil((next - now) * 1000)) + 50));
     this.expiryTimer.unref();
   }
 
@@ -174,7 +183,10 @@ export class FastPath {
         pollDecisions({ ...parts, logger: this.o.logger, settings: this.o.settings() }, () => this.currentBase(now), now, this.serverTs, (job) =>
           this.o.writer.run(async () => {
             const next = await job();
-            if (next) this.base = SelectedColumns.of(next);
+            if (next) {
+              this.base = SelectedColumns.of(next);
+              this.mergedAt = now;
+            }
             return next;
           }),
         ),

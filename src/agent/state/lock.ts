@@ -1,4 +1,4 @@
-import { closeSync, constants, openSync, readFileSync, renameSync, unlinkSync, writeSync } from 'node:fs';
+import { closeSync, constants, linkSync, openSync, readFileSync, renameSync, unlinkSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { LockHeldError, StateError } from '../../errors.js';
 import { readStateFile, UnsafeStateFile } from '../../util/untrusted-file.js';
@@ -89,20 +89,40 @@ function readHolder(path: string): LockHolder | undefined {
   }
 }
 
+let tempCounter = 0;
+
+/**
+ * Create the lock holding `me`, or answer false when it exists. Written whole under a name of its
+ * own, then linked into place (link fails when the name exists): the lock is never there without
+ * its holder in it. Created empty and then written, another process reading it in between took it
+ * for garbage, removed it and took the lock too (two `allow` at once lost an update).
+ */
 function tryCreate(path: string, me: LockHolder): boolean {
+  const temp = `${path}.new-${process.pid}-${++tempCounter}`;
   let fd: number;
   try {
-    fd = openSync(path, CREATE_FLAGS, 0o600);
+    fd = openSync(temp, CREATE_FLAGS, 0o600);
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'EEXIST') return false;
     throw new StateError(`cannot take the lock ${path}: ${(err as Error).message}`, { cause: err });
   }
   try {
-    writeSync(fd, JSON.stringify(me));
+    try {
+      writeSync(fd, JSON.stringify(me));
+    } finally {
+      closeSync(fd);
+    }
+    linkSync(temp, path);
+    return true;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'EEXIST') return false;
+    throw new StateError(`cannot take the lock ${path}: ${(err as Error).message}`, { cause: err });
   } finally {
-    closeSync(fd);
+    try {
+      unlinkSync(temp);
+    } catch {
+      /* gone */
+    }
   }
-  return true;
 }
 
 /**
@@ -126,6 +146,14 @@ function take(path: string): void {
     const aside = `${path}.stale-${process.pid}`;
     try {
       renameSync(path, aside);
+      // Another process may have replaced the stale lock with its own since it was read: that one goes back.
+      if (JSON.stringify(readHolder(aside)) !== JSON.stringify(holder)) {
+        try {
+          linkSync(aside, path);
+        } catch {
+          /* a third process holds it now */
+        }
+      }
       unlinkSync(aside);
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw new StateError(`cannot remove the stale lock ${path}: ${(err as Error).message}`, { cause: err });

@@ -139,6 +139,30 @@ describe('SIGHUP with a config another user can now change', () => {
   });
 });
 
+describe('a config on a read-only mount (a container bind mount, a Kubernetes ConfigMap)', () => {
+  it('is accepted whatever its modes and owner say: nobody can change it through that mount', async () => {
+    const { dir, path } = tempConfig();
+    // What `docker run -v ./config.json:...:ro` by a user shows: that user's file, and a
+    // ConfigMap's directory (mode 0777) mounted read-only.
+    chownSync(path, NOBODY, NOBODY);
+    chmodSync(path, 0o666);
+    chmodSync(dir, 0o777);
+    mkdirSync(join(dir, 'state'), { mode: 0o700 }); // status reads it (it cannot create it on a read-only mount)
+    // A read-only bind mount in a private mount namespace of its own (gone with the process).
+    const inNs = async (args: string[]) =>
+      execa('unshare', ['--mount', '--propagation', 'private', 'sh', '-c', `mount --bind "$0" "$0" && mount -o remount,bind,ro "$0" "$0" && exec "$@"`, dir, process.execPath, CLI, ...args], {
+        reject: false,
+        timeout: 20_000,
+      });
+    for (const args of [['check-config'], ['status']]) {
+      const r = await inNs([...args, '--config', path]);
+      expect(r.exitCode, `${args.join(' ')}: ${String(r.stderr)}`).toBe(0);
+    }
+    // The same files, writable: refused.
+    await refusedEverywhere(path, `config: ${path} is writable by every user (mode 0666)`);
+  });
+});
+
 // The directory used by the symlink case must not be sticky to count: /tmp is, and stays accepted above a config.
 describe('a sticky directory above the config (as /tmp is) is not a problem', () => {
   it('a config in a root-owned 0700 dir inside a sticky world-writable dir is accepted', async () => {

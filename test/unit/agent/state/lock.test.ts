@@ -2,10 +2,12 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { execa } from 'execa';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { bootId, currentHolder, processStartTime, withLock, type LockHolder } from '../../../../src/agent/state/lock.js';
 import { LockHeldError } from '../../../../src/errors.js';
+import { ROOT } from '../../../helpers/cli.js';
 
 /**
  * The agent lock: a holder counts only while the very process that wrote it runs (same
@@ -109,6 +111,28 @@ describe('withLock', () => {
     const inside = await withLock(dir, async () => readFileSync(join(dir, 'agent.lock'), 'utf8'), 'agent.lock', 20_000);
     expect(JSON.parse(inside).pid).toBe(process.pid);
     expect(Date.now() - started).toBeLessThan(20_000);
+  });
+
+  it('processes taking it at once, waiting for each other: one holder at a time (a read-modify-write under it loses nothing)', { timeout: 60_000 }, async () => {
+    // Each process adds one to a counter 25 times, reading and writing it with a pause between,
+    // under the lock: any moment two hold it (a lock file caught before its holder is written in
+    // it, taken for garbage and removed) loses an increment.
+    const counter = join(dir, 'counter');
+    writeFileSync(counter, '0');
+    const url = pathToFileURL(join(ROOT, 'src/agent/state/lock.ts')).href;
+    const code = `
+      import { readFileSync, writeFileSync } from 'node:fs';
+      import { withLock } from ${JSON.stringify(url)};
+      const [dir, counter] = process.argv.slice(1);
+      for (let i = 0; i < 25; i++) {
+        await withLock(dir, async () => {
+          const n = Number(readFileSync(counter, 'utf8'));
+          await new Promise((r) => setTimeout(r, 2));
+          writeFileSync(counter, String(n + 1));
+        }, 'store.lock', 30_000);
+      }`;
+    await Promise.all(Array.from({ length: 12 }, () => execa(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code, dir, counter], { cwd: ROOT })));
+    expect(Number(readFileSync(counter, 'utf8'))).toBe(300);
   });
 
   it('waitMs: still held when the wait ends: LockHeldError', async () => {
