@@ -10,7 +10,7 @@ import { reapplyLast } from '../cycle/reapply.js';
 import type { AppliedSet, StateStore } from '../state/store.js';
 import { filterProtected } from '../../policy/protect.js';
 import { withLock } from '../state/lock.js';
-import { nextCycleDelayMs, Scheduler } from './scheduler.js';
+import { Scheduler } from './scheduler.js';
 import { flushDns } from '../cycle/url-feed-front.js';
 import { Writer } from './writer.js';
 import { FastPath } from './fast-path.js';
