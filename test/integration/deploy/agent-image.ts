@@ -81,28 +81,11 @@ export function agentRunArgs(ns: Netns, cfg: MountedConfig, stateVolume: string)
   ];
 }
 
-/** The agent's entries as the kernel holds them in `ns` (sorted CIDR text; the ipset ownership marker left out). */
-export async function kernelEntries(ns: Netns, plugin: 'ipset' | 'nftables'): Promise<string[]> {
-  if (plugin === 'ipset') {
-    const out = await ns.exec('ipset', ['save', 'wcf-blocklist']).catch(() => '');
-    return out
-      .split('\n')
-      .filter((l) => l.startsWith('add ') && !l.includes(' nomatch'))
-      .map((l) => l.split(' ')[2]!)
-      .sort();
-  }
-  const text = await ns.exec('nft', ['-j', 'list', 'set', 'inet', 'wcf_agent', 'wcf-blocklist']).catch(() => undefined);
-  if (text === undefined) return [];
-  const elems = (JSON.parse(text) as { nftables: { set?: { elem?: unknown[] } }[] }).nftables.find((o) => o.set)?.set?.elem ?? [];
-  return elems
-    .map((e) => {
-      const v = (e as { elem?: { val: unknown } }).elem?.val ?? e;
-      if (typeof v === 'string') return v;
-      const p = (v as { prefix?: { addr: string; len: number } }).prefix;
-      return p ? (p.len === 32 ? p.addr : `${p.addr}/${p.len}`) : JSON.stringify(v);
-    })
-    .sort();
-}
+/**
+ * The agent's entries as the kernel holds them in `ns`: the suite's one reader (both nftables
+ * sets, the host addresses' and the networks'; the ipset ownership marker left out).
+ */
+export { kernelEntries } from '../../helpers/kernel.js';
 
 /** `wcf-agent plan --json` run from the image in `ns`: the addresses it would apply, sorted. */
 export async function planFromImage(podman: Podman, ns: Netns, cfg: MountedConfig, stateVolume: string): Promise<string[]> {
