@@ -4,12 +4,13 @@
 // feeds), of the first cycle by kind, and of the state report. Real time, one process; the fleet
 // benchmark (npm run bench -- --only fleet) gives the per-day and fleet figures.
 //   npx tsx scripts/bench-fleet-probe.ts [--entry dist/cli.js] [--size 10000] [--manual 1000] [--white 200] [--seconds 8]
+//     [--conditional etag|last-modified|both] [--compression]   (what the server offers)
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { startSimulator, type CallEntry } from '../test/simulator/index.js';
+import { startSimulator, type CallEntry, type ConditionalMode } from '../test/simulator/index.js';
 
 const { values } = parseArgs({
   options: {
@@ -20,10 +21,12 @@ const { values } = parseArgs({
     seconds: { type: 'string', default: '8' },
     // Milliseconds in the agent's minute: sync_time 15 runs a cycle every 15 x this (the steady cycle's bytes).
     'minute-ms': { type: 'string', default: '60000' },
+    conditional: { type: 'string' },
+    compression: { type: 'boolean', default: false },
   },
 });
 const size = Number(values.size);
-const sim = await startSimulator({ indicators: 0, agentConfig: { maximum_rules: String(size), score_threshold: '1', sync_time: '15', running: 'true' }, requestLogSize: 100_000 });
+const sim = await startSimulator({ indicators: 0, agentConfig: { maximum_rules: String(size), score_threshold: '1', sync_time: '15', running: 'true' }, requestLogSize: 100_000, conditional: (values.conditional as ConditionalMode | undefined) ?? null, compression: values.compression });
 const now = sim.clock.now();
 // N fresh indicators (all selected), stamped over the last hour; the decisions a few seconds ago.
 for (let i = 0; i < size; i++) sim.upsertIndicator({ ip: `11.${(i >>> 16) & 255}.${(i >>> 8) & 255}.${i & 255}`, score: 10, ts: now - 3600 + Math.floor((i * 3590) / size) });

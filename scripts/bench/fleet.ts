@@ -41,6 +41,8 @@ export interface HostDayFigure {
   size: number;
   churn: boolean;
   conditional: ConditionalMode | 'none';
+  /** The server compresses answers and takes gzip request bodies. */
+  gzip: boolean;
   /** sync_time the server's stored configuration gives, minutes. */
   syncMinutes: number;
   applied: number;
@@ -131,7 +133,7 @@ const kindOf = (c: CallEntry): string => {
 };
 
 /** One host for a virtual day: bytes and calls at the simulator. */
-async function hostDay(size: number, churn: boolean, conditional: ConditionalMode | 'none', syncMinutes = SYNC_MINUTES): Promise<HostDayFigure> {
+async function hostDay(size: number, churn: boolean, conditional: ConditionalMode | 'none', gzip: boolean, syncMinutes = SYNC_MINUTES): Promise<HostDayFigure> {
   const started = performance.now();
   const clock = new VirtualClock(Date.UTC(2026, 10, 25));
   clock.install();
@@ -141,6 +143,7 @@ async function hostDay(size: number, churn: boolean, conditional: ConditionalMod
     indicators: 0,
     agentConfig: { maximum_rules: String(size), score_threshold: '1', sync_time: String(syncMinutes), running: 'true' },
     conditional: conditional === 'none' ? null : conditional,
+    compression: gzip,
     requestLogSize: 16,
     onRequest: (c) => {
       if (!counting) return;
@@ -170,7 +173,7 @@ async function hostDay(size: number, churn: boolean, conditional: ConditionalMod
     await h.daemon!.stop();
     const bytes = Object.values(byKind).reduce((n, k) => n + k.bytes, 0);
     const calls = Object.values(byKind).reduce((n, k) => n + k.calls, 0);
-    return { size, churn, conditional, syncMinutes, applied, bytesPerDay: bytes, requestsPerDay: calls, byKind, realSeconds: (performance.now() - started) / 1000 };
+    return { size, churn, conditional, gzip, syncMinutes, applied, bytesPerDay: bytes, requestsPerDay: calls, byKind, realSeconds: (performance.now() - started) / 1000 };
   } finally {
     await sim.close();
     clock.uninstall();
@@ -279,19 +282,18 @@ export interface FleetOptions {
 export async function benchFleet(o: FleetOptions): Promise<FleetResult> {
   const started = performance.now();
   const days: HostDayFigure[] = [];
-  // Up to 100k: idle (without validators, with ETags at the server, and with an hourly sync_time:
-  // the two ways it costs less) and changing (without and with ETags). At 1M only changing
-  // without validators: the feed's own pulls dominate there, and a simulated day takes minutes.
-  const runs: [number, boolean, ConditionalMode | 'none', number][] = [];
+  // Up to 100k: idle (a plain server, then what a server can offer: ETags, ETags and gzip; and
+  // an hourly sync_time) and changing (plain, and ETags with gzip). At 1M changing, plain and
+  // with ETags and gzip: the feed's own pulls dominate there, and a simulated day takes minutes.
+  const runs: [number, boolean, ConditionalMode | 'none', boolean, number][] = [];
   for (const size of o.sizes) {
-    if (size <= 100_000) runs.push([size, false, 'none', SYNC_MINUTES], [size, false, 'etag', SYNC_MINUTES], [size, false, 'none', 60]);
-    runs.push([size, true, 'none', SYNC_MINUTES]);
-    if (size <= 100_000) runs.push([size, true, 'etag', SYNC_MINUTES]);
+    if (size <= 100_000) runs.push([size, false, 'none', false, SYNC_MINUTES], [size, false, 'etag', false, SYNC_MINUTES], [size, false, 'etag', true, SYNC_MINUTES], [size, false, 'none', false, 60]);
+    runs.push([size, true, 'none', false, SYNC_MINUTES], [size, true, 'etag', true, SYNC_MINUTES]);
   }
-  for (const [size, churn, conditional, syncMinutes] of runs) {
-    const d = await hostDay(size, churn, conditional, syncMinutes);
+  for (const [size, churn, conditional, gzip, syncMinutes] of runs) {
+    const d = await hostDay(size, churn, conditional, gzip, syncMinutes);
     days.push(d);
-    log(`fleet: host at ${size}${churn ? ', 1%/h changing' : ', idle'}, sync_time ${syncMinutes}, validators ${conditional}: ${(d.bytesPerDay / 1e6).toFixed(1)} MB/day in ${d.requestsPerDay} calls (${d.applied} applied; ${d.realSeconds.toFixed(0)} s real)`);
+    log(`fleet: host at ${size}${churn ? ', 1%/h changing' : ', idle'}, sync_time ${syncMinutes}, validators ${conditional}${gzip ? ', gzip' : ''}: ${(d.bytesPerDay / 1e6).toFixed(1)} MB/day in ${d.requestsPerDay} calls (${d.applied} applied; ${d.realSeconds.toFixed(0)} s real)`);
   }
   const f = await fleet(o.hosts, 1000);
   return { hosts: o.hosts, ...f, days, realSeconds: (performance.now() - started) / 1000 };

@@ -1,4 +1,3 @@
-import { isAscii } from 'node:buffer';
 import { readFileSync } from 'node:fs';
 import pRetry from 'p-retry';
 import * as z from '../config/zod.js';
@@ -17,6 +16,7 @@ import { escapeControls } from '../util/terminal-text.js';
 import { CycleDeadline, RequestDeadline } from './deadline.js';
 import { HttpTransport, type TransportResponse } from './http.js';
 import { ValidatorCache, conditionalAnswer } from './validators.js';
+import { ACCEPT_ENCODING, encodeBody, readBody, takesGzipBodies } from './content-coding.js';
 import { CycleDeadlineError, describeNetworkError, isRetryable, serverMessage, tlsVerifyCode } from './failures.js';
 
 export { tlsVerifyCode };
@@ -99,6 +99,8 @@ export class ApiClient {
   private readonly base: string;
   private readonly controller = new AbortController();
   private readonly validators = new ValidatorCache();
+  /** Request bodies go gzip-encoded: the server said it takes them (an Accept-Encoding header in an answer), and has not refused one. */
+  private gzipBodies: 'no' | 'yes' | 'refused' = 'no';
   /** Started and stopped around each cycle by its caller (see src/agent/cycle/bounded-cycle.ts). */
   readonly cycleDeadline = new CycleDeadline();
   /** Per-attempt observer; settable after construction (the daemon attaches metrics to a client built elsewhere). */
@@ -200,14 +202,16 @@ export class ApiClient {
 
   private async once<S extends z.ZodMiniType>(route: string, schema: S | null, options: CallOptions): Promise<Response<z.infer<S>>> {
     const method = options.method ?? 'GET';
-    const headers: Record<string, string> = { 'user-agent': this.opts.userAgent, accept: 'application/json' };
+    const headers: Record<string, string> = { 'user-agent': this.opts.userAgent, accept: 'application/json', 'accept-encoding': ACCEPT_ENCODING };
     if (options.auth !== false) {
       headers.authorization = this.opts.authScheme === 'raw' ? this.opts.token : `Bearer ${this.opts.token}`;
     }
     let body: string | Uint8Array | undefined;
     if (options.body !== undefined) {
-      body = options.body instanceof Uint8Array ? options.body : JSON.stringify(options.body);
+      const encoded = encodeBody(options.body instanceof Uint8Array ? options.body : JSON.stringify(options.body), this.gzipBodies === 'yes');
+      body = encoded.body;
       headers['content-type'] = 'application/json';
+      if (encoded.encoding) headers['content-encoding'] = encoded.encoding;
     }
     const where = `${method} ${route}`;
     const url = this.url(route, options.query);
@@ -242,9 +246,16 @@ export class ApiClient {
       const date = typeof res.headers.date === 'string' ? res.headers.date : undefined;
       let text: string;
       try {
-        text = await this.readCapped(res, where, deadline);
+        text = await readBody(res, where, this.opts.maxResponseBytes, deadline);
       } catch (err) {
         throw stopped(err) ?? err;
+      }
+      if (this.gzipBodies === 'no' && takesGzipBodies(res.headers)) this.gzipBodies = 'yes';
+      if (res.statusCode === 415 && headers['content-encoding']) {
+        // The server advertised gzip bodies but refuses this one: plain from now on, and this one again.
+        this.gzipBodies = 'refused';
+        this.opts.logger.info({ route }, 'the API refused a gzip-encoded request body (415): sending request bodies plain from now on');
+        return this.once(route, schema, options);
       }
       if (options.conditional) return conditionalAnswer(this.validators, url, res, text, date, (status, body, d) => this.interpret(status, body, d, where, schema, options));
       return this.interpret(res.statusCode, text, date, where, schema, options);
@@ -280,33 +291,5 @@ export class ApiClient {
       throw new ApiResponseError(`${where}: unexpected response shape: ${shown}`);
     }
     return { status: status, data: parsed.data, date };
-  }
-
-  private async readCapped(res: TransportResponse, where: string, deadline: RequestDeadline): Promise<string> {
-    const max = this.opts.maxResponseBytes;
-    const declared = Number(res.headers['content-length']);
-    if (Number.isFinite(declared) && declared > max) {
-      res.body.destroy();
-      throw new ApiResponseError(`${where}: response of ${declared} bytes exceeds max_response_mb`);
-    }
-    const chunks: Buffer[] = [];
-    let size = 0;
-    try {
-      for await (const chunk of res.body) {
-        size += (chunk as Buffer).length;
-        deadline.received = size;
-        if (size > max) {
-          res.body.destroy();
-          throw new ApiResponseError(`${where}: response exceeds max_response_mb (${Math.round(max / 1048576)} MiB)`);
-        }
-        chunks.push(chunk as Buffer);
-      }
-    } catch (err) {
-      if (err instanceof ApiResponseError) throw err;
-      throw new ApiUnreachableError(`${where}: connection lost while reading the response: ${describeNetworkError(err)}`, { cause: err });
-    }
-    const buf = Buffer.concat(chunks, size);
-    // Feed pages are ASCII; for ASCII, latin1 decoding gives the same string several times faster.
-    return isAscii(buf) ? buf.toString('latin1') : buf.toString('utf8');
   }
 }

@@ -1,6 +1,7 @@
 // A good citizen of a fleet, seen from the API: what an idle decision poll costs (bytes counted
 // at the simulator), a decision posted while the daemon runs reaching the firewall within the poll
-// interval, a withdrawal at the next cycle, the start-up delay, and conditional requests (304).
+// interval, a withdrawal at the next cycle, the start-up delay, conditional requests (304) and
+// compression where the server offers it.
 // The dry-run backend's rules file is the firewall here, as in daemon.test.ts.
 import { readFileSync } from 'node:fs';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -25,6 +26,7 @@ afterAll(async () => {
 });
 afterEach(async () => {
   sim.setConditional(null);
+  sim.setCompression(false);
   await Promise.all(running.splice(0).map((d) => d.stop()));
 });
 
@@ -180,5 +182,29 @@ describe('conditional requests', () => {
     const ip = mode === 'etag' ? '192.0.2.88' : '192.0.2.89';
     await decide(ip, 1);
     await waitFor(() => firewall(c.rules).includes(ip), `${ip} in the firewall`, 1000 + 1500, 20);
+  });
+});
+
+describe('compression', () => {
+  it('a server that compresses: a cycle costs several times fewer bytes, the firewall and the stored report are the same', async () => {
+    const cycleBytes = async (): Promise<{ bytes: number; rules: string[]; blacklist: string[]; reportBytes: number }> => {
+      const c = fastFailConfig(sim);
+      sim.clearRequests();
+      const r = await runCli(['sync', '--once', '--config', c.path]);
+      expect(r.exitCode, r.stderr).toBe(0);
+      const report = sim.calls.find((x) => x.method === 'POST' && x.path.endsWith('/feedback'))!;
+      return { bytes: sim.calls.reduce((n, x) => n + x.bytesIn + x.bytesOut, 0), rules: firewall(c.rules).sort(), blacklist: [...(sim.getAgent(sim.agid)?.blacklist ?? [])].sort(), reportBytes: report.bytesIn };
+    };
+    const plain = await cycleBytes();
+    sim.setCompression(true);
+    const zipped = await cycleBytes();
+    expect(zipped.rules).toEqual(plain.rules);
+    expect(zipped.rules.length).toBeGreaterThan(1000);
+    // The same entries (their order follows scores that decay between the two syncs).
+    expect(zipped.blacklist).toEqual(plain.blacklist);
+    expect(zipped.blacklist).toHaveLength(zipped.rules.length);
+    expect(zipped.bytes * 3).toBeLessThan(plain.bytes);
+    // The report too: the agent-record answer before it said the server takes gzip bodies.
+    expect(zipped.reportBytes * 3).toBeLessThan(plain.reportBytes);
   });
 });

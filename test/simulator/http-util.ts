@@ -1,13 +1,23 @@
 /** Small node:http helpers: JSON answers, bounded body reading, cancellable waits. */
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { gunzipSync, gzipSync } from 'node:zlib';
 
 export const MAX_BODY_BYTES = 1 << 20;
 
-/** Sends a body; `ascii` (caller guarantees pure ASCII) encodes with a plain copy. */
-export function send(res: ServerResponse, status: number, body: string, contentType = 'application/json', ascii = false, extra: Record<string, string> = {}): void {
+/**
+ * Sends a body; `ascii` (caller guarantees pure ASCII) encodes with a plain copy. `gzip`: the
+ * request accepts it and the simulator compresses (bodies from 1 KiB, as servers commonly do).
+ */
+export function send(res: ServerResponse, status: number, body: string, contentType = 'application/json', ascii = false, extra: Record<string, string> = {}, gzip = false): void {
   if (res.headersSent || res.destroyed) return;
-  const buf = Buffer.from(body, ascii ? 'latin1' : 'utf8');
-  const headers: Record<string, string | number> = { ...extra, 'content-length': buf.length };
+  let buf = Buffer.from(body, ascii ? 'latin1' : 'utf8');
+  const headers: Record<string, string | number> = { ...extra };
+  if (gzip && buf.length >= 1024) {
+    buf = gzipSync(buf, { level: 6 });
+    headers['content-encoding'] = 'gzip';
+    headers.vary = 'accept-encoding';
+  }
+  headers['content-length'] = buf.length;
   if (buf.length) headers['content-type'] = contentType;
   res.writeHead(status, headers);
   res.end(buf);
@@ -23,8 +33,21 @@ export function sendMessage(res: ServerResponse, status: number, message: string
 
 export type BodyResult = { ok: true; value: unknown } | { ok: false; status: number; message: string };
 
-/** Reads a JSON request body (empty body = undefined). */
-export async function readJsonBody(req: IncomingMessage, maxBytes = MAX_BODY_BYTES): Promise<BodyResult> {
+/** Whether a request's Accept-Encoding takes gzip (a `q=0` refuses it). */
+export function acceptsGzip(req: IncomingMessage): boolean {
+  return (req.headers['accept-encoding'] ?? '').split(',').some((c) => {
+    const [name, ...params] = c.trim().toLowerCase().split(';');
+    return (name === 'gzip' || name === '*') && !params.some((p) => /^\s*q\s*=\s*0(\.0*)?\s*$/.test(p));
+  });
+}
+
+/**
+ * Reads a JSON request body (empty body = undefined). `maxBytes` bounds the bytes on the wire,
+ * as a proxy's body limit does. A gzip-encoded body is taken when `gzip` (the simulator
+ * advertises it), decoded within 64 MiB; otherwise, or for any other coding, 415.
+ */
+export async function readJsonBody(req: IncomingMessage, maxBytes = MAX_BODY_BYTES, gzip = false): Promise<BodyResult> {
+  const coding = (req.headers['content-encoding'] ?? 'identity').trim().toLowerCase();
   const chunks: Buffer[] = [];
   let size = 0;
   let tooLarge = false;
@@ -34,7 +57,16 @@ export async function readJsonBody(req: IncomingMessage, maxBytes = MAX_BODY_BYT
     else chunks.push(chunk);
   }
   if (tooLarge) return { ok: false, status: 413, message: `body: larger than ${maxBytes === MAX_BODY_BYTES ? '1 MiB' : `${maxBytes} bytes`}` };
-  const text = Buffer.concat(chunks).toString('utf8');
+  let raw = Buffer.concat(chunks);
+  if (coding !== 'identity') {
+    if (coding !== 'gzip' || !gzip) return { ok: false, status: 415, message: `content-encoding: ${coding} is not taken` };
+    try {
+      raw = gunzipSync(raw, { maxOutputLength: 64 * 1024 * 1024 });
+    } catch {
+      return { ok: false, status: 400, message: 'body: invalid gzip' };
+    }
+  }
+  const text = raw.toString('utf8');
   if (text.trim() === '') return { ok: true, value: undefined };
   try {
     return { ok: true, value: JSON.parse(text) as unknown };

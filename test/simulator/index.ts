@@ -58,8 +58,13 @@ export interface SimulatorOptions {
   requestLogSize?: number;
   /** Conditional answers on GET /ips and GET /feedback?agid= (default none, as the spec shows none). */
   conditional?: ConditionalMode | null;
-  /** Largest request body taken (default 1 MiB); larger ones are answered 413. */
+  /** Largest request body taken (default 1 MiB, counted on the wire); larger ones are answered 413. */
   maxBodyBytes?: number;
+  /**
+   * gzip: answers from 1 KiB gzip-encoded when the request accepts it, and gzip request bodies
+   * taken (advertised in every answer's `Accept-Encoding`, RFC 7694). Default off, as the spec shows none.
+   */
+  compression?: boolean;
   /** Told of every API call once it is answered, with its bytes (the `requests` ring keeps only the last ones). */
   onRequest?: (e: CallEntry) => void;
 }
@@ -94,6 +99,8 @@ export interface Simulator {
   setFault(mode: FaultMode | null, options?: FaultOptions): void;
   /** Turn conditional answers on (`etag`, `last-modified`, `both`) or off (null). */
   setConditional(mode: ConditionalMode | null): void;
+  /** Turn gzip answers and gzip request bodies on or off. */
+  setCompression(on: boolean): void;
   /** Answers of the `trickle` fault being sent now. */
   readonly trickling: number;
   /** Every trickled answer in flight sends the rest of its body at once (the fault itself stays as set). */
@@ -158,6 +165,7 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
   const stats: ServerStats = { requests: 0, handlerNs: 0n, bytesIn: 0, bytesOut: 0 };
   if (opts.conditional && !CONDITIONAL_MODES.includes(opts.conditional)) throw new TypeError(`conditional must be one of ${CONDITIONAL_MODES.join(', ')}`);
   const conditional = new Conditional(opts.conditional ?? null);
+  const compression = { on: opts.compression ?? false };
   const token = opts.token ?? 'sim-token';
 
   let control: ReturnType<typeof controlHandler> | undefined;
@@ -173,6 +181,7 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
     calls,
     stats,
     conditional,
+    compression,
     maxBodyBytes: opts.maxBodyBytes ?? MAX_BODY_BYTES,
     onRequest: opts.onRequest,
     userJson: renderUser(data.ownGid),
@@ -199,6 +208,9 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
     setConditional(mode) {
       if (mode !== null && !CONDITIONAL_MODES.includes(mode)) throw new TypeError(`conditional must be one of ${CONDITIONAL_MODES.join(', ')} or null`);
       conditional.mode = mode;
+    },
+    setCompression(on) {
+      compression.on = on;
     },
     get trickling() {
       return server.trickling;

@@ -6,7 +6,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AgentStore } from './agents.js';
 import { BAD_JSON_BODY, formulaFor, wrongTypesAgents, wrongTypesPage, type ActiveFault, type FaultState } from './faults.js';
-import { Waiter, readJsonBody, send, sendJson, sendMessage, writeChunk } from './http-util.js';
+import { Waiter, acceptsGzip, readJsonBody, send, sendJson, sendMessage, writeChunk } from './http-util.js';
 import { countBytes, type Conditional } from './conditional.js';
 import { formatAddress } from './ipspace.js';
 import { renderHeader, renderItem, renderPage, type ItemView } from './render.js';
@@ -81,6 +81,8 @@ export interface SimContext {
   calls: RequestLog<CallEntry>;
   stats: ServerStats;
   conditional: Conditional;
+  /** gzip answers (when asked) and gzip request bodies (advertised with Accept-Encoding, RFC 7694). */
+  compression: { on: boolean };
   /** Largest request body taken; a larger one is answered 413. */
   maxBodyBytes: number;
   /** Told of every API call once it is answered (the fleet benchmark counts with it). */
@@ -178,12 +180,13 @@ export class SimServer {
         entry.status = res.statusCode;
       });
       counted = entry;
+      if (ctx.compression.on) res.setHeader('accept-encoding', 'gzip');
       const denied = checkAuth(req, ctx.token);
       if (denied) return send(res, denied.status, denied.body);
       let body: unknown;
       if (method === 'POST' || method === 'PUT') {
         pause();
-        const b = await readJsonBody(req, ctx.maxBodyBytes);
+        const b = await readJsonBody(req, ctx.maxBodyBytes, ctx.compression.on);
         resume();
         if (!b.ok) return sendMessage(res, b.status, b.message);
         body = b.value;
@@ -235,7 +238,7 @@ export class SimServer {
         }
         if (c) answer.headers = c.headers;
       }
-      send(res, answer.status, answer.body, 'application/json', answer.ascii, answer.headers);
+      send(res, answer.status, answer.body, 'application/json', answer.ascii, answer.headers, ctx.compression.on && acceptsGzip(req));
     } finally {
       pause();
     }
