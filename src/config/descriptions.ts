@@ -115,7 +115,7 @@ export const CONFIG_KEY_DOCS = {
     meaning: "a cycle's API calls end after this; the cycle fails with code 20, the applied set stays, the daemon goes on",
   },
   retries: { section: 'api', meaning: 'retries with exponential backoff and jitter for network errors, 5xx, 429, garbled bodies; never for 4xx' },
-  max_response_mb: { section: 'api', meaning: 'largest response accepted' },
+  max_response_mb: { section: 'api', meaning: 'largest response accepted, counted decoded when the server sends it gzip-encoded' },
   ca_file: { section: 'api', absent: "Node's default roots only", meaning: "extra CA certificate(s) (PEM) for the API and an https proxy, added to Node's default roots (Mozilla's list bundled with Node, plus `NODE_EXTRA_CA_CERTS`)" },
   proxy: { section: 'api', absent: 'from the environment', meaning: '`http://` or `https://` proxy URL (credentials as `user:password@`, sent as Basic on CONNECT); without it `HTTPS_PROXY`/`HTTP_PROXY`/`NO_PROXY` apply; other schemes are refused' },
   dry_run_output: {
