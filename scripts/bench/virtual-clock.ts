@@ -13,6 +13,7 @@
  * performance.now (durations).
  */
 import { HttpTransport } from '../../src/api/http.js';
+import { ApiClient } from '../../src/api/client.js';
 
 interface Timer {
   id: number;
@@ -53,6 +54,8 @@ export class VirtualClock {
   private readonly queue: Timer[] = [];
   private readonly byId = new Map<number, Timer>();
   private inflight = 0;
+  /** Undo what install() patched (the transport's and the client's calls). */
+  private readonly restore: (() => void)[] = [];
   private readonly saved = { setTimeout, clearTimeout, setInterval, clearInterval, now: Date.now, hrtime: process.hrtime.bigint };
 
   constructor(startMs: number) {
@@ -76,6 +79,7 @@ export class VirtualClock {
     process.hrtime.bigint = () => mono0 + BigInt(Math.round((self.now - start) * 1e6));
     // The agent's own transport says when an API call starts and when its answer is read.
     const request = HttpTransport.prototype.request;
+    this.restore.push(() => (HttpTransport.prototype.request = request));
     HttpTransport.prototype.request = function (this: HttpTransport, ...a: Parameters<typeof request>) {
       self.inflight++;
       let done = false;
@@ -89,6 +93,15 @@ export class VirtualClock {
       p.then((res) => res.body.once('close', end), end);
       return p;
     };
+    // And until the client has the answer whole: a gzip answer is still being decoded (zlib's
+    // thread pool, no resource the event loop lists) after its body has closed.
+    const proto = ApiClient.prototype as unknown as { once: (...a: unknown[]) => Promise<unknown> };
+    const once = proto.once;
+    this.restore.push(() => (proto.once = once));
+    proto.once = function (this: unknown, ...a: unknown[]) {
+      self.inflight++;
+      return once.apply(this, a).finally(() => self.inflight--);
+    };
   }
 
   uninstall(): void {
@@ -99,6 +112,7 @@ export class VirtualClock {
     g.clearInterval = this.saved.clearInterval;
     Date.now = this.saved.now;
     process.hrtime.bigint = this.saved.hrtime;
+    for (const undo of this.restore.splice(0).reverse()) undo();
   }
 
   private add(fn: () => void, ms: number, every: number | undefined): Handle {

@@ -16,8 +16,10 @@ export interface LiveStatus {
   firewall: {
     plugin: PluginName | null;
     objects: OwnedObject[];
-    /** Entries in the owned set now; null when it cannot be read (or for the dry run). */
+    /** Entries in the owned set now; null when it cannot be read (or for the dry run), or was not listed. */
     entries: number | null;
+    /** Not listed (a backend whose listing is slow past this size): the count the agent last applied. */
+    appliedNotListed?: number;
     /** Why the backend could not even be opened (no tool found). */
     error?: string;
   };
@@ -45,10 +47,18 @@ export function enforcingOf(live: LiveStatus, running: boolean): Enforcing {
   // An object under the agent's name that the agent did not create: it refuses to touch it, so nothing it owns enforces.
   const foreign = fw.objects.filter((o) => o.state === 'foreign');
   if (foreign.length) return { enforcing: false, why: `not the agent's (choose another name in config.json): ${foreign.map((o) => o.what).join(', ')}` };
+  if (fw.entries === null && fw.appliedNotListed !== undefined) return { enforcing: true, why: `${fw.appliedNotListed} entries applied (not listed from the kernel past ${LIST_UP_TO.toLocaleString('en')} entries)` };
   return { enforcing: true, why: `${fw.entries ?? '?'} entries in the kernel` };
 }
 
-export async function readLiveStatus(config: AgentConfig, logger: Logger): Promise<LiveStatus> {
+/**
+ * Largest set `status` lists to count it, for a backend whose listing fetches every element
+ * (nftables: about half a second at this size; a minute and hundreds of MB at a million).
+ */
+export const LIST_UP_TO = 20_000;
+
+/** `applied`: how many entries the agent last applied (state.json), to judge whether a listing is cheap. */
+export async function readLiveStatus(config: AgentConfig, logger: Logger, applied = 0): Promise<LiveStatus> {
   const now = Math.floor(Date.now() / 1000);
   let overrides: LiveStatus['overrides'];
   try {
@@ -63,9 +73,12 @@ export async function readLiveStatus(config: AgentConfig, logger: Logger): Promi
     firewall.plugin = plugin.name;
     if (plugin.name !== 'dry-run') {
       firewall.objects = await plugin.objects();
-      // Not for a backend whose whole listing is slow at scale (nftables fetches every element): the
-      // applied count in the state says what the agent put there.
-      if (firewall.objects.every((o) => o.state === 'present') && !plugin.lookup) firewall.entries = (await plugin.list()).length;
+      // Not past LIST_UP_TO for a backend whose whole listing is slow at scale (nftables fetches every
+      // element): the applied count in the state says what the agent put there.
+      if (firewall.objects.every((o) => o.state === 'present')) {
+        if (!plugin.lookup || applied <= LIST_UP_TO) firewall.entries = (await plugin.list()).length;
+        else firewall.appliedNotListed = applied;
+      }
     }
   } catch (err) {
     firewall.error = errorMessage(err);

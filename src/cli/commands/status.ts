@@ -81,7 +81,7 @@ export async function statusCommand(opts: GlobalOptions & { json?: boolean; prob
   const sources = s.sources ?? LOCAL_DEFAULT_SOURCES;
   const c = s.lastCycle;
   const now = Math.floor(Date.now() / 1000);
-  const live = await readLiveStatus(config, logger);
+  const live = await readLiveStatus(config, logger, c?.applied ?? 0);
   const e = enforcingOf(live, settings.running);
   if (opts.probe) return probeAnswer(live, e);
   const out = {

@@ -60,7 +60,7 @@ describe('journal logging', () => {
     const run = underJournal(cfg.dir, ['run', '--config', cfg.path], { WCF_AGENT_MINUTE_MS: '100', WCF_LOG_LEVEL: 'info' });
     try {
       await waitFor(() => run.lines().some((l) => l.startsWith('<6>cycle done ')), 'first cycle');
-      expect(run.lines().find((l) => l.startsWith('<6>cycle done '))).toMatch(/^<6>cycle done applied=\d+ manual=\d+ score=\d+ code=0 ms=\d+$/);
+      expect(run.lines().find((l) => l.startsWith('<6>cycle done '))).toMatch(/^<6>cycle done applied=\d+ manual=\d+ score=\d+ code=0 ms=\d+ configGeneration=0$/);
       sim.deleteAgent(sim.agid);
       const warning = await waitFor(() => run.lines().find((l) => l.startsWith('<4>')), 'a warning line');
       expect(warning).toBe(`<4>agent record not found on the server (deleted?); keeping the last known configuration agid=${sim.agid}`);

@@ -4,6 +4,7 @@ import { startSimulator, type Simulator } from '../../simulator/index.js';
 import { runCli, writeConfig } from '../../helpers/cli.js';
 import { DaemonProcess } from '../../helpers/daemon.js';
 import { createLab, isRoot, type Lab } from '../../netns/netns.js';
+import { kernelEntries } from '../../helpers/kernel.js';
 
 /**
  * `status` tells what the kernel holds and whether a daemon runs, not what
@@ -65,8 +66,8 @@ describe.each(['nftables', 'ipset'] as const)('status on real netfilter, %s back
     expect(running.json.daemon).toMatchObject({ running: true, pid: d.pid });
     expect(running.json.daemon.uptime_seconds).toBeGreaterThanOrEqual(0);
     expect(running.json.enforcing).toBe(true);
-    // nftables: the kernel's count is not read (it would fetch every element: minutes at a million); `applied` says it.
-    expect(running.json.firewall.entries).toBe(plugin === 'nftables' ? null : running.json.applied);
+    // Counted from the kernel (nftables only up to 20,000 applied: past that a listing fetches every element).
+    expect(running.json.firewall.entries).toBe(running.json.applied);
     expect(running.json.next_sync).toEqual(expect.any(Number));
     expect(running.text.daemon).toMatch(new RegExp(`^running, pid ${d.pid}, up \\d+s$`));
     expect(running.text.enforcing).toBe(`yes (${running.json.applied} entries in the kernel)`);
@@ -85,5 +86,47 @@ describe.each(['nftables', 'ipset'] as const)('status on real netfilter, %s back
     expect((await runCli(['flush', '--config', c.path])).exitCode).toBe(0);
     const flushed = await status(c.path);
     expect(flushed.json).toMatchObject({ enforcing: false, enforcing_reason: "none of the agent's objects is in the kernel (flushed, or never synced)" });
+  });
+});
+
+describe('status with a large nftables set', () => {
+  let sim: Simulator;
+  let lab: Lab;
+  let dir: string | undefined;
+
+  beforeAll(async () => {
+    if (!isRoot) throw new Error('the netfilter tests need root (CAP_NET_ADMIN) to create network namespaces');
+    sim = await startSimulator({ indicators: 0, seed: 41, agentConfig: { maximum_rules: '30000', score_threshold: '1', sync_time: '5', running: 'true' } });
+    // 25,000 fresh indicators, all selected, stamped over the last hour (feed pages follow ts).
+    const now = sim.clock.now();
+    for (let i = 0; i < 25_000; i++) sim.upsertIndicator({ ip: `11.${(i >>> 16) & 255}.${(i >>> 8) & 255}.${i & 255}`, score: 10, ts: now - 3600 + Math.floor((i * 3590) / 25_000) });
+    lab = await createLab();
+  });
+  afterAll(async () => {
+    await lab?.destroy();
+    await sim?.close();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('past 20,000 applied entries: enforcing from the objects, the applied count named, the set not listed', { timeout: 120_000 }, async () => {
+    const c = writeConfig({ agid: sim.agid, base_url: sim.url, token: sim.token, plugin: 'nftables', netns: lab.host.name, retries: 0, jitter_seconds: 0, maximum_rules: 30_000, score_threshold: 1 });
+    dir = c.dir;
+    const sync = await runCli(['sync', '--once', '--json', '--config', c.path]);
+    expect(sync.exitCode, sync.stderr).toBe(0);
+    const applied = (JSON.parse(sync.stdout) as { applied: number }).applied;
+    expect(applied).toBeGreaterThan(20_000);
+    expect(await kernelEntries(lab.host, 'nftables')).toHaveLength(applied);
+    const j = await runCli(['status', '--json', '--config', c.path]);
+    expect(j.exitCode, j.stderr).toBe(0);
+    const s = JSON.parse(j.stdout) as StatusJson;
+    expect(s).toMatchObject({ enforcing: true, applied, enforcing_reason: `${applied} entries applied (not listed from the kernel past 20,000 entries)` });
+    expect(s.firewall.entries).toBeNull();
+    // A hook deleted is still seen: the objects are always checked.
+    await lab.host.exec('nft', ['delete', 'chain', 'inet', 'wcf_agent', 'input']).catch(async () => {
+      await lab.host.exec('nft', ['flush', 'chain', 'inet', 'wcf_agent', 'input']);
+      await lab.host.exec('nft', ['delete', 'chain', 'inet', 'wcf_agent', 'input']);
+    });
+    const after = JSON.parse((await runCli(['status', '--json', '--config', c.path])).stdout) as StatusJson;
+    expect(after).toMatchObject({ enforcing: false, enforcing_reason: 'missing from the kernel: nft chain inet wcf_agent input' });
   });
 });

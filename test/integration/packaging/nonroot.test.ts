@@ -73,9 +73,14 @@ async function asUser(ns: Netns, caps: string[], args: string[]) {
   return { exitCode: r.exitCode ?? -1, stdout: String(r.stdout), stderr: String(r.stderr) };
 }
 
+/** Elements of the agent's two nftables sets: single addresses and networks. */
 async function nftSet(ns: Netns): Promise<number> {
-  const j = JSON.parse(await ns.exec('nft', ['-j', 'list', 'set', 'inet', 'wcf_agent', 'wcf-blocklist'])) as { nftables: { set?: { elem?: unknown[] } }[] };
-  return j.nftables.find((o) => o.set)?.set?.elem?.length ?? 0;
+  let n = 0;
+  for (const set of ['wcf-blocklist', 'wcf-blocklist-net']) {
+    const j = JSON.parse(await ns.exec('nft', ['-j', 'list', 'set', 'inet', 'wcf_agent', set])) as { nftables: { set?: { elem?: unknown[] } }[] };
+    n += j.nftables.find((o) => o.set)?.set?.elem?.length ?? 0;
+  }
+  return n;
 }
 
 async function ipsetSize(ns: Netns): Promise<number> {

@@ -116,6 +116,12 @@ describe('enforcing, from what the kernel holds', () => {
   const table = (state: 'present' | 'absent') => ({ what: 'nft table inet wcf_agent', state });
   it.each<[string, Partial<LiveStatus>, boolean, { enforcing: boolean | null; why: string }]>([
     ['intact', {}, true, { enforcing: true, why: '42 entries in the kernel' }],
+    [
+      'intact, an nftables set too large to list',
+      { firewall: { plugin: 'nftables', objects: [table('present')], entries: null, appliedNotListed: 1_000_000 } },
+      true,
+      { enforcing: true, why: '1000000 entries applied (not listed from the kernel past 20,000 entries)' },
+    ],
     ['dry run', { firewall: { plugin: 'dry-run', objects: [], entries: null } }, true, { enforcing: false, why: 'dry run: nothing enforced' }],
     ['running disabled', {}, false, { enforcing: false, why: 'running disabled' }],
     ['flushed or never synced', { firewall: { plugin: 'nftables', objects: [table('absent')], entries: null } }, true, { enforcing: false, why: "none of the agent's objects is in the kernel (flushed, or never synced)" }],
