@@ -49,6 +49,8 @@ export function mountedConfig(sim: Pick<Simulator, 'agid' | 'url' | 'token'>, ex
     token_file: TOKEN_PATH,
     retries: 0,
     jitter_seconds: 0,
+    // A restarted container syncs at once: the tests wait for that sync (the start-up delay has its own tests).
+    startup_delay_seconds: 0,
     connect_timeout_ms: 1000,
     request_timeout_ms: 2000,
     ...extra,

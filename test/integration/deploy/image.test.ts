@@ -95,7 +95,9 @@ describe.each(['nftables', 'ipset'] as const)('the image with the %s backend', (
     const restoredLog = await waitFor(async () => {
       const text = (await podman.run(['logs', second])).stderr;
       return /restored the last known good set \(\d+ entries\) before any network call/.test(text) && /sync failed, previous firewall state kept/.test(text) ? text : undefined;
-    }, 'the restore and a failed sync in the logs', 30_000, 250);
+    }, 'the restore and a failed sync in the logs', 30_000, 250).catch(async (err: Error) => {
+      throw new Error(`${err.message}; logs:\n${await logs(second)}`);
+    });
     expect(restoredLog).toContain(`restored the last known good set (${applied.length} entries)`);
     expect((await podman.ok(['inspect', '-f', '{{.State.Running}}', second])).trim()).toBe('true');
     expect(await kernelEntries(node, plugin)).toEqual(applied);
