@@ -214,8 +214,10 @@ export class NftablesPlugin extends KernelPlugin implements FirewallPlugin {
     const repairs = this.repairs(false, options);
     const size = wanted.hosts.length + wanted.nets.length;
     const current = await this.readParts();
-    const h = ledgerDiff(current.hosts, 0, wanted.hosts);
-    const n = ledgerDiff(current.nets, 0, wanted.nets);
+    // The kernel's remaining times as of the apply's start, as the wanted ones are (read later: longer by then).
+    const back = (this.appliedAt - Date.now()) / 1000;
+    const h = ledgerDiff(current.hosts, back, wanted.hosts);
+    const n = ledgerDiff(current.nets, back, wanted.nets);
     const sum = { added: h.added + n.added, updated: h.updated + n.updated, removed: h.removed + n.removed };
     const mode = chooseMode(sum, current.hosts.length + current.nets.length, size, current.nonCidr > 0);
     if (mode !== 'none') {
