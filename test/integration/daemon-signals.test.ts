@@ -15,6 +15,8 @@ import { Netns, isRoot } from '../netns/netns.js';
  * a gate file exists, then runs the real nft: a long apply or a long listing without any sleep.
  */
 
+/** Generous deadlines: the machine is shared, and a cycle there can take tens of seconds. Every wait ends on an event. */
+const LONG = 90_000;
 const AGENT_CONFIG = { maximum_rules: '30', score_threshold: '4', sync_time: '5', running: 'true' } as const;
 
 /** Direct children of `pid` (process ids). */
@@ -71,21 +73,21 @@ describe('daemon signals and children, nftables in a namespace', () => {
     const cfg = fastFailConfig(sim, { plugin: 'nftables', netns: ns.name });
     const d = new DaemonProcess(cfg.path, s.env);
     try {
-      await waitFor(() => existsSync(s.held), 'the first apply held');
+      await waitFor(() => existsSync(s.held), 'the first apply held', LONG);
       d.signal('SIGHUP');
-      const line = await d.waitForLog(/^configuration reloaded$/);
+      const line = await d.waitForLog(/^configuration reloaded$/, 1, LONG);
       // Answered while the apply is still held: the daemon did not wait for it.
       expect(existsSync(s.gate)).toBe(true);
       expect(line.pending).toMatch(/previous configuration/);
       rmSync(s.gate);
-      await waitFor(() => d.logs.some((l) => l.msg === 'cycle done' && Number(l.configGeneration) >= 1), 'a cycle with the reloaded configuration');
+      await waitFor(() => d.logs.some((l) => l.msg === 'cycle done' && Number(l.configGeneration) >= 1), 'a cycle with the reloaded configuration', LONG);
       expect(await d.stop()).toBe(0);
       expect((await kernelEntries(ns, 'nftables')).length).toBe(30);
     } finally {
       rmSync(s.gate, { force: true });
       await d.stop();
     }
-  });
+  }, 300_000);
 
   it('SIGTERM during a long listing: the listing is ended and the daemon exits without waiting for it', async () => {
     // A table from an earlier run: the new daemon has no record of it and reads it back.
@@ -93,14 +95,14 @@ describe('daemon signals and children, nftables in a namespace', () => {
     rmSync(s.gate);
     const cfg = fastFailConfig(sim, { plugin: 'nftables', netns: ns.name });
     const first = new DaemonProcess(cfg.path, s.env);
-    await first.waitForLog(/^cycle done/);
+    await first.waitForLog(/^cycle done/, 1, LONG);
     expect(await first.stop()).toBe(0);
     writeFileSync(s.gate, '');
     const d = new DaemonProcess(cfg.path, s.env);
     try {
-      await waitFor(() => existsSync(s.held), 'a listing held');
+      await waitFor(() => existsSync(s.held), 'a listing held', LONG);
       d.signal('SIGTERM');
-      await d.waitForLog(/^stopping$/);
+      await d.waitForLog(/^stopping$/, 1, LONG);
       expect(await d.exit()).toBe(0);
       // Exited while the listing would still be waiting at the gate.
       expect(existsSync(s.gate)).toBe(true);
@@ -108,23 +110,23 @@ describe('daemon signals and children, nftables in a namespace', () => {
       rmSync(s.gate, { force: true });
       await d.stop();
     }
-  });
+  }, 300_000);
 
   it('SIGKILL of the agent: its children (the event monitor, a command in flight) die with it', async () => {
     const s = shim(`*" -f "*`); // hold every transaction and check: a command is in flight when the agent dies
     rmSync(s.gate);
     const cfg = fastFailConfig(sim, { plugin: 'nftables', netns: ns.name });
     const d = new DaemonProcess(cfg.path, s.env);
-    await d.waitForLog(/^cycle done/);
+    await d.waitForLog(/^cycle done/, 1, LONG);
     writeFileSync(s.gate, '');
-    await waitFor(() => existsSync(s.held), 'a command held');
+    await waitFor(() => existsSync(s.held), 'a command held', LONG);
     const kids = await waitFor(async () => {
       const k = await children(d.pid);
       return k.length >= 2 ? k : undefined; // the monitor and the held command
-    }, 'the daemon’s children');
+    }, 'the daemon’s children', LONG);
     d.signal('SIGKILL');
     await d.exit().catch(() => undefined);
     await waitFor(() => kids.every((pid) => !alive(pid)), 'the children to be gone', 10_000);
     rmSync(s.gate, { force: true });
-  });
+  }, 300_000);
 });

@@ -53,6 +53,7 @@ export class NftablesPlugin extends KernelPlugin implements FirewallPlugin {
   private readonly runner: CommandRunner;
   private readonly layout: NftLayout;
   private readonly ledger: NftLedger;
+  private appliedAt = 0;
 
   constructor(options: PluginOptions) {
     super(options.logger);
@@ -135,6 +136,10 @@ export class NftablesPlugin extends KernelPlugin implements FirewallPlugin {
   }
 
   protected async applyNow(entries: FirewallEntries, options: ApplyOptions): Promise<ApplyResult> {
+    // The wanted timeouts count from now (the caller computed them a moment ago), not from the end
+    // of the apply: recorded with the end time, a million-element apply that took minutes made every
+    // timeout look that much longer at the next cycle, and the whole set was sent again.
+    this.appliedAt = Date.now();
     const wanted = this.wantedParts(entries);
     try {
       const probe = await probeNft(this.runner, this.layout, this.ledger.handlesKnown);
@@ -172,7 +177,7 @@ export class NftablesPlugin extends KernelPlugin implements FirewallPlugin {
     for (const m of probe.missing) repairs.note(m);
     const size = wanted.hosts.length + wanted.nets.length;
     await runTransactions(this.runner, transactions(this.layout, [], wanted));
-    this.ledger.record(wanted.hosts, wanted.nets, Date.now(), true);
+    this.ledger.record(wanted.hosts, wanted.nets, this.appliedAt, true);
     await this.checkHandles();
     return this.done(repairs, this.fields(), { added: size, updated: 0, removed: 0 }, 'full', size);
   }
@@ -193,7 +198,7 @@ export class NftablesPlugin extends KernelPlugin implements FirewallPlugin {
       const runs = await runTransactions(this.runner, transactions(this.layout, changes));
       this.log.debug({ runs, ...sum }, 'nft: delta from the recorded sets');
     }
-    this.ledger.record(h.next, n.next, Date.now(), false);
+    this.ledger.record(h.next, n.next, this.appliedAt, false);
     return this.done(repairs, this.fields(), sum, mode, size);
   }
 
@@ -209,8 +214,10 @@ export class NftablesPlugin extends KernelPlugin implements FirewallPlugin {
     const repairs = this.repairs(false, options);
     const size = wanted.hosts.length + wanted.nets.length;
     const current = await this.readParts();
-    const h = ledgerDiff(current.hosts, 0, wanted.hosts);
-    const n = ledgerDiff(current.nets, 0, wanted.nets);
+    // The kernel's remaining times as of the apply's start, as the wanted ones are (read later: longer by then).
+    const back = (this.appliedAt - Date.now()) / 1000;
+    const h = ledgerDiff(current.hosts, back, wanted.hosts);
+    const n = ledgerDiff(current.nets, back, wanted.nets);
     const sum = { added: h.added + n.added, updated: h.updated + n.updated, removed: h.removed + n.removed };
     const mode = chooseMode(sum, current.hosts.length + current.nets.length, size, current.nonCidr > 0);
     if (mode !== 'none') {
@@ -220,7 +227,7 @@ export class NftablesPlugin extends KernelPlugin implements FirewallPlugin {
         netsRefill ? { set: this.layout.nets, add: n.add, del: n.del, refill: wanted.nets } : { set: this.layout.nets, add: n.add, del: n.del },
       ]));
     }
-    this.ledger.record(h.next, n.next, Date.now(), true);
+    this.ledger.record(h.next, n.next, this.appliedAt, true);
     return this.done(repairs, this.fields(), sum, mode, size);
   }
 

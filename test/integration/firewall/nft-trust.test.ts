@@ -34,6 +34,12 @@ function recording(inner: CommandRunner): CommandRunner & { calls: string[] } {
   };
 }
 
+/** The entries with their timeouts counted down since `t0`, as the daemon gives them (from fixed expiry times). */
+function at(list: readonly FirewallEntry[], t0: number): FirewallEntry[] {
+  const gone = Math.floor((Date.now() - t0) / 1000);
+  return list.map((e) => (e.timeoutSeconds === undefined ? e : { ...e, timeoutSeconds: e.timeoutSeconds - gone }));
+}
+
 const kernelNow = async (ns: Netns) => [...(await nftElements(ns)).keys()].sort();
 
 describe('nftables: the last applied record stands for the kernel until something else touches it', () => {
@@ -43,6 +49,8 @@ describe('nftables: the last applied record stands for the kernel until somethin
   let watcher: Watcher;
   const distrusted: string[] = [];
   // A few thousand entries: addresses with timeouts, a few networks.
+  const t0 = Date.now();
+  const sel = () => at(selection, t0);
   const selection: FirewallEntry[] = [...fillers(3000, 3600), { cidr: net('192.0.2.0/24'), timeoutSeconds: 7200 }, { cidr: net('198.51.100.0/25') }];
 
   beforeAll(async () => {
@@ -54,7 +62,7 @@ describe('nftables: the last applied record stands for the kernel until somethin
       distrusted.push(why);
       raw.distrust(why);
     } });
-    await plugin.apply(selection, CAP);
+    await plugin.apply(sel(), CAP);
     watcher = new Watcher({
       plugin,
       memory,
@@ -78,7 +86,7 @@ describe('nftables: the last applied record stands for the kernel until somethin
 
   it('an apply with nothing changed sends no transaction and reads no set', async () => {
     runner.calls.length = 0;
-    expect(await plugin.apply(selection, CAP)).toMatchObject({ mode: 'none', added: 0, removed: 0, updated: 0 });
+    expect(await plugin.apply(sel(), CAP)).toMatchObject({ mode: 'none', added: 0, removed: 0, updated: 0 });
     // Only the quick check (nft -c, in check mode): no `nft -f` of the set, no listing.
     expect(runner.calls.every((c) => c.startsWith('nft -c -f -'))).toBe(true);
     expect(runner.calls.filter((c) => / list /.test(c))).toEqual([]);
@@ -96,24 +104,25 @@ describe('nftables: the last applied record stands for the kernel until somethin
       await waitFor(async () => distrusted.length > 0, 10_000);
       expect(distrusted[0]).toMatch(/changed by nft/);
       runner.calls.length = 0;
-      await plugin.apply(selection, CAP);
+      await plugin.apply(sel(), CAP);
       expect(runner.calls.some((c) => c.includes(`list set inet ${NAMES.tableName} ${NAMES.setName}`))).toBe(true);
       expect(await kernelNow(ns)).toEqual(sortedCidrs(selection).sort());
       // Trusted again: nothing to send.
-      expect(await plugin.apply(selection, CAP)).toMatchObject({ mode: 'none' });
+      expect(await plugin.apply(sel(), CAP)).toMatchObject({ mode: 'none' });
     }
   });
 
   it('the agent’s own applies do not make it doubt its record', async () => {
     distrusted.length = 0;
-    const next = [...selection.slice(10), ...fillers(10, 600, 50_000)];
-    expect(await plugin.apply(next, CAP)).toMatchObject({ mode: 'delta', added: 10, removed: 10 });
+    const nextBase = [...selection.slice(10), ...fillers(10, 600, 50_000)];
+    const next = () => at(nextBase, t0);
+    expect(await plugin.apply(next(), CAP)).toMatchObject({ mode: 'delta', added: 10, removed: 10 });
     await new Promise((r) => setTimeout(r, 1500)); // the events of that transaction have arrived
     expect(distrusted).toEqual([]);
     runner.calls.length = 0;
-    expect(await plugin.apply(next, CAP)).toMatchObject({ mode: 'none' });
+    expect(await plugin.apply(next(), CAP)).toMatchObject({ mode: 'none' });
     expect(runner.calls.filter((c) => / list /.test(c))).toEqual([]);
-    await plugin.apply(selection, CAP);
+    await plugin.apply(sel(), CAP);
   });
 
   it('elements changed while the event source is down: its restart is distrusted, and the next apply converges', async () => {
@@ -133,7 +142,7 @@ describe('nftables: the last applied record stands for the kernel until somethin
     await ns.exec('nft', ['delete', 'element', 'inet', NAMES.tableName, NAMES.setName, `{ ${selection[7]!.cidr.text} }`]);
     await ns.exec('nft', ['add', 'element', 'inet', NAMES.tableName, `${NAMES.setName}-net`, '{ 203.0.113.128/26 }']);
     await waitFor(async () => distrusted.some((d) => /restarted/.test(d)), 15_000);
-    await plugin.apply(selection, CAP);
+    await plugin.apply(sel(), CAP);
     expect(await kernelNow(ns)).toEqual(sortedCidrs(selection).sort());
   });
 });
