@@ -1,5 +1,5 @@
 import { readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator } from '../simulator/index.js';
@@ -173,9 +173,21 @@ describe.each(['ipset', 'nftables'] as const)('watching between cycles with the 
     it('watch_interval_seconds 0: no watching: no nft monitor child, and a removed table stays removed until a cycle', async () => {
       const off = join(s.cfgPath, '..', 'config-watch-off.json');
       writeFileSync(off, JSON.stringify({ ...(JSON.parse(readFileSync(s.cfgPath, 'utf8')) as object), watch_interval_seconds: 0 }), { mode: 0o600 });
+      const stateFile = join(resolve(dirname(off), JSON.parse(readFileSync(off, 'utf8')).state_dir as string), 'state.json');
+      const lastCycle = () => {
+        try {
+          return JSON.stringify((JSON.parse(readFileSync(stateFile, 'utf8')) as { lastCycle?: unknown }).lastCycle);
+        } catch {
+          return undefined;
+        }
+      };
+      const before = lastCycle();
       const d = new DaemonProcess(off, { WCF_AGENT_MINUTE_MS: '60000' });
       try {
         await d.waitForLog(/sync failed/);
+        // The failed cycle has ended (its record written): its re-assert of missing objects, which
+        // runs beside the pull, is over, so it cannot answer the removal below.
+        await waitFor(() => lastCycle() !== before, 'the failed cycle recorded', 10_000);
         expect(await hooked(s.ns, backend)).toBe(true); // restored at start
         // The monitor by its command line: a one-off nft the cycle runs (a kernel read) may be a child at this moment.
         expect((await execa('pgrep', ['-P', String(d.pid), '-f', '(^nft monitor|xtables-monitor -e)'], { reject: false })).stdout).toBe('');
@@ -183,7 +195,7 @@ describe.each(['ipset', 'nftables'] as const)('watching between cycles with the 
         // minute with jitter): a watcher would put it back within the deadline; none does.
         await s.ns.exec('nft', ['delete', 'table', 'inet', 'wcf_agent']);
         const back = await waitFor(() => hooked(s.ns, backend), 'nothing', REPAIR_DEADLINE_MS).then(() => true, () => false);
-        expect(back, 'the table came back without a cycle').toBe(false);
+        expect(back, `the table came back without a cycle: ${d.logs.map((l) => l.msg).join(' | ')}`).toBe(false);
         expect(d.count(/sync failed/), 'no cycle ran meanwhile').toBe(1);
         expect(d.count(REPAIRED)).toBe(0);
         expect(d.count(WATCHING)).toBe(0);
