@@ -115,7 +115,7 @@ function parseOptions() {
         '               [--cycles 3] [--gap-ms 4000] [--agent node|binary] [--entry dist/cli.js (another build, to compare; sync too)]\n' +
         '               environment: the systemd unit\'s Environment= lines, plus WCF_BENCH_DAEMON_ENV="K=V K=V" if set\n' +
         '       idle (opt-in): [--idle-minutes 10]; peers (opt-in, CrowdSec): [--peer-sizes 10000,100000]\n' +
-        '       fleet (opt-in, virtual time): [--fleet-hosts 200] [--fleet-sizes 10000,1000000]\n' +
+        '       fleet (opt-in, virtual time): [--fleet-hosts 200] [--fleet-sizes 10000,1000000|0]\n' +
         '--quick = --sizes 10000,100000 --runs 1 --naive-sizes 1000 (flags given explicitly still win)\n',
     );
     process.exit(0);
@@ -156,7 +156,8 @@ function parseOptions() {
     idleMinutes: positive('--idle-minutes', values['idle-minutes'] ?? '10'),
     peerSizes: list(values['peer-sizes'], '10000'),
     fleetHosts: positive('--fleet-hosts', values['fleet-hosts'] ?? '200'),
-    fleetSizes: list(values['fleet-sizes'], '10000,1000000'),
+    // `0`: no host days, only the fleet's steady state and restart.
+    fleetSizes: values['fleet-sizes'] === '0' ? [] : list(values['fleet-sizes'], '10000,1000000'),
     from: values.from,
     worker: values.worker as Group | undefined,
     netns: values.netns,
