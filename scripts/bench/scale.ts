@@ -230,6 +230,8 @@ export async function benchScale(ns: BenchNetns, sizes: readonly number[], plugi
         } catch {
           selfHealMs = null;
         }
+        const healLog = d.lines.filter((l) => l.at >= removed - 1000 && l.at <= removed + (selfHealMs ?? 120_000) + 1000).map((l) => `${((l.at - removed) / 1000).toFixed(2)} ${l.msg.slice(0, 100)}`);
+        log(`scale ${plugin} ${size}: log around the self-heal:\n  ${healLog.join('\n  ')}`);
         await d.next(/^cycle done$/);
         // SIGHUP while idle (right after a cycle).
         let sent = performance.now();

@@ -175,6 +175,25 @@ describe('daemon lifecycle', () => {
     expect(readFileSync(rules, 'utf8')).toBe(good);
   });
 
+  it('SIGTERM after a SIGHUP during a slow pull: the pull, started with the old configuration, is ended too', async () => {
+    const { path, rules } = setup({ request_timeout_ms: 60_000 });
+    const d = start(path);
+    await d.waitForLog(/^cycle done/);
+    const good = readFileSync(rules, 'utf8');
+    const mark = sim.requests.length;
+    sim.setFault('slow', { delayMs: 30_000 });
+    const held = await waitFor(() => sim.requests.slice(mark)[0], 'a request in flight');
+    // The reload is answered at once; the cycle in flight goes on with the client it started with.
+    d.signal('SIGHUP');
+    await d.waitForLog(/^configuration reloaded/);
+    d.signal('SIGTERM');
+    expect(await d.exit()).toBe(0);
+    // It did not wait for the slow answer (the server never got to send it).
+    expect(held.status).not.toBe(200);
+    expect(d.count(/^cycle done/)).toBe(1);
+    expect(readFileSync(rules, 'utf8')).toBe(good);
+  });
+
   it('on_stop=flush removes the rules on SIGTERM', async () => {
     const { path, rules } = setup({ on_stop: 'flush' });
     const d = start(path);

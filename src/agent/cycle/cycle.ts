@@ -1,5 +1,5 @@
 import { recordHits } from './hit-watch.js';
-import { ServerConfigError, WcfError, errorMessage } from '../../errors.js';
+import { ApiUnreachableError, ServerConfigError, WcfError, errorMessage } from '../../errors.js';
 import type { AgentConfig } from '../../config/load.js';
 import { localSettings } from '../../config/local-settings.js';
 import { LOCAL_DEFAULT_SOURCES, resolveSettings, type Settings, type SettingSources } from '../../config/server.js';
@@ -212,6 +212,9 @@ export async function runCycle(deps: CycleDeps, plugin: FirewallPlugin): Promise
     clock.lap('cache');
     await reasserted;
     const ps = await protectedSet;
+    // Stopping (SIGTERM during the pull or the selection, minutes at a million): no apply is begun.
+    // The pull is kept in the feed cache, so the next start applies it without pulling it again.
+    if (deps.api.client.aborted) throw new ApiUnreachableError('the agent is stopping: nothing applied, the pulled feed is kept for the next start');
     enforced = await write(() => enforcePlan(deps, plugin, pulled.plan, ps, now, clock, (ready) => (plan = ready)));
     const { dns: dnsPlan, settings: { running } } = pulled.plan;
     dns = await write(() => applyDnsStep({ config, logger, dryRun: plugin.name === 'dry-run', force: deps.force, now }, dnsPlan, running));

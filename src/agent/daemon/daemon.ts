@@ -50,6 +50,8 @@ export interface DaemonOptions {
  */
 export class Daemon {
   private parts!: DaemonParts;
+  /** The parts each cycle in flight runs with: after a reload, not the current ones (stop() aborts their calls too). */
+  private readonly cycling = new Set<DaemonParts>();
   private readonly logger: Logger;
   private readonly opts: DaemonOptions;
   private readonly scheduler: Scheduler;
@@ -198,14 +200,19 @@ export class Daemon {
   private async cycle(): Promise<boolean> {
     if (this.stopping) return true;
     const configGeneration = this.reloads; // the configuration it runs with, whatever a reload meanwhile
-    const { config, api, state, plugin } = this.parts;
+    const parts = this.parts;
+    const { config, api, state, plugin } = parts;
     const deps = { config, api, state, logger: this.logger, write: this.writer.run.bind(this.writer), onSettings: (s: Settings) => (this.settings = s), onApplied: (p: PlanResult, at: number) => this.fast.applied(p, at) };
+    this.cycling.add(parts);
     // The agent lock for the whole cycle (no manual sync meanwhile); the writer only for its writes.
-    const outcome = await this.fast.cycle(() => withLock(config.state_dir, () => runBoundedCycle(deps, plugin))).catch((err: unknown) => {
-      // The lock is held by a manual `sync --once`, or the state dir broke: try again later.
-      this.logger.warn(`cycle skipped: ${errorMessage(err)}`);
-      return undefined;
-    });
+    const outcome = await this.fast
+      .cycle(() => withLock(config.state_dir, () => runBoundedCycle(deps, plugin)))
+      .catch((err: unknown) => {
+        // The lock is held by a manual `sync --once`, or the state dir broke: try again later.
+        this.logger.warn(`cycle skipped: ${errorMessage(err)}`);
+        return undefined;
+      })
+      .finally(() => this.cycling.delete(parts));
     const ok = outcome?.record.ok ?? false;
     this.failures = ok ? 0 : this.failures + 1;
     if (outcome) {
@@ -259,6 +266,7 @@ export class Daemon {
     this.stopping = true;
     if (!this.parts) return; // stopped before start() had built anything
     this.parts.api.client.abort();
+    for (const p of this.cycling) p.api.client.abort(); // a cycle that began before a reload uses the old client
     stopReads(); // a listing in flight is ended (minutes at a million nft elements); an apply in flight finishes
     await this.watcher?.stop();
     await this.scheduler.stop();
