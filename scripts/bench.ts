@@ -372,7 +372,7 @@ function printScale(scale: NonNullable<GroupResult['scale']>): void {
     process.stdout.write(
       `${f.plugin} ${f.size}: first cycle ${s(f.firstCycleMs)}, 1% changed (${f.changed}) ${s(f.changedCycleMs)}, nothing changed ${s(f.quietCycleMs)}, ` +
         `self-heal ${s(f.selfHealMs)}, SIGHUP->reloaded ${s(f.reloadMs)} (cycle in flight ${s(f.reloadBusyMs)}), SIGTERM->exit ${s(f.stopMs)}, ` +
-        `peak agent+children ${f.treePeakMB.toFixed(0)} MB (children ${f.childrenPeakMB.toFixed(0)}, agent VmHWM ${f.agentPeakMB.toFixed(0)}), load ${f.load}\n`,
+        `peak agent+children ${f.treePeakMB.toFixed(0)} MB (children ${f.childrenPeakMB.toFixed(0)}, the largest then ${f.largestChild}; agent VmHWM ${f.agentPeakMB.toFixed(0)}), load ${f.load}\n`,
     );
   }
   for (const c of scale.cost) process.stdout.write(`nft cost at ${c.size}: ${c.command}: ${c.seconds.toFixed(2)} s, ${c.maxRssMB.toFixed(0)} MB\n`);

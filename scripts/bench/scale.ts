@@ -46,6 +46,8 @@ export interface ScaleFigure {
   agentPeakMB: number;
   /** Peak of the children alone (sampled). */
   childrenPeakMB: number;
+  /** The largest descendant at the children's peak: `name rss MB`. */
+  largestChild: string;
   load: string;
 }
 
@@ -57,15 +59,16 @@ export interface NftCostFigure {
 }
 
 /** VmRSS (kB) of every process, and its parent. */
-function processTable(): Map<number, { ppid: number; rssKB: number }> {
-  const out = new Map<number, { ppid: number; rssKB: number }>();
+function processTable(): Map<number, { ppid: number; rssKB: number; name: string }> {
+  const out = new Map<number, { ppid: number; rssKB: number; name: string }>();
   for (const d of readdirSync('/proc')) {
     if (!/^\d+$/.test(d)) continue;
     try {
       const status = readFileSync(`/proc/${d}/status`, 'utf8');
       const ppid = Number(/^PPid:\s+(\d+)/m.exec(status)?.[1] ?? 0);
       const rssKB = Number(/^VmRSS:\s+(\d+)/m.exec(status)?.[1] ?? 0);
-      out.set(Number(d), { ppid, rssKB });
+      const name = /^Name:\s+(.*)$/m.exec(status)?.[1] ?? '?';
+      out.set(Number(d), { ppid, rssKB, name });
     } catch {
       /* gone meanwhile */
     }
@@ -73,30 +76,39 @@ function processTable(): Map<number, { ppid: number; rssKB: number }> {
   return out;
 }
 
-/** Samples the summed RSS of `pid` and its descendants every `everyMs`; stop() answers the peaks (MB). */
-export function treeSampler(pid: number, everyMs = 200): { stop(): { treeMB: number; childrenMB: number } } {
+/**
+ * Samples the summed RSS of `pid` and its descendants every `everyMs`; stop() answers the peaks (MB),
+ * and which descendant was the largest at the children's peak (`name rss MB`), to say who paid.
+ */
+export function treeSampler(pid: number, everyMs = 200): { stop(): { treeMB: number; childrenMB: number; largestChild: string } } {
   let treeKB = 0;
   let childrenKB = 0;
+  let largestChild = 'none';
   const sample = () => {
     const table = processTable();
     const kids = new Map<number, number[]>();
     for (const [p, v] of table) kids.set(v.ppid, [...(kids.get(v.ppid) ?? []), p]);
     let sum = 0;
+    let largest: { name: string; rssKB: number } | undefined;
     const stack = [pid];
     while (stack.length) {
       const p = stack.pop()!;
-      sum += table.get(p)?.rssKB ?? 0;
+      const row = table.get(p);
+      sum += row?.rssKB ?? 0;
+      if (row && p !== pid && (!largest || row.rssKB > largest.rssKB)) largest = row;
       stack.push(...(kids.get(p) ?? []));
     }
     treeKB = Math.max(treeKB, sum);
-    childrenKB = Math.max(childrenKB, sum - (table.get(pid)?.rssKB ?? 0));
+    const children = sum - (table.get(pid)?.rssKB ?? 0);
+    if (children > childrenKB && largest) largestChild = `${largest.name} ${((largest.rssKB * 1024) / 1e6).toFixed(0)} MB`;
+    childrenKB = Math.max(childrenKB, children);
   };
   const timer = setInterval(sample, everyMs);
   sample();
   return {
     stop() {
       clearInterval(timer);
-      return { treeMB: (treeKB * 1024) / 1e6, childrenMB: (childrenKB * 1024) / 1e6 };
+      return { treeMB: (treeKB * 1024) / 1e6, childrenMB: (childrenKB * 1024) / 1e6, largestChild };
     },
   };
 }
@@ -252,7 +264,7 @@ export async function benchScale(ns: BenchNetns, sizes: readonly number[], plugi
         const stopLog = d.lines.filter((l) => l.at >= sent - 2000).map((l) => `${((l.at - sent) / 1000).toFixed(2)} ${l.msg.slice(0, 100)}`);
         log(`scale ${plugin} ${size}: log around SIGTERM:\n  ${stopLog.join('\n  ')}`);
         const peaks = sampler.stop();
-        const f: ScaleFigure = { size, plugin, firstCycleMs, changed: changed.length, changedCycleMs, quietCycleMs: quietMs, selfHealMs, reloadMs, reloadBusyMs, stopMs, treePeakMB: peaks.treeMB, agentPeakMB, childrenPeakMB: peaks.childrenMB, load: `${load0} -> ${load()}` };
+        const f: ScaleFigure = { size, plugin, firstCycleMs, changed: changed.length, changedCycleMs, quietCycleMs: quietMs, selfHealMs, reloadMs, reloadBusyMs, stopMs, treePeakMB: peaks.treeMB, agentPeakMB, childrenPeakMB: peaks.childrenMB, largestChild: peaks.largestChild, load: `${load0} -> ${load()}` };
         figures.push(f);
         log(`scale ${plugin} ${size}: ${JSON.stringify(f)}`);
         if (plugin === 'nftables') cost.push(...(await nftCost(ns, size)));
