@@ -160,7 +160,8 @@ describe('incremental pulls', () => {
 });
 
 describe('daemon lifecycle', () => {
-  it('SIGTERM during a slow pull exits 0 promptly without touching the set', async () => {
+  /** A daemon after its first cycle, with its next cycle's first request held by the API for 30 s. */
+  async function heldInPull() {
     const { path, rules } = setup({ request_timeout_ms: 60_000 });
     const d = start(path);
     await d.waitForLog(/^cycle done/);
@@ -168,6 +169,11 @@ describe('daemon lifecycle', () => {
     const mark = sim.requests.length;
     sim.setFault('slow', { delayMs: 30_000 });
     const held = await waitFor(() => sim.requests.slice(mark)[0], 'a request in flight');
+    return { d, rules, good, held };
+  }
+
+  it('SIGTERM during a slow pull exits 0 promptly without touching the set', async () => {
+    const { d, rules, good, held } = await heldInPull();
     d.signal('SIGTERM');
     expect(await d.exit()).toBe(0);
     // Promptly: it did not wait for the slow answer (the server never got to send it).
@@ -176,13 +182,7 @@ describe('daemon lifecycle', () => {
   });
 
   it('SIGTERM after a SIGHUP during a slow pull: the pull, started with the old configuration, is ended too', async () => {
-    const { path, rules } = setup({ request_timeout_ms: 60_000 });
-    const d = start(path);
-    await d.waitForLog(/^cycle done/);
-    const good = readFileSync(rules, 'utf8');
-    const mark = sim.requests.length;
-    sim.setFault('slow', { delayMs: 30_000 });
-    const held = await waitFor(() => sim.requests.slice(mark)[0], 'a request in flight');
+    const { d, rules, good, held } = await heldInPull();
     // The reload is answered at once; the cycle in flight goes on with the client it started with.
     d.signal('SIGHUP');
     await d.waitForLog(/^configuration reloaded/);
