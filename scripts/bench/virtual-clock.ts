@@ -3,7 +3,7 @@
  * replaced by a clock that jumps from one timer to the next, so a day of a thousand daemons
  * runs in minutes. Work started by a timer (HTTP calls to the in-process simulator, file I/O)
  * runs in real time while the virtual clock stands still; the clock moves on only once that
- * work has settled: no API call in flight (counted by the agent's own transport) and no file
+ * work has settled: no API call in flight (counted by the agent's API client) and no file
  * or process request pending in the event loop. A cycle thus takes no virtual time, and every
  * call it makes falls in the second it started.
  *
@@ -12,7 +12,6 @@
  * Node's internal timers (socket timeouts, keep-alive) stay real; so do setImmediate and
  * performance.now (durations).
  */
-import { HttpTransport } from '../../src/api/http.js';
 import { ApiClient } from '../../src/api/client.js';
 
 interface Timer {
@@ -54,7 +53,7 @@ export class VirtualClock {
   private readonly queue: Timer[] = [];
   private readonly byId = new Map<number, Timer>();
   private inflight = 0;
-  /** Undo what install() patched (the transport's and the client's calls). */
+  /** Undo what install() patched (the client's calls). */
   private readonly restore: (() => void)[] = [];
   private readonly saved = { setTimeout, clearTimeout, setInterval, clearInterval, now: Date.now, hrtime: process.hrtime.bigint };
 
@@ -77,24 +76,9 @@ export class VirtualClock {
     const mono0 = this.saved.hrtime();
     const start = this.now;
     process.hrtime.bigint = () => mono0 + BigInt(Math.round((self.now - start) * 1e6));
-    // The agent's own transport says when an API call starts and when its answer is read.
-    const request = HttpTransport.prototype.request;
-    this.restore.push(() => (HttpTransport.prototype.request = request));
-    HttpTransport.prototype.request = function (this: HttpTransport, ...a: Parameters<typeof request>) {
-      self.inflight++;
-      let done = false;
-      const end = () => {
-        if (!done) {
-          done = true;
-          self.inflight--;
-        }
-      };
-      const p = request.apply(this, a);
-      p.then((res) => res.body.once('close', end), end);
-      return p;
-    };
-    // And until the client has the answer whole: a gzip answer is still being decoded (zlib's
-    // thread pool, no resource the event loop lists) after its body has closed.
+    // An API call is in flight from the client's request until it holds the whole answer (a gzip
+    // answer is still being decoded, in zlib's thread pool, no resource the event loop lists,
+    // after its body has closed). Every transport request is made inside this call.
     const proto = ApiClient.prototype as unknown as { once: (...a: unknown[]) => Promise<unknown> };
     const once = proto.once;
     this.restore.push(() => (proto.once = once));
