@@ -122,11 +122,8 @@ describe('status with a large nftables set', () => {
     expect(s).toMatchObject({ enforcing: true, applied, enforcing_reason: `${applied} entries applied (not listed from the kernel past 20,000 entries)` });
     expect(s.firewall.entries).toBeNull();
     // A hook deleted is still seen: the objects are always checked.
-    await lab.host.exec('nft', ['delete', 'chain', 'inet', 'wcf_agent', 'input']).catch(async () => {
-      await lab.host.exec('nft', ['flush', 'chain', 'inet', 'wcf_agent', 'input']);
-      await lab.host.exec('nft', ['delete', 'chain', 'inet', 'wcf_agent', 'input']);
-    });
+    for (const [cmd, ...args] of DELETE_HOOK.nftables.commands) await lab.host.exec(cmd!, args);
     const after = JSON.parse((await runCli(['status', '--json', '--config', c.path])).stdout) as StatusJson;
-    expect(after).toMatchObject({ enforcing: false, enforcing_reason: 'missing from the kernel: nft chain inet wcf_agent input' });
+    expect(after).toMatchObject({ enforcing: false, enforcing_reason: `missing from the kernel: ${DELETE_HOOK.nftables.missing}` });
   });
 });
