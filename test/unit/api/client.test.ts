@@ -8,10 +8,10 @@ import { join } from 'node:path';
 import { readFileSync } from 'node:fs';
 import { createServer as createTlsServer, type Server as TlsServer } from 'node:tls';
 import { execa } from 'execa';
-import pino from 'pino';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { ApiClient, type ClientOptions } from '../../../src/api/client.js';
+import type { ApiClient, ClientOptions } from '../../../src/api/client.js';
 import { ThreatIntelApi } from '../../../src/api/threat-intel.js';
+import { testApi } from '../../helpers/api-client.js';
 import { startSimulator, type Simulator } from '../../simulator/index.js';
 
 let sim: Simulator;
@@ -39,21 +39,7 @@ afterEach(async () => {
 });
 
 function api(over: Partial<ClientOptions> = {}): ThreatIntelApi {
-  const client = new ApiClient({
-    baseUrl: sim.url,
-    token: sim.token,
-    authScheme: 'bearer',
-    connectTimeoutMs: 2000,
-    requestTimeoutMs: 10_000,
-    retries: 3,
-    maxResponseBytes: 64 * 1024 * 1024,
-    userAgent: 'wcf-agent-test',
-    logger: pino({ level: 'silent' }),
-    retryMinDelayMs: 10,
-    ...over,
-  });
-  clients.push(client);
-  return new ThreatIntelApi(client);
+  return testApi(clients, { baseUrl: sim.url, token: sim.token, ...over });
 }
 
 const feedRequests = () => sim.requests.filter((r) => r.path.endsWith('/ips'));

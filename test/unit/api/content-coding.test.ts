@@ -4,10 +4,10 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { gzipSync, createGzip } from 'node:zlib';
-import pino from 'pino';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { ApiClient, type ClientOptions } from '../../../src/api/client.js';
+import type { ApiClient, ClientOptions } from '../../../src/api/client.js';
 import { ThreatIntelApi } from '../../../src/api/threat-intel.js';
+import { testApi } from '../../helpers/api-client.js';
 import { startSimulator, type Simulator } from '../../simulator/index.js';
 
 let sim: Simulator;
@@ -31,21 +31,7 @@ afterEach(async () => {
 });
 
 function api(baseUrl = sim.url, over: Partial<ClientOptions> = {}): ThreatIntelApi {
-  const client = new ApiClient({
-    baseUrl,
-    token: sim.token,
-    authScheme: 'bearer',
-    connectTimeoutMs: 2000,
-    requestTimeoutMs: 10_000,
-    retries: 2,
-    maxResponseBytes: 64 * 1024 * 1024,
-    userAgent: 'wcf-agent-test',
-    logger: pino({ level: 'silent' }),
-    retryMinDelayMs: 10,
-    ...over,
-  });
-  clients.push(client);
-  return new ThreatIntelApi(client);
+  return testApi(clients, { baseUrl, token: sim.token, ...over });
 }
 
 /** A server of the test's own on loopback (port 0), for answers the simulator never gives. */
