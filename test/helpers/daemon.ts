@@ -50,9 +50,11 @@ export class DaemonProcess {
   /** Wait until `n` log lines (in total) match. */
   async waitForLog(pattern: RegExp, n = 1, timeoutMs = 20_000): Promise<LogLine> {
     return waitFor(() => {
-      if (this.exited !== undefined) throw new Error(`daemon exited (${this.exited}) while waiting for ${pattern}:\n${this.raw.slice(-20).join('\n')}`);
+      // The lines first: a daemon that logged the line and then exited between two polls still counts.
       const hits = this.logs.filter((l) => pattern.test(l.msg));
-      return hits.length >= n ? hits[n - 1] : undefined;
+      if (hits.length >= n) return hits[n - 1];
+      if (this.exited !== undefined) throw new Error(`daemon exited (${this.exited}) while waiting for ${pattern}:\n${this.raw.slice(-20).join('\n')}`);
+      return undefined;
     }, `log ${pattern} x${n}`, timeoutMs);
   }
 

@@ -76,13 +76,31 @@ describe('nftables: the last applied record stands for the kernel until somethin
       protect: async (e) => [...e],
     });
     watcher.start();
-    // The event source is listening once its first look has run.
-    await new Promise((r) => setTimeout(r, 1500));
+    await untilHeard();
+    // The probe element goes again, and the record is trusted from here on.
+    await plugin.apply(sel(), CAP);
+    distrusted.length = 0;
   });
-  afterAll(async () => {
-    await watcher?.stop();
-    await destroyAll();
-  });
+
+  /**
+   * Another process's change, repeated until the watcher hears one: its monitor
+   * has subscribed (a loaded machine can take seconds), and every event sent
+   * before this one has been handled (the kernel sends them in order).
+   */
+  async function untilHeard(clear = true): Promise<number[]> {
+    const deadline = Date.now() + 30_000;
+    const probes: number[] = [];
+    for (let i = 0; ; i++) {
+      if (clear) distrusted.length = 0;
+      const heard = distrusted.length;
+      // `ip netns exec` runs nft in its own process: the pid the watcher names is this one.
+      const nft = execa('ip', ['netns', 'exec', ns.name, 'nft', 'add', 'element', 'inet', NAMES.tableName, NAMES.setName, `{ 203.0.113.${200 + (i % 50)} }`]);
+      probes.push(nft.pid!);
+      await nft;
+      if (await waitFor(async () => distrusted.length > heard, 1000, 50)) return probes;
+      if (Date.now() > deadline) throw new Error('the watcher never heard another process change the set');
+    }
+  }
 
   it('an apply with nothing changed sends no transaction and reads no set', async () => {
     runner.calls.length = 0;
@@ -101,7 +119,7 @@ describe('nftables: the last applied record stands for the kernel until somethin
       distrusted.length = 0;
       await ns.exec('nft', change);
       // The watcher hears another process's transaction (not the agent's own) and says so.
-      await waitFor(async () => distrusted.length > 0, 10_000);
+      expect(await waitFor(async () => distrusted.length > 0, 10_000), 'the watcher heard the change').toBe(true);
       expect(distrusted[0]).toMatch(/changed by nft/);
       runner.calls.length = 0;
       await plugin.apply(sel(), CAP);
@@ -117,8 +135,12 @@ describe('nftables: the last applied record stands for the kernel until somethin
     const nextBase = [...selection.slice(10), ...fillers(10, 600, 50_000)];
     const next = () => at(nextBase, t0);
     expect(await plugin.apply(next(), CAP)).toMatchObject({ mode: 'delta', added: 10, removed: 10 });
-    await new Promise((r) => setTimeout(r, 1500)); // the events of that transaction have arrived
-    expect(distrusted).toEqual([]);
+    // Another process's change after it: once that is heard, the events of the agent's own
+    // transaction (sent before it) have been handled, and only the other process was doubted.
+    const probes = await untilHeard(false);
+    expect(distrusted.length).toBeGreaterThan(0);
+    for (const why of distrusted) expect(probes.map((pid) => `changed by nft (pid ${pid})`)).toContain(why);
+    await plugin.apply(next(), CAP);
     runner.calls.length = 0;
     expect(await plugin.apply(next(), CAP)).toMatchObject({ mode: 'none' });
     expect(runner.calls.filter((c) => / list /.test(c))).toEqual([]);
@@ -136,12 +158,12 @@ describe('nftables: the last applied record stands for the kernel until somethin
     }
     expect(mine.length).toBe(1);
     // Not right after one of the agent's own commands (a death then is taken as an overflow on its own events).
-    await waitFor(async () => !ownActivityWithin(2500), 10_000);
+    expect(await waitFor(async () => !ownActivityWithin(2500), 10_000)).toBe(true);
     distrusted.length = 0;
     process.kill(mine[0]!, 'SIGKILL');
     await ns.exec('nft', ['delete', 'element', 'inet', NAMES.tableName, NAMES.setName, `{ ${selection[7]!.cidr.text} }`]);
     await ns.exec('nft', ['add', 'element', 'inet', NAMES.tableName, `${NAMES.setName}-net`, '{ 203.0.113.128/26 }']);
-    await waitFor(async () => distrusted.some((d) => /restarted/.test(d)), 15_000);
+    expect(await waitFor(async () => distrusted.some((d) => /restarted/.test(d)), 15_000), 'the restart was distrusted').toBe(true);
     await plugin.apply(sel(), CAP);
     expect(await kernelNow(ns)).toEqual(sortedCidrs(selection).sort());
   });
