@@ -300,18 +300,25 @@ describe('nft rendering', () => {
     );
   });
 
-  it('renders a refill as flush set + add element', () => {
+  // Added as a table block, never `add element`: nft 1.0.x reads every interval set on the host back before an `add element`.
+  const block = (set: string, flags: string, elements: string) =>
+    `table inet wcf_agent {\n\tcomment "wcf-agent"\n\tset ${set} {\n\t\ttype ipv4_addr\n\t\tflags ${flags}\n\t\tcomment "wcf-agent"\n\t\telements = {\n${elements}\n\t\t}\n\t}\n}\n`;
+
+  it('renders a refill as flush set + the elements added as a table block', () => {
     expect(renderNftRefill(layout, cols([entry('192.0.2.1'), entry('192.0.2.2', 5)]))).toBe(
-      'flush set inet wcf_agent wcf-blocklist\nadd element inet wcf_agent wcf-blocklist {\n\t192.0.2.1,\n\t192.0.2.2 timeout 5s\n}\n',
+      'flush set inet wcf_agent wcf-blocklist\n' + block('wcf-blocklist', 'timeout', '\t\t\t192.0.2.1,\n\t\t\t192.0.2.2 timeout 5s'),
+    );
+    expect(renderNftRefill(layout, cols([entry('10.0.0.0/8', 5)]), 'wcf-blocklist-net')).toBe(
+      'flush set inet wcf_agent wcf-blocklist-net\n' + block('wcf-blocklist-net', 'interval,timeout', '\t\t\t10.0.0.0/8 timeout 5s'),
     );
     expect(renderNftRefill(layout, cols([]))).toBe('flush set inet wcf_agent wcf-blocklist\n');
   });
 
   it('renders a delta whose deletes cannot fail on elements that just expired', () => {
-    expect(renderNftDelta(layout, cols([entry('192.0.2.9', 60)]), cols([entry('192.0.2.1'), entry('10.0.0.0/8')]))).toBe(
-      'add element inet wcf_agent wcf-blocklist {\n\t192.0.2.1,\n\t10.0.0.0/8\n}\n' +
-        'delete element inet wcf_agent wcf-blocklist {\n\t192.0.2.1,\n\t10.0.0.0/8\n}\n' +
-        'add element inet wcf_agent wcf-blocklist {\n\t192.0.2.9 timeout 60s\n}\n',
+    expect(renderNftDelta(layout, cols([entry('192.0.2.9', 60)]), cols([entry('192.0.2.1', 30), entry('192.0.2.2')]))).toBe(
+      block('wcf-blocklist', 'timeout', '\t\t\t192.0.2.1,\n\t\t\t192.0.2.2') +
+        'delete element inet wcf_agent wcf-blocklist {\n\t192.0.2.1,\n\t192.0.2.2\n}\n' +
+        block('wcf-blocklist', 'timeout', '\t\t\t192.0.2.9 timeout 60s'),
     );
     expect(renderNftDelta(layout, cols([]), cols([]))).toBe('');
   });
