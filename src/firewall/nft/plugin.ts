@@ -18,7 +18,7 @@ import { lookupNft } from './lookup.js';
 import { ownedObjects } from './objects.js';
 import { checkNftStructure, type NftStructure } from './structure.js';
 import { nftLayout, parseNftHits, parseNftSetJson, splitByShape, type NftLayout, type NftParts, type NftSetParsed } from './text.js';
-import { netsNeedRefill, runTransactions, transactions, type SetChange } from './write.js';
+import { netsNeedRefill, runTransactions, transactions, written, type SetChange } from './write.js';
 
 /** How nft says a table or set does not exist. */
 const NO_SUCH_OBJECT = /No such file or directory/i;
@@ -176,7 +176,7 @@ export class NftablesPlugin extends KernelPlugin implements FirewallPlugin {
     const repairs = this.repairs(!probe.table, options);
     for (const m of probe.missing) repairs.note(m);
     const size = wanted.hosts.length + wanted.nets.length;
-    await runTransactions(this.runner, transactions(this.layout, [], wanted));
+    await runTransactions(this.runner, transactions(this.layout, [], wanted), size);
     this.ledger.record(wanted.hosts, wanted.nets, this.appliedAt, true);
     await this.checkHandles();
     return this.done(repairs, this.fields(), { added: size, updated: 0, removed: 0 }, 'full', size);
@@ -195,7 +195,7 @@ export class NftablesPlugin extends KernelPlugin implements FirewallPlugin {
         { set: this.layout.set, add: h.add, del: h.del },
         netsNeedRefill(n.add, n.del) ? { set: this.layout.nets, add: n.add, del: n.del, refill: wanted.nets } : { set: this.layout.nets, add: n.add, del: n.del },
       ];
-      const runs = await runTransactions(this.runner, transactions(this.layout, changes));
+      const runs = await runTransactions(this.runner, transactions(this.layout, changes), written(changes));
       this.log.debug({ runs, ...sum }, 'nft: delta from the recorded sets');
     }
     this.ledger.record(h.next, n.next, this.appliedAt, false);
@@ -222,10 +222,11 @@ export class NftablesPlugin extends KernelPlugin implements FirewallPlugin {
     const mode = chooseMode(sum, current.hosts.length + current.nets.length, size, current.nonCidr > 0);
     if (mode !== 'none') {
       const netsRefill = mode === 'full' || current.nonCidr > 0 || netsNeedRefill(n.add, n.del);
-      await runTransactions(this.runner, transactions(this.layout, [
+      const changes: SetChange[] = [
         { set: this.layout.set, add: h.add, del: h.del },
         netsRefill ? { set: this.layout.nets, add: n.add, del: n.del, refill: wanted.nets } : { set: this.layout.nets, add: n.add, del: n.del },
-      ]));
+      ];
+      await runTransactions(this.runner, transactions(this.layout, changes), written(changes));
     }
     this.ledger.record(h.next, n.next, this.appliedAt, true);
     return this.done(repairs, this.fields(), sum, mode, size);

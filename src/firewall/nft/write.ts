@@ -1,6 +1,7 @@
 import { releaseArray } from '../../util/release.js';
 import { EntryColumns } from '../entry-columns.js';
 import type { CommandRunner } from '../../exec/runner.js';
+import { withEventsPaused } from '../monitor.js';
 import { deltaReshapesIntervals } from './overlaps.js';
 import { nftDeltaScript, nftRecreateScript, nftRefillScript, type NftLayout, type NftParts } from './text.js';
 
@@ -31,6 +32,11 @@ export interface SetChange {
   readonly del: EntryColumns;
   /** Rewrite the set whole (`flush set` + its wanted elements) instead: `wanted` is then what it holds. */
   readonly refill?: EntryColumns;
+}
+
+/** How many elements the changes write (a refill writes its whole set). */
+export function written(changes: readonly SetChange[]): number {
+  return changes.reduce((n, c) => n + (c.refill ? c.refill.length : c.add.length) + c.del.length, 0);
 }
 
 /** Whether a change of the interval set must be a refill (see deltaReshapesIntervals). */
@@ -91,13 +97,22 @@ export function* transactions(l: NftLayout, changes: readonly SetChange[], recre
   yield* flush();
 }
 
-/** Run the transactions one after the other (`nft -f -` each); the script's memory is released after each. */
-export async function runTransactions(runner: CommandRunner, scripts: Iterable<Buffer>): Promise<number> {
-  let n = 0;
-  for (const script of scripts) {
-    await runner.run('nft', ['-f', '-'], { input: script });
-    releaseArray(script);
-    n++;
-  }
-  return n;
+/** Elements from which a write runs with the agent's event sources paused (see withEventsPaused): below, the announcements cost next to nothing. */
+export const PAUSE_EVENTS_AT = 10_000;
+
+/**
+ * Run the transactions one after the other (`nft -f -` each); the script's memory is released
+ * after each. `elements`: how many the transactions write, for the pause of the event sources.
+ */
+export async function runTransactions(runner: CommandRunner, scripts: Iterable<Buffer>, elements = 0): Promise<number> {
+  const run = async () => {
+    let n = 0;
+    for (const script of scripts) {
+      await runner.run('nft', ['-f', '-'], { input: script });
+      releaseArray(script);
+      n++;
+    }
+    return n;
+  };
+  return elements >= PAUSE_EVENTS_AT ? withEventsPaused(run) : run();
 }

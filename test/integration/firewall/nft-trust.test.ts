@@ -11,6 +11,7 @@ import { Netns, destroyAll, waitFor } from '../../netns/netns.js';
 import { ownActivityWithin } from '../../../src/exec/children.js';
 import { CAP, NAMES, fillers, net, options, sortedCidrs } from './common.js';
 import { nftElements } from './kernel.js';
+import { PAUSE_EVENTS_AT } from '../../../src/firewall/nft/write.js';
 
 /**
  * The nftables backend trusts what it last applied instead of reading a
@@ -145,6 +146,27 @@ describe('nftables: the last applied record stands for the kernel until somethin
     expect(await plugin.apply(next(), CAP)).toMatchObject({ mode: 'none' });
     expect(runner.calls.filter((c) => / list /.test(c))).toEqual([]);
     await plugin.apply(sel(), CAP);
+  });
+
+  it('a large write runs with the event source paused: a new source listens afterwards, the write is not doubted, and another process is heard again', async () => {
+    const monitors = async () => {
+      const { stdout } = await execa('pgrep', ['-P', String(process.pid), '-f', 'xtables-monitor -e|nft monitor'], { reject: false });
+      return stdout.split('\n').filter(Boolean);
+    };
+    const before = await monitors();
+    expect(before).toHaveLength(1);
+    distrusted.length = 0;
+    // More elements than PAUSE_EVENTS_AT in one apply: the source is ended for it and started again.
+    const big = [...selection, ...fillers(PAUSE_EVENTS_AT, 900, 100_000)];
+    expect(await plugin.apply(at(big, t0), CAP)).toMatchObject({ added: PAUSE_EVENTS_AT });
+    expect(await waitFor(async () => {
+      const now = await monitors();
+      return now.length === 1 && now[0] !== before[0];
+    }, 10_000), 'a new event source after the write').toBe(true);
+    const probes = await untilHeard(false);
+    for (const why of distrusted) expect(probes.map((pid) => `changed by nft (pid ${pid})`)).toContain(why);
+    await plugin.apply(sel(), CAP);
+    expect(await kernelNow(ns)).toEqual(sortedCidrs(selection).sort());
   });
 
   it('elements changed while the event source is down: its restart is distrusted, and the next apply converges', async () => {
