@@ -191,14 +191,26 @@ export class Watcher {
     }
     let result: ApplyResult | undefined;
     let now: { entries: FirewallEntry[]; capacity: number } | undefined;
+    // Where a slow repair spent its time (ms), for the log.
+    const stages: Record<string, number> = {};
+    let mark = started;
+    const stage = (name: string) => {
+      const t = Date.now();
+      stages[name] = t - mark;
+      mark = t;
+    };
     await this.opts.locked(async () => {
+      stage('waitMs');
       // Taken now: the remaining timeouts as of the write, never longer.
       now = memory.entriesNow(Date.now());
       if (!now) return; // flushed meanwhile (running turned off): nothing to put back
       // A fresh read for this apply: a read the last cycle started (before the removal) must not stand for the kernel now.
       plugin.prefetch?.();
+      stage('entriesMs');
       const entries = await this.opts.protect(now.entries);
+      stage('protectMs');
       result = await plugin.apply(entries, { capacity: now.capacity, appliedBefore: true, callerLogsRepairs: true });
+      stage('applyMs');
     });
     if (!result || !now) return undefined;
     const at = Date.now();
@@ -217,6 +229,7 @@ export class Watcher {
         ...(emptied ? { setHeld: checked.entries, setExpected: lasting } : {}),
         entries: now.entries.length,
         ms: at - started,
+        ...stages,
       },
       `firewall objects removed by another tool were put back with the last applied set (${now.entries.length} entries): ${objects.join(', ')}`,
     );
