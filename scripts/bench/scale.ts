@@ -16,7 +16,8 @@
  *   `agentPeakMB`: the agent's own VmHWM.
  *
  * Then, for nftables, what the agent's set costs the host's other nft commands (`nft list
- * tables`, `nft list ruleset`, a rule added to another table), timed with /usr/bin/time.
+ * tables`, `nft list ruleset`, a rule added to another table, an element added to another
+ * table's set), timed with /usr/bin/time.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -202,6 +203,8 @@ export async function nftCost(ns: BenchNetns, size: number): Promise<NftCostFigu
   await run('nft list ruleset', ['list', 'ruleset']);
   await run('a rule added to another table', ['-f', '-'], 'add table inet other\nadd chain inet other c { type filter hook input priority 10; }\nadd rule inet other c tcp dport 22 accept\n');
   await run('nft list table of another table', ['list', 'table', 'inet', 'other']);
+  // nft 1.0.x reads every interval set on the host back before any `add element`: the agent's networks included.
+  await run('an element added to another table\'s set', ['-f', '-'], 'add set inet other s { type ipv4_addr; }\nadd element inet other s { 192.0.2.1 }\n');
   // Answers "File exists" (exit 1) when the table is there: that is its point.
   await run('agent quick check (nft -c)', ['-c', 'create', 'table', 'inet', 'wcf_agent'], undefined, /File exists/);
   return out;
