@@ -76,17 +76,31 @@ export function deathSignalWrapper(): readonly string[] {
  */
 const reads = new Set<() => void>();
 
+/** Between stopReads() and allowReads(): a read starting then is ended at once. */
+let refusing = false;
+
 /** Register a running read-only command's kill; returns its unregister. */
 export function trackRead(kill: () => void): () => void {
+  if (refusing) {
+    kill();
+    return () => undefined;
+  }
   reads.add(kill);
   return () => reads.delete(kill);
 }
 
 /**
- * End every read-only command running now (the daemon is stopping: the work they
- * serve fails and ends). Later reads run (on_stop=flush reads whose table it is).
+ * End every read-only command running now, and any that starts until allowReads()
+ * (the daemon is stopping: the work they serve fails and ends; a repair the watcher
+ * was making must not start a minute-long listing while the stop waits for it).
  */
 export function stopReads(): void {
+  refusing = true;
   for (const kill of reads) kill();
   reads.clear();
+}
+
+/** Reads run again (on_stop=flush reads whose table it is, once the work in flight has ended). */
+export function allowReads(): void {
+  refusing = false;
 }

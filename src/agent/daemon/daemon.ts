@@ -20,7 +20,7 @@ import { AppliedMemory } from '../state/applied-memory.js';
 import { releaseCycleMemory } from '../../util/release-memory.js';
 import { Watcher } from './watcher.js';
 import { firstSyncDelay } from './startup-delay.js';
-import { stopReads } from '../../exec/children.js';
+import { allowReads, stopReads } from '../../exec/children.js';
 import { announceReload } from './reload.js';
 import type { DaemonParts } from './parts.js';
 import { DaemonHealth } from './health.js';
@@ -273,6 +273,7 @@ export class Daemon {
     this.health.stopped();
     await this.fast.stop();
     await this.writer.idle();
+    allowReads();
     if (this.parts.config.on_stop === 'flush') {
       try {
         await this.parts.plugin.flush();

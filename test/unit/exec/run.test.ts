@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { CommandFailure, runCommand } from '../../../src/exec/run.js';
+import { allowReads, stopReads } from '../../../src/exec/children.js';
 
 const node = process.execPath;
 const opts = { timeoutMs: 60_000, maxBuffer: 64 * 1024 * 1024 };
@@ -96,5 +97,26 @@ describe('runCommand', () => {
     await runCommand([node, '-e', ''], opts);
     await failure(runCommand([node, '-e', 'setInterval(() => {}, 1000)'], { ...opts, timeoutMs: 200 }));
     expect(['SIGTERM', 'SIGINT', 'SIGHUP'].map((s) => process.listenerCount(s))).toEqual(before);
+  });
+});
+
+describe('reads while the daemon stops', () => {
+  const sleeper = ['sleep', '30'];
+  const opts = { timeoutMs: 60_000, maxBuffer: 1024 * 1024 };
+
+  it('a listing running at stopReads() is ended, and so is one started after it, until allowReads()', async () => {
+    const running = runCommand(sleeper, { ...opts, readOnly: true });
+    stopReads();
+    const later = runCommand(sleeper, { ...opts, readOnly: true });
+    const ended = [running, later].map(failure);
+    const write = runCommand(['true'], opts);
+    try {
+      for (const f of await Promise.all(ended)) expect(f.message).toMatch(/the agent is stopping/);
+      // A write is never refused: it is let finish.
+      await expect(write).resolves.toMatchObject({ stdout: '' });
+    } finally {
+      allowReads();
+    }
+    await expect(runCommand(['echo', 'read'], { ...opts, readOnly: true })).resolves.toMatchObject({ stdout: 'read\n' });
   });
 });
