@@ -66,6 +66,19 @@ export class EntryColumns {
     this.length = 0;
   }
 
+  /** Last address of entry `i` (its network's broadcast address), as a number. */
+  endAt(i: number): number {
+    const p = this.prefixes[i]!;
+    return p === 0 ? 0xffffffff : (this.starts[i]! + 2 ** (32 - p) - 1) >>> 0;
+  }
+
+  /** The entries `keep(i)` says yes to, in order, as new columns (this one unchanged). */
+  filter(keep: (i: number) => boolean): EntryColumns {
+    const out = new EntryColumns(this.length);
+    for (let i = 0; i < this.length; i++) if (keep(i)) out.push(this.starts[i]!, this.prefixes[i]!, this.timeoutAt(i));
+    return out;
+  }
+
   timeoutAt(i: number): number | undefined {
     const t = this.timeouts[i]!;
     return Number.isNaN(t) ? undefined : t;

@@ -78,4 +78,35 @@ describe.each(['nftables', 'ipset'] as const)('start-up restore with the %s back
       sim.setDecision(ADDR.inNet, -1);
     }
   });
+
+  it('a repair between cycles puts back the last applied set without an address that became protected since (now the host’s own)', async () => {
+    const c = writeConfig({ agid: sim.agid, token: sim.token, plugin, netns: lab.host.name, retries: 0, jitter_seconds: 0, base_url: sim.url, watch_interval_seconds: 1 });
+    sim.setDecision(ADDR.blocked, 1);
+    sim.setDecision(ADDR.inNet, 1);
+    const own = ['addr', 'add', `${ADDR.blocked}/32`, 'dev', 'lo'];
+    try {
+      // Minutes of a real length: no cycle runs between the removal and the repair (sync_time 5).
+      const d = new DaemonProcess(c.path, { WCF_AGENT_MINUTE_MS: '60000' });
+      daemons.push(d);
+      await d.waitForLog(/^cycle done/);
+      expect(await kernelSet(lab.host, plugin)).toEqual(expect.arrayContaining([ADDR.blocked, ADDR.inNet]));
+      // The address becomes the host's own, then another tool removes the agent's objects.
+      await lab.host.exec('ip', own);
+      if (plugin === 'nftables') await lab.host.exec('nft', ['delete', 'table', 'inet', 'wcf_agent']);
+      else await lab.host.exec('ipset', ['flush', 'wcf-blocklist']);
+      await d.waitForLog(/put back with the last applied set/).catch((err: Error) => {
+        throw new Error(`${err.message}\n${d.raw.slice(-15).join("\n")}`);
+      });
+      expect(d.logs.some((l) => new RegExp(`^repair: ${ADDR.blocked.replace(/\./g, '\\.')} is protected \\(`).test(l.msg))).toBe(true);
+      const set = await kernelSet(lab.host, plugin);
+      expect(set).toContain(ADDR.inNet);
+      expect(set).not.toContain(ADDR.blocked);
+      expect(await d.stop(), d.raw.slice(-12).join('\n')).toBe(0);
+    } finally {
+      await lab.host.exec('ip', ['addr', 'del', `${ADDR.blocked}/32`, 'dev', 'lo']).catch(() => undefined);
+      sim.setDecision(ADDR.blocked, -1);
+      sim.setDecision(ADDR.inNet, -1);
+      rmSync(c.dir, { recursive: true, force: true });
+    }
+  });
 });

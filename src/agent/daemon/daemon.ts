@@ -8,7 +8,6 @@ import { runBoundedCycle } from '../cycle/bounded-cycle.js';
 import { localProtectedSet } from '../cycle/protect-applied.js';
 import { reapplyLast } from '../cycle/reapply.js';
 import type { AppliedSet, StateStore } from '../state/store.js';
-import { filterProtected } from '../../policy/protect.js';
 import { withLock } from '../state/lock.js';
 import { Scheduler } from './scheduler.js';
 import { flushDns } from '../cycle/url-feed-front.js';
@@ -144,11 +143,14 @@ export class Daemon {
         }),
       protect: async (entries) => {
         const protectedSet = await localProtectedSet(config, state, this.logger, { offline: true });
-        const { kept, removed } = filterProtected(entries, protectedSet, (e) => e.cidr);
-        for (const { entry, member } of removed) {
-          this.logger.warn({ cidr: entry.cidr.text, source: member.source }, `repair: ${entry.cidr.text} is protected (${member.source} ${member.cidr.text}) and is not put back`);
-        }
-        return kept;
+        // On the columns (a million entries made into objects cost a repair a second).
+        return entries.filter((i) => {
+          const member = protectedSet.memberFor({ start: entries.starts[i]!, end: entries.endAt(i) });
+          if (!member) return true;
+          const cidr = entries.text(i);
+          this.logger.warn({ cidr, source: member.source }, `repair: ${cidr} is protected (${member.source} ${member.cidr.text}) and is not put back`);
+          return false;
+        });
       },
       onRepair: (objects, at) => {
         const prev = state.small.repairs;

@@ -1,5 +1,6 @@
 import { errorMessage, LockHeldError, type WcfError } from '../../errors.js';
-import { NftMonitor, type ApplyResult, type FirewallEntry, type FirewallPlugin, type OwnedNames, type RulesetChange } from '../../firewall/index.js';
+import { NftMonitor, type ApplyResult, type FirewallPlugin, type OwnedNames, type RulesetChange } from '../../firewall/index.js';
+import type { EntryColumns } from '../../firewall/entry-columns.js';
 import type { Logger } from '../../log.js';
 import type { AppliedMemory } from '../state/applied-memory.js';
 import { RepairGuard } from './repair-backoff.js';
@@ -27,7 +28,7 @@ export interface WatcherOptions {
    * an address that became protected since the last apply (the API moved to it, an allowlist edit)
    * is not put back by a repair.
    */
-  readonly protect: (entries: readonly FirewallEntry[]) => Promise<FirewallEntry[]>;
+  readonly protect: (entries: EntryColumns) => Promise<EntryColumns>;
 }
 
 /** Events that arrive together (a reload rewriting everything) are handled as one check after this quiet time. */
@@ -190,7 +191,7 @@ export class Watcher {
       return wait;
     }
     let result: ApplyResult | undefined;
-    let now: { entries: FirewallEntry[]; capacity: number } | undefined;
+    let now: { entries: EntryColumns; capacity: number } | undefined;
     // Where a slow repair spent its time (ms), for the log.
     const stages: Record<string, number> = {};
     let mark = started;

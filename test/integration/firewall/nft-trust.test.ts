@@ -74,7 +74,7 @@ describe('nftables: the last applied record stands for the kernel until somethin
       serial: (fn) => fn(),
       locked: (fn) => fn(),
       onRepair: () => undefined,
-      protect: async (e) => [...e],
+      protect: async (e) => e,
     });
     watcher.start();
     await untilHeard();

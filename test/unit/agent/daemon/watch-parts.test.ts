@@ -72,11 +72,11 @@ describe('the applied set kept in memory', () => {
     expect(memory.lastingCount(t0 + 2000, 98)).toBe(1);
     const later = memory.entriesNow(t0 + 2000)!;
     expect(later.capacity).toBe(500);
-    expect(later.entries.map((e) => [e.cidr.text, e.timeoutSeconds])).toEqual([
+    expect(later.entries.toArray().map((e) => [e.cidr.text, e.timeoutSeconds])).toEqual([
       ['198.18.0.1', 98],
       ['198.18.1.0/24', undefined],
     ]);
-    for (const e of later.entries) if (e.timeoutSeconds !== undefined) expect(e.timeoutSeconds).toBeLessThanOrEqual(100 - 1);
+    for (const e of later.entries.toArray()) if (e.timeoutSeconds !== undefined) expect(e.timeoutSeconds).toBeLessThanOrEqual(100 - 1);
   });
 
   it('passes the check through and forgets the set on flush', async () => {
