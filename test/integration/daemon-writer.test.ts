@@ -115,12 +115,14 @@ describe('the daemon’s writer while a pull is in flight', () => {
 
   it('an allow that ends while its own apply still runs is still ended: the address is blocked again', { timeout: 120_000 }, async () => {
     // An `nft` first on PATH (ip netns exec looks it up there) that, while SLOW exists, takes
-    // 3 s over each `nft -f` (an apply): longer than the allow below lasts.
+    // 3 s over each `nft -f` that writes (an apply): longer than the allow below lasts. Check-mode
+    // runs (`nft -c -f`: the watcher's and the apply's quick probes) are not slowed: held 3 s
+    // each, they would let the allow expire before its apply began, which is not the case tested.
     const shims = mkdtempSync(join(tmpdir(), 'wcf-shim-'));
     dirs.push(shims);
     const slow = join(shims, 'slow');
     const realNft = (await execa('sh', ['-c', 'command -v nft'])).stdout.trim();
-    writeFileSync(join(shims, 'nft'), `#!/bin/sh\ncase " $* " in *" -f "*) if [ -e '${slow}' ]; then sleep 3; fi;; esac\nexec '${realNft}' "$@"\n`, { mode: 0o755 });
+    writeFileSync(join(shims, 'nft'), `#!/bin/sh\ncase " $* " in *" -c "*) ;; *" -f "*) if [ -e '${slow}' ]; then sleep 3; fi;; esac\nexec '${realNft}' "$@"\n`, { mode: 0o755 });
     sim.setDecision(ADDR.blocked, 1);
     const cfg = fastFailConfig(sim, { plugin: PLUGIN, netns: lab.host.name, decision_poll_seconds: 0 });
     dirs.push(cfg.dir);
