@@ -241,7 +241,11 @@ export async function benchScale(ns: BenchNetns, sizes: readonly number[], plugi
         if (plugin === 'nftables') await ns.exec('nft', ['delete', 'table', 'inet', 'wcf_agent']);
         else await ns.exec('ipset', ['flush', 'wcf-blocklist']);
         try {
-          selfHealMs = (await d.next(/put back with the last applied set|re-asserted the last applied set|have been re-created/, 120_000)).at - removed;
+          const healed = await d.next(/put back with the last applied set|re-asserted the last applied set|have been re-created/, 120_000);
+          selfHealMs = healed.at - removed;
+          // Where the repair spent its time (the watcher logs its stages, ms).
+          const { ms, waitMs, entriesMs, protectMs, applyMs } = healed.rec;
+          log(`scale ${plugin} ${size}: repair stages ${JSON.stringify({ ms, waitMs, entriesMs, protectMs, applyMs })}`);
         } catch {
           selfHealMs = null;
         }
