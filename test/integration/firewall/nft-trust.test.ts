@@ -82,6 +82,10 @@ describe('nftables: the last applied record stands for the kernel until somethin
     await plugin.apply(sel(), CAP);
     distrusted.length = 0;
   });
+  afterAll(async () => {
+    await watcher?.stop();
+    await destroyAll();
+  });
 
   /**
    * Another process's change, repeated until the watcher hears one: its monitor
