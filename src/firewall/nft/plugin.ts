@@ -3,7 +3,7 @@ import type { Cidr } from '../../net/ipv4.js';
 import { chooseMode } from '../diff.js';
 import { columnsToMap, normalizeEntries, sortCidrTexts } from '../entries.js';
 import { EntryColumns, type FirewallEntries } from '../entry-columns.js';
-import { createRunner, stderrMatches } from '../exec.js';
+import { createRunner } from '../exec.js';
 import { KernelPlugin } from '../kernel-plugin.js';
 import { OWNER_MARK, type Ownership } from '../ownership.js';
 import { isV01NftTable } from '../legacy-shapes.js';
@@ -14,14 +14,12 @@ import { parseNftCounters, parseNftJson } from './json.js';
 import { ledgerDiff, ledgerFor, NftLedger } from './ledger.js';
 import { resolveOverlaps } from './overlaps.js';
 import { probeNft, type NftProbe } from './probe.js';
+import { listNftJson, readNftSet } from './read.js';
 import { lookupNft } from './lookup.js';
 import { ownedObjects } from './objects.js';
 import { checkNftStructure, type NftStructure } from './structure.js';
-import { nftLayout, parseNftHits, parseNftSetJson, splitByShape, type NftLayout, type NftParts, type NftSetParsed } from './text.js';
+import { nftLayout, parseNftHits, splitByShape, type NftLayout, type NftParts, type NftSetParsed } from './text.js';
 import { netsNeedRefill, runTransactions, transactions, written, type SetChange } from './write.js';
-
-/** How nft says a table or set does not exist. */
-const NO_SUCH_OBJECT = /No such file or directory/i;
 
 /**
  * nftables backend: the agent's own table `inet <table_name>` holding a hash
@@ -65,19 +63,9 @@ export class NftablesPlugin extends KernelPlugin implements FirewallPlugin {
     this.ledger = this.runner.scope === undefined ? new NftLedger() : ledgerFor(`${this.runner.scope} inet ${l.table} ${shape}`);
   }
 
-  /** `nft -j ARGS` output, or undefined when the object listed does not exist. */
-  private async listJson(args: readonly string[]): Promise<string | undefined> {
-    try {
-      return (await this.runner.run('nft', ['-j', ...args], { readOnly: true })).stdout;
-    } catch (err) {
-      if (stderrMatches(err, NO_SUCH_OBJECT)) return undefined;
-      throw err;
-    }
-  }
-
   /** The table listed without set elements (`-t`), or undefined when it does not exist. nft still fetches every element: slow at a million. */
   private tableJson(): Promise<string | undefined> {
-    return this.listJson(['-t', 'list', 'table', 'inet', this.layout.table]);
+    return listNftJson(this.runner, ['-t', 'list', 'table', 'inet', this.layout.table]);
   }
 
   /** `undefined` when the table does not exist, else what differs from the agent's table. Reads every element (see tableJson). */
@@ -96,10 +84,9 @@ export class NftablesPlugin extends KernelPlugin implements FirewallPlugin {
     return { ...structure, marked, v01 };
   }
 
-  /** Elements of one set, or undefined when it (or the table) does not exist. Reads only that set. */
-  private async elements(set: string): Promise<NftSetParsed | undefined> {
-    const json = await this.listJson(['list', 'set', 'inet', this.layout.table, set]);
-    return json === undefined ? undefined : parseNftSetJson(json);
+  /** Elements of one set, or undefined when it (or the table) does not exist (see readNftSet). */
+  private elements(set: string): Promise<NftSetParsed | undefined> {
+    return readNftSet(this.runner, this.layout.table, set);
   }
 
   /** Whose table is `inet <table_name>` (see ownership.ts), from its terse listing. */
@@ -119,7 +106,7 @@ export class NftablesPlugin extends KernelPlugin implements FirewallPlugin {
     const probe = await probeNft(this.runner, this.layout, this.ledger.handlesKnown);
     if (!probe.table) return { owner: { kind: 'absent' }, probe };
     const hits = hitsSetName(this.layout.set, sides(this.layout.direction)[0]!);
-    const json = await this.listJson(['list', 'set', 'inet', this.layout.table, hits]).catch(() => undefined);
+    const json = await listNftJson(this.runner, ['list', 'set', 'inet', this.layout.table, hits]).catch(() => undefined);
     const marked = json !== undefined && parseNftJson(json).some((i) => (i.set as { comment?: unknown } | undefined)?.comment === OWNER_MARK);
     if (marked) return { owner: { kind: 'own' }, probe };
     return { owner: this.ownership(await this.structure()) };
@@ -294,7 +281,7 @@ export class NftablesPlugin extends KernelPlugin implements FirewallPlugin {
   async readHits(): Promise<HitCounter[]> {
     const out: HitCounter[] = [];
     for (const side of sides(this.layout.direction)) {
-      const json = await this.listJson(['list', 'set', 'inet', this.layout.table, hitsSetName(this.layout.set, side)]);
+      const json = await listNftJson(this.runner, ['list', 'set', 'inet', this.layout.table, hitsSetName(this.layout.set, side)]);
       if (json !== undefined) out.push(...parseNftHits(json, side));
     }
     return out;

@@ -51,6 +51,28 @@ describe('nftables plugin on real netfilter', () => {
     expect((await nftElements(lab.host)).get('192.0.2.0/24')?.timeout).toBe(5000);
   });
 
+  it('reads its sets back from nft’s text form as nft’s JSON gives them; an element carrying a comment is read through JSON', async () => {
+    await plugin.apply([...base, { cidr: net('198.51.100.0/25'), timeoutSeconds: 900 }], CAP);
+    const json = await nftElements(lab.host);
+    const remaining = (v: { timeout?: number; expires?: number }) => (v.expires ?? v.timeout) === undefined ? undefined : Math.max(v.expires ?? v.timeout!, 1);
+    const read = await plugin.listTimeouts();
+    expect([...read.keys()].sort()).toEqual([...json.keys()].sort());
+    for (const [cidr, v] of json) {
+      const want = remaining(v);
+      // Read a moment apart: the text form's remaining time is at most a second or two behind JSON's.
+      if (want === undefined) expect(read.get(cidr), cidr).toBeUndefined();
+      else expect(Math.abs(read.get(cidr)! - want), cidr).toBeLessThanOrEqual(2);
+    }
+    // Someone else's element with a comment (a comma inside): not delimited safely in text, so read as JSON.
+    await lab.host.exec('nft', ['add', 'element', 'inet', NAMES.tableName, NAMES.setName, '{ 203.0.113.250 comment "a, 198.51.100.250" }']);
+    const withComment = await plugin.listTimeouts();
+    expect(withComment.has('203.0.113.250')).toBe(true);
+    expect(withComment.has('198.51.100.250')).toBe(false);
+    expect(withComment.size).toBe(read.size + 1);
+    await lab.host.exec('nft', ['delete', 'element', 'inet', NAMES.tableName, NAMES.setName, '{ 203.0.113.250 }']);
+    await plugin.apply(base, CAP);
+  });
+
   it('an entry with a short timeout leaves by itself', async () => {
     await plugin.apply([...base, { cidr: net('198.51.100.77'), timeoutSeconds: 2 }], CAP);
     expect(await plugin.list()).toContain('198.51.100.77');
