@@ -372,7 +372,8 @@ function printScale(scale: NonNullable<GroupResult['scale']>): void {
     process.stdout.write(
       `${f.plugin} ${f.size}: first cycle ${s(f.firstCycleMs)}, 1% changed (${f.changed}) ${s(f.changedCycleMs)}, nothing changed ${s(f.quietCycleMs)}, ` +
         `self-heal ${s(f.selfHealMs)}, SIGHUP->reloaded ${s(f.reloadMs)} (cycle in flight ${s(f.reloadBusyMs)}), SIGTERM->exit ${s(f.stopMs)}, ` +
-        `peak agent+children ${f.treePeakMB.toFixed(0)} MB (children ${f.childrenPeakMB.toFixed(0)}, the largest then ${f.largestChild}; agent VmHWM ${f.agentPeakMB.toFixed(0)}), load ${f.load}\n`,
+        `peak agent+children ${f.treePeakMB.toFixed(0)} MB (children ${f.childrenPeakMB.toFixed(0)}, the largest then ${f.largestChild}; agent VmHWM ${f.agentPeakMB.toFixed(0)}); ` +
+        `restarted: restore ${s(f.restoreMs)}, first cycle ${s(f.restartCycleMs)}, peak agent+children ${f.restartTreePeakMB.toFixed(0)} MB (agent VmHWM ${f.restartAgentPeakMB.toFixed(0)}, the largest child ${f.restartLargestChild}), load ${f.load}\n`,
     );
   }
   for (const c of scale.cost) process.stdout.write(`nft cost at ${c.size}: ${c.command}: ${c.seconds.toFixed(2)} s, ${c.maxRssMB.toFixed(0)} MB\n`);

@@ -13,7 +13,10 @@
  * - `stopMs`: SIGTERM with that cycle in flight until the process has exited;
  * - `treePeakMB`: the agent and all its children (nft, ipset, iptables-restore, the event
  *   monitor) summed, sampled every 200 ms over the whole run: what the host pays;
- *   `agentPeakMB`: the agent's own VmHWM.
+ *   `agentPeakMB`: the agent's own VmHWM;
+ * - `restoreMs`, `restartCycleMs`, `restartTreePeakMB`: the daemon started again over its state
+ *   and its set (a restart, an upgrade): the restore before any network call, and the first
+ *   cycle, the one that reads the kernel's set back.
  *
  * Then, for nftables, what the agent's set costs the host's other nft commands (`nft list
  * tables`, `nft list ruleset`, a rule added to another table, an element added to another
@@ -49,6 +52,15 @@ export interface ScaleFigure {
   childrenPeakMB: number;
   /** The largest descendant at the children's peak: `name rss MB`. */
   largestChild: string;
+  /** Started again with its state and its set in the kernel: start to "restored the last known good set". */
+  restoreMs: number;
+  /** The first cycle after that restart (a new process trusts no record: it reads the set back once). */
+  restartCycleMs: number;
+  /** Agent and children over the restart, from start to the end of that first cycle. */
+  restartTreePeakMB: number;
+  /** The restarted agent's own VmHWM at the end of that cycle. */
+  restartAgentPeakMB: number;
+  restartLargestChild: string;
   load: string;
 }
 
@@ -271,7 +283,21 @@ export async function benchScale(ns: BenchNetns, sizes: readonly number[], plugi
         const stopLog = d.lines.filter((l) => l.at >= sent - 2000).map((l) => `${((l.at - sent) / 1000).toFixed(2)} ${l.msg.slice(0, 100)}`);
         log(`scale ${plugin} ${size}: log around SIGTERM:\n  ${stopLog.join('\n  ')}`);
         const peaks = sampler.stop();
-        const f: ScaleFigure = { size, plugin, firstCycleMs, changed: changed.length, changedCycleMs, quietCycleMs: quietMs, selfHealMs, reloadMs, reloadBusyMs, stopMs, treePeakMB: peaks.treeMB, agentPeakMB, childrenPeakMB: peaks.childrenMB, largestChild: peaks.largestChild, load: `${load0} -> ${load()}` };
+        // A restart over the kept state, the set still in the kernel.
+        const again = startLogged(configPath);
+        const againSampler = treeSampler(again.child.pid!);
+        const startedAt = performance.now();
+        const restoreMs = (await again.next(/^restored the last known good set/)).at - startedAt;
+        const restartCycleMs = Number((await again.next(/^cycle done$/)).rec.ms);
+        const againPeaks = againSampler.stop();
+        const restartAgentPeakMB = (Number(/^VmHWM:\s+(\d+)/m.exec(readFileSync(`/proc/${again.child.pid}/status`, 'utf8'))?.[1] ?? NaN) * 1024) / 1e6;
+        again.child.kill('SIGTERM');
+        await again.exited;
+        const f: ScaleFigure = {
+          size, plugin, firstCycleMs, changed: changed.length, changedCycleMs, quietCycleMs: quietMs, selfHealMs, reloadMs, reloadBusyMs, stopMs,
+          treePeakMB: peaks.treeMB, agentPeakMB, childrenPeakMB: peaks.childrenMB, largestChild: peaks.largestChild,
+          restoreMs, restartCycleMs, restartTreePeakMB: againPeaks.treeMB, restartAgentPeakMB, restartLargestChild: againPeaks.largestChild, load: `${load0} -> ${load()}`,
+        };
         figures.push(f);
         log(`scale ${plugin} ${size}: ${JSON.stringify(f)}`);
         if (plugin === 'nftables') cost.push(...(await nftCost(ns, size)));
