@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator, type Simulator } from '../simulator/index.js';
 import type { FaultMode, FaultOptions } from '../simulator/faults.js';
-import { fastFailConfig, waitFor } from '../helpers/cli.js';
+import { fastFailConfig, runCli, waitFor } from '../helpers/cli.js';
 import { DaemonProcess } from '../helpers/daemon.js';
 
 let sim: Simulator;
@@ -235,6 +235,52 @@ describe('daemon lifecycle', () => {
     const restored = await d2.waitForLog(/restored the last known good set/);
     const firstFailure = await d2.waitForLog(/^sync failed/);
     expect(d2.logs.indexOf(restored)).toBeLessThan(d2.logs.indexOf(firstFailure));
+    expect(entriesOf(readFileSync(cfg.rules, 'utf8'))).toEqual(applied);
+  });
+
+  it('restart without network with local overrides: an allow in force holds from the restore, a local block no longer in force is not restored', async () => {
+    const cfg = setup();
+    const d = start(cfg.path);
+    await d.waitForLog(/^cycle done/);
+    expect(await d.stop()).toBe(0);
+    const applied = entriesOf(readFileSync(cfg.rules, 'utf8'));
+    const victim = applied[0]!;
+    // No daemon: the allow is stored and applied here (the record loses the victim).
+    const allow = await runCli(['allow', victim.replace(/\/32$/, ''), '--config', cfg.path]);
+    expect(allow.exitCode, allow.stderr).toBe(0);
+    // The record as an earlier apply could have left it: the victim still in, and a local block
+    // whose override has since gone (written as one line of JSON, as an older agent wrote it).
+    const recordPath = join(cfg.dir, 'state', 'applied-dry-run.json');
+    const record = JSON.parse(readFileSync(recordPath, 'utf8')) as { entries: Array<{ cidr: string; reason: string; expiresAt: number | null }> };
+    record.entries.push({ cidr: victim, reason: 'score', expiresAt: null }, { cidr: '192.0.2.99/32', reason: 'local', expiresAt: null });
+    writeFileSync(recordPath, JSON.stringify(record));
+    rmSync(cfg.rules);
+    const base = JSON.parse(readFileSync(cfg.path, 'utf8')) as Record<string, unknown>;
+    writeFileSync(cfg.path, JSON.stringify({ ...base, base_url: 'http://127.0.0.1:9/api/v1' }));
+    const d2 = start(cfg.path);
+    await d2.waitForLog(/restored the last known good set/);
+    const restored = entriesOf(readFileSync(cfg.rules, 'utf8'));
+    expect(restored).not.toContain(victim);
+    expect(restored.some((e) => e?.startsWith('192.0.2.99'))).toBe(false);
+    expect(restored).toEqual(applied.filter((e) => e !== victim));
+  });
+
+  it('restart without network and no local override in force: a local block left in the record is not restored, the rest is', async () => {
+    const cfg = setup();
+    const d = start(cfg.path);
+    await d.waitForLog(/^cycle done/);
+    expect(await d.stop()).toBe(0);
+    const applied = entriesOf(readFileSync(cfg.rules, 'utf8'));
+    const recordPath = join(cfg.dir, 'state', 'applied-dry-run.json');
+    // Appended as the agent writes its lines: the last entry line gains a comma, the new one none.
+    const text = readFileSync(recordPath, 'utf8');
+    writeFileSync(recordPath, text.replace(/\}\n\]\}\n$/, '},\n{"cidr":"192.0.2.99/32","reason":"local","expiresAt":null}\n]}\n'));
+    expect(readFileSync(recordPath, 'utf8')).toContain('192.0.2.99');
+    rmSync(cfg.rules);
+    const base = JSON.parse(readFileSync(cfg.path, 'utf8')) as Record<string, unknown>;
+    writeFileSync(cfg.path, JSON.stringify({ ...base, base_url: 'http://127.0.0.1:9/api/v1' }));
+    const d2 = start(cfg.path);
+    await d2.waitForLog(/restored the last known good set/);
     expect(entriesOf(readFileSync(cfg.rules, 'utf8'))).toEqual(applied);
   });
 

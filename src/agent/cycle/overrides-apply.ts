@@ -9,6 +9,7 @@ import { filterProtected, type ProtectedSet } from '../../policy/protect.js';
 import type { Selection } from '../../policy/selected-columns.js';
 import { capRules, type SelectedEntry } from '../../policy/types.js';
 import type { AppliedEntry } from '../state/applied-entry.js';
+import { AppliedColumns } from '../state/applied-columns.js';
 import { loadOverrides } from '../state/overrides-store.js';
 import { liveEntries, localProtectedSet, logRemoved } from './protect-applied.js';
 import type { AppliedSet, StateStore } from '../state/store.js';
@@ -62,6 +63,16 @@ export function fromApplied(entries: readonly AppliedEntry[]): SelectedEntry[] {
 /** The live entries of an applied set that came from the feeds (its local blocks are re-read from the overrides file). */
 export function baseFromApplied(set: AppliedSet | undefined, now: number): SelectedEntry[] {
   return fromApplied(liveEntries(set, now).filter((e) => e.reason !== 'local'));
+}
+
+/** The columns without their local blocks (the same columns when there is none: the usual case). */
+export function withoutLocal(columns: AppliedColumns): AppliedColumns {
+  let locals = 0;
+  for (let i = 0; i < columns.length; i++) if (columns.reason(i) === 'local') locals++;
+  if (locals === 0) return columns;
+  const out = new AppliedColumns(columns.length - locals);
+  for (let i = 0; i < columns.length; i++) if (columns.reason(i) !== 'local') out.push(columns.starts[i]!, columns.prefixes[i]!, columns.reason(i), columns.expiresAt(i));
+  return out;
 }
 
 /** The start-up restore's entries with the overrides merged in (an allow must hold from the first write on). */

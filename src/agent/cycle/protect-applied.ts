@@ -1,7 +1,5 @@
-import { timeoutUntil, type FirewallEntry } from '../../firewall/index.js';
 import type { Logger } from '../../log.js';
-import { toCidr } from '../../net/ipv4.js';
-import { filterProtected, type ProtectedMember, type ProtectedSet } from '../../policy/protect.js';
+import type { ProtectedMember, ProtectedSet } from '../../policy/protect.js';
 import type { AgentConfig } from '../../config/load.js';
 import { computeProtectedSet, type LastKnownApi, type ProtectedOptions } from '../../host/protected-set.js';
 import type { AppliedSet, StateStore } from '../state/store.js';
@@ -11,19 +9,6 @@ type AppliedEntry = AppliedSet['entries'][number];
 /** Entries of an applied set that have not expired by `now`. */
 export function liveEntries(set: AppliedSet | undefined, now: number): AppliedSet['entries'] {
   return (set?.entries ?? []).filter((e) => e.expiresAt === null || e.expiresAt > now);
-}
-
-/** The live entries of the last applied set, without those the protected set now holds. */
-export function filterApplied(set: AppliedSet | undefined, protectedSet: ProtectedSet, now: number) {
-  return filterProtected(liveEntries(set, now), protectedSet, (e) => toCidr(e.cidr));
-}
-
-/** Applied entries as the firewall takes them: the remaining seconds as the kernel timeout. */
-export function appliedToFirewall(entries: readonly AppliedEntry[], now: number): FirewallEntry[] {
-  return entries.flatMap((e) => {
-    const cidr = toCidr(e.cidr);
-    return cidr ? [{ cidr, timeoutSeconds: timeoutUntil(e.expiresAt, now) }] : [];
-  });
 }
 
 export function logRemoved(logger: Logger, removed: readonly { entry: AppliedEntry; member: ProtectedMember }[], why: string): void {

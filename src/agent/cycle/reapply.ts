@@ -1,11 +1,12 @@
 import { errorMessage, type WcfError } from '../../errors.js';
-import type { ApplyResult, FirewallPlugin } from '../../firewall/index.js';
+import { EntryColumns, timeoutUntil, type ApplyResult, type FirewallPlugin } from '../../firewall/index.js';
 import type { Logger } from '../../log.js';
-import type { ProtectedSet } from '../../policy/protect.js';
-import type { AppliedSet, StateStore } from '../state/store.js';
-import { appliedToFirewall, filterApplied, logRemoved } from './protect-applied.js';
-
-type AppliedEntries = AppliedSet['entries'];
+import type { ProtectedMember, ProtectedSet } from '../../policy/protect.js';
+import { AppliedColumns } from '../state/applied-columns.js';
+import type { AppliedEntry } from '../state/applied-entry.js';
+import type { StateStore } from '../state/store.js';
+import type { AppliedRecordColumns } from '../state/applied-record.js';
+import { logRemoved } from './protect-applied.js';
 
 export interface ReapplyOptions {
   readonly plugin: FirewallPlugin;
@@ -21,19 +22,45 @@ export interface ReapplyOptions {
   /** Write only when the protected set took something out (after a failed pull the kernel already holds the rest). */
   readonly onlyWhenRemoved?: boolean;
   /** The entries as they go to the kernel (the start-up restore adds the local overrides). */
-  readonly shape?: (kept: AppliedEntries) => AppliedEntries;
+  readonly shape?: (kept: AppliedColumns) => AppliedColumns;
   /** The caller logs what was re-created in its own line (one repair, one warning); the plugin then does not. */
   readonly callerLogsRepairs?: boolean;
 }
 
 export interface Reapplied {
-  readonly last: AppliedSet;
+  readonly last: AppliedRecordColumns;
   /** The live entries left after the protected set. */
-  readonly kept: AppliedEntries;
+  readonly kept: AppliedColumns;
   /** How many the protected set took out (they are gone from the kernel and from the record). */
   readonly removed: number;
   /** Undefined when nothing was written. */
   readonly result?: ApplyResult;
+}
+
+/**
+ * The live entries of the record (not expired by `now`) without those the protected set holds
+ * now, on the columns: the restore of a million entries made no object per entry.
+ */
+export function keepUnprotected(columns: AppliedColumns, protectedSet: ProtectedSet, now: number): { kept: AppliedColumns; removed: Array<{ entry: AppliedEntry; member: ProtectedMember }> } {
+  const kept = new AppliedColumns(columns.length);
+  const removed: Array<{ entry: AppliedEntry; member: ProtectedMember }> = [];
+  for (let i = 0; i < columns.length; i++) {
+    const expiresAt = columns.expiresAt(i);
+    if (expiresAt !== null && expiresAt <= now) continue;
+    const start = columns.starts[i]!;
+    const prefix = columns.prefixes[i]!;
+    const member = protectedSet.memberFor({ start, end: start + 2 ** (32 - prefix) - 1 });
+    if (member) removed.push({ entry: columns.entry(i), member });
+    else kept.push(start, prefix, columns.reason(i), expiresAt);
+  }
+  return { kept, removed };
+}
+
+/** Applied columns as the firewall takes them: the remaining seconds as the kernel timeout. */
+function toFirewall(columns: AppliedColumns, now: number): EntryColumns {
+  const out = new EntryColumns(columns.length);
+  for (let i = 0; i < columns.length; i++) out.push(columns.starts[i]!, columns.prefixes[i]!, timeoutUntil(columns.expiresAt(i), now));
+  return out;
 }
 
 /**
@@ -44,12 +71,12 @@ export interface Reapplied {
  * applies it, and saves the record without what was taken out. Undefined without a record.
  */
 export async function reapplyLast(o: ReapplyOptions): Promise<Reapplied | undefined> {
-  const last = o.state.loadApplied(o.plugin.name);
+  const last = o.state.loadAppliedColumns(o.plugin.name);
   if (!last) return undefined;
-  const { kept, removed } = filterApplied(last, o.protectedSet, o.now);
+  const { kept, removed } = keepUnprotected(last.columns, o.protectedSet, o.now);
   if (o.onlyWhenRemoved && removed.length === 0) return { last, kept, removed: 0 };
   const entries = o.shape ? o.shape(kept) : kept;
-  const result = await o.plugin.apply(appliedToFirewall(entries, o.now), { capacity: o.capacity, appliedBefore: true, callerLogsRepairs: o.callerLogsRepairs });
+  const result = await o.plugin.apply(toFirewall(entries, o.now), { capacity: o.capacity, appliedBefore: true, callerLogsRepairs: o.callerLogsRepairs });
   if (removed.length) {
     o.state.saveApplied({ ts: last.ts, plugin: o.plugin.name, entries: kept });
     logRemoved(o.logger, removed, o.why);

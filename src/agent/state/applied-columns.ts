@@ -3,6 +3,7 @@ import { TextBuilder } from '../../util/text-builder.js';
 import { REASONS, REASON_CODE, type Reason } from '../../policy/types.js';
 import type { SelectedColumns } from '../../policy/selected-columns.js';
 import type { AppliedEntry } from './applied-entry.js';
+import { toCidr } from '../../net/ipv4.js';
 
 const SCRATCH = new TextBuilder(32);
 
@@ -13,11 +14,11 @@ const SCRATCH = new TextBuilder(32);
  * cycle; as columns 14 MB, and the text is made only where it is written.
  */
 export class AppliedColumns {
-  readonly starts: Uint32Array;
-  readonly prefixes: Uint8Array;
-  private readonly reasons: Uint8Array;
+  starts: Uint32Array;
+  prefixes: Uint8Array;
+  private reasons: Uint8Array;
   /** Epoch seconds; NaN = no expiry. */
-  private readonly expires: Float64Array;
+  private expires: Float64Array;
   length = 0;
 
   constructor(capacity: number) {
@@ -28,8 +29,9 @@ export class AppliedColumns {
     this.expires = new Float64Array(n);
   }
 
-  /** Up to the capacity given to the constructor. */
+  /** Past the capacity given to the constructor, the columns double (a record read back whose size was not known). */
   push(start: number, prefix: number, reason: Reason, expiresAt: number | null): void {
+    if (this.length === this.starts.length) this.grow(this.length * 2);
     const i = this.length++;
     this.starts[i] = start;
     this.prefixes[i] = prefix;
@@ -53,6 +55,35 @@ export class AppliedColumns {
 
   entry(i: number): AppliedEntry {
     return { cidr: this.text(i), reason: this.reason(i), expiresAt: this.expiresAt(i) };
+  }
+
+  /** The entries as objects: for the rare paths that need them (local overrides in force at a restore). */
+  entries(): AppliedEntry[] {
+    const out: AppliedEntry[] = [];
+    for (let i = 0; i < this.length; i++) out.push(this.entry(i));
+    return out;
+  }
+
+  /** Entries (state file form) as columns; unparsable CIDRs are left out. */
+  static fromEntries(entries: readonly AppliedEntry[]): AppliedColumns {
+    const out = new AppliedColumns(entries.length);
+    for (const e of entries) {
+      const c = toCidr(e.cidr);
+      if (c) out.push(c.start, c.prefix, e.reason, e.expiresAt);
+    }
+    return out;
+  }
+
+  private grow(capacity: number): void {
+    const starts = new Uint32Array(capacity);
+    starts.set(this.starts);
+    const prefixes = new Uint8Array(capacity);
+    prefixes.set(this.prefixes);
+    const reasons = new Uint8Array(capacity);
+    reasons.set(this.reasons);
+    const expires = new Float64Array(capacity);
+    expires.set(this.expires);
+    Object.assign(this, { starts, prefixes, reasons, expires });
   }
 }
 

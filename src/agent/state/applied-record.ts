@@ -18,6 +18,8 @@
 
 import { TextBuilder } from '../../util/text-builder.js';
 import { AppliedColumns } from './applied-columns.js';
+import { toCidr, type Cidr } from '../../net/ipv4.js';
+import type { Reason } from '../../policy/types.js';
 
 export interface AppliedRecordEntry {
   cidr: string;
@@ -124,12 +126,22 @@ function entryFromBytes(buf: Buffer, start: number, end: number): AppliedRecordE
 /**
  * The record's content as a plain value (shape checked by the caller), read
  * line by line when it has the layout above, else parsed whole. Throws
- * SyntaxError when it is not valid JSON.
+ * SyntaxError when it is not valid JSON. With `onEntry`, each entry goes to it
+ * as it is read and the value's `entries` is left empty: a million entries are
+ * then never held as one array of objects.
  */
-export function decodeAppliedRecord(buf: Buffer): unknown {
+export function decodeAppliedRecord(buf: Buffer, onEntry?: (entry: unknown) => void): unknown {
   const firstNl = buf.indexOf(NL);
   const head = firstNl === -1 ? '' : buf.toString('utf8', 0, firstNl);
-  if (!head.startsWith('{') || !head.endsWith('"entries":[')) return JSON.parse(buf.toString('utf8'));
+  if (!head.startsWith('{') || !head.endsWith('"entries":[')) {
+    const whole = JSON.parse(buf.toString('utf8')) as unknown;
+    const list = (whole as { entries?: unknown } | null)?.entries;
+    if (onEntry && Array.isArray(list)) {
+      for (const e of list) onEntry(e);
+      (whole as { entries: unknown[] }).entries = [];
+    }
+    return whole;
+  }
   const record = JSON.parse(`${head}]}`) as Record<string, unknown>;
   const entries: unknown[] = [];
   let start = firstNl + 1;
@@ -151,9 +163,46 @@ export function decodeAppliedRecord(buf: Buffer): unknown {
       const line = buf.toString('utf8', start, end);
       entry = JSON.parse(line.endsWith(',') ? line.slice(0, -1) : line);
     }
-    entries.push(entry);
+    if (onEntry) onEntry(entry);
+    else entries.push(entry);
     start = nl + 1;
   }
   record.entries = entries;
   return record;
+}
+
+/** The applied-set record with its entries as columns (see StateStore.loadAppliedColumns). */
+export interface AppliedRecordColumns {
+  ts: number;
+  plugin: string;
+  columns: AppliedColumns;
+}
+
+/** Valid JSON is not yet an applied set: `null`, a list or a bare value must not crash the restore. */
+export function appliedRecordShape(raw: unknown): { ts: number; plugin: string; entries: unknown[] } | undefined {
+  const r = raw as { ts?: unknown; plugin?: unknown; entries?: unknown } | null;
+  if (r === null || typeof r !== 'object' || !Array.isArray(r.entries) || typeof r.ts !== 'number') return undefined;
+  return { ts: r.ts, plugin: String(r.plugin), entries: r.entries as unknown[] };
+}
+
+/** An entry as the restore takes it (a CIDR it parses, an expiry that is a number or null), with its CIDR; else undefined. */
+export function usableAppliedEntry(e: unknown): { entry: AppliedRecordEntry; cidr: Cidr } | undefined {
+  const entry = e as Partial<AppliedRecordEntry> | null;
+  if (!entry || typeof entry.cidr !== 'string' || !(entry.expiresAt === null || typeof entry.expiresAt === 'number')) return undefined;
+  const cidr = toCidr(entry.cidr);
+  return cidr ? { entry: entry as AppliedRecordEntry, cidr } : undefined;
+}
+
+/**
+ * The record decoded straight into columns (each line's object lives only until it is
+ * pushed), the entries checked as loadApplied checks them; `record` is the rest of the
+ * document with `entries` empty, for the caller's shape check. Throws as decodeAppliedRecord.
+ */
+export function decodeAppliedColumns(buf: Buffer): { record: unknown; columns: AppliedColumns } {
+  const columns = new AppliedColumns(1024);
+  const record = decodeAppliedRecord(buf, (e) => {
+    const ok = usableAppliedEntry(e);
+    if (ok) columns.push(ok.cidr.start, ok.cidr.prefix, (ok.entry.reason as Reason | undefined) ?? 'score', ok.entry.expiresAt);
+  });
+  return { record, columns };
 }

@@ -5,11 +5,10 @@ import { StateError } from '../../errors.js';
 import type { Logger } from '../../log.js';
 import { releaseArray } from '../../util/release.js';
 import { IndicatorMap } from '../../feed/indicator.js';
-import { toCidr } from '../../net/ipv4.js';
 import type { Settings, SettingSources } from '../../config/server.js';
 import type { Reason, SkipReason } from '../../policy/types.js';
-import { decodeAppliedRecord, encodeAppliedRecord } from './applied-record.js';
-import type { AppliedColumns } from './applied-columns.js';
+import { appliedRecordShape, decodeAppliedColumns, decodeAppliedRecord, encodeAppliedRecord, usableAppliedEntry, type AppliedRecordColumns } from './applied-record.js';
+import { AppliedColumns } from './applied-columns.js';
 import { AppliedCounts, fileVersion } from './applied-count.js';
 import { writeFileAtomic } from '../../util/atomic-file.js';
 import { readStateFile, UnsafeStateFile } from '../../util/untrusted-file.js';
@@ -256,17 +255,25 @@ export class StateStore {
 
   /** Per plugin, so a dry run never stands in for what the kernel holds. */
   loadApplied(plugin: string): AppliedSet | undefined {
-    const raw = this.readJson(`applied-${plugin}.json`, decodeAppliedRecord) as AppliedSet | null | undefined;
-    if (raw === undefined) return undefined;
-    // Valid JSON is not yet an applied set: `null`, a list or a bare value must not crash the restore.
-    if (raw === null || typeof raw !== 'object' || !Array.isArray(raw.entries) || typeof raw.ts !== 'number') {
-      this.logger.warn(`applied-${plugin}.json has an unknown format; ignored`);
-      return undefined;
-    }
-    const entries = raw.entries.filter(
-      (e) => e && typeof e.cidr === 'string' && toCidr(e.cidr) !== undefined && (e.expiresAt === null || typeof e.expiresAt === 'number'),
-    );
-    return { ts: raw.ts, plugin: String(raw.plugin), entries };
+    const raw = this.appliedRecord(plugin, this.readJson(`applied-${plugin}.json`, decodeAppliedRecord));
+    return raw && { ts: raw.ts, plugin: raw.plugin, entries: raw.entries.filter((e) => usableAppliedEntry(e) !== undefined) as AppliedSet['entries'] };
+  }
+
+  /** loadApplied as columns, for the restore and the re-assert: a million objects cost a restart ~900 MB. */
+  loadAppliedColumns(plugin: string): AppliedRecordColumns | undefined {
+    let columns: AppliedColumns | undefined;
+    const raw = this.appliedRecord(plugin, this.readJson(`applied-${plugin}.json`, (buf) => {
+      const d = decodeAppliedColumns(buf);
+      columns = d.columns;
+      return d.record;
+    }));
+    return raw && columns ? { ts: raw.ts, plugin: raw.plugin, columns } : undefined;
+  }
+
+  private appliedRecord(plugin: string, raw: unknown): ReturnType<typeof appliedRecordShape> {
+    const r = raw === undefined ? undefined : appliedRecordShape(raw);
+    if (raw !== undefined && !r) this.logger.warn(`applied-${plugin}.json has an unknown format; ignored`);
+    return r;
   }
 
   /** Whether an applied record is there (not whether it is readable: loadApplied says that). */

@@ -119,4 +119,33 @@ describe('the applied record’s count (the shrink guard’s)', () => {
     expect(s.appliedCount('ipset')).toBeUndefined();
     expect(s.hasApplied('ipset')).toBe(false);
   });
+
+  describe('read as columns (the restore and the re-assert)', () => {
+    const asEntries = (r: { columns: AppliedColumns } | undefined) => r?.columns.entries().map((e) => ({ ...e, cidr: e.cidr.includes('/') ? e.cidr : `${e.cidr}/32` }));
+    it('gives what the objects reader gives: the written layout, an older agent\'s one line, lines edited by hand', () => {
+      const { s, dir } = store();
+      s.saveApplied(SET);
+      expect(s.loadAppliedColumns('nftables')?.ts).toBe(SET.ts);
+      expect(asEntries(s.loadAppliedColumns('nftables'))).toEqual(SET.entries);
+      writeFileSync(join(dir, 'applied-nftables.json'), JSON.stringify(SET));
+      expect(asEntries(s.loadAppliedColumns('nftables'))).toEqual(SET.entries);
+      writeFileSync(join(dir, 'applied-nftables.json'), '{"ts":3,"plugin":"nftables","entries":[\n{ "cidr": "203.0.113.9/32", "reason": "manual", "expiresAt": null },\n{"cidr":"203.0.113.10/32","reason":"score","expiresAt":12}\n]}\n');
+      expect(asEntries(s.loadAppliedColumns('nftables'))).toEqual(s.loadApplied('nftables')!.entries);
+    });
+
+    it('leaves out the entries the objects reader leaves out, and a damaged record is set aside as before', () => {
+      const { s, dir, log } = store();
+      const path = join(dir, 'applied-nftables.json');
+      writeFileSync(path, JSON.stringify({ ts: 4, plugin: 'nftables', entries: [{ cidr: '203.0.113.1/32', reason: 'score', expiresAt: 9 }, { cidr: 'nope', reason: 'score', expiresAt: 9 }, { cidr: '203.0.113.2/32', reason: 'manual', expiresAt: 'soon' }, null, 7] }));
+      expect(asEntries(s.loadAppliedColumns('nftables'))).toEqual([{ cidr: '203.0.113.1/32', reason: 'score', expiresAt: 9 }]);
+      expect(asEntries(s.loadAppliedColumns('nftables'))).toEqual(s.loadApplied('nftables')!.entries);
+      writeFileSync(path, '[1,2]');
+      expect(s.loadAppliedColumns('nftables')).toBeUndefined();
+      expect(log()).toMatch(/unknown format; ignored/);
+      s.saveApplied(SET);
+      writeFileSync(path, readFileSync(path, 'utf8').replace('"reason":"manual"', '"reason":manual'));
+      expect(s.loadAppliedColumns('nftables')).toBeUndefined();
+      expect(readdirSync(dir).some((f) => f.startsWith('applied-nftables.json.corrupt-'))).toBe(true);
+    });
+  });
 });
