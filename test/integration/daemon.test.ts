@@ -44,6 +44,21 @@ function expectKept(before: AppliedEntry[], after: AppliedEntry[]): void {
   const present = new Set(after.map((e) => e.cidr));
   for (const e of before) if (e.expiresAt === null || e.expiresAt > now + 1) expect(present.has(e.cidr), e.cidr).toBe(true);
 }
+/** A daemon that ran one cycle and stopped: its config and what it applied. */
+async function syncedOnceAndStopped(): Promise<{ cfg: ReturnType<typeof setup>; applied: Array<string | undefined> }> {
+  const cfg = setup();
+  const d = start(cfg.path);
+  await d.waitForLog(/^cycle done/);
+  expect(await d.stop()).toBe(0);
+  return { cfg, applied: entriesOf(readFileSync(cfg.rules, 'utf8')) };
+}
+/** The daemon started again with its rules file gone and the API unreachable: what it writes comes from the restore alone. */
+function restartOffline(cfg: { path: string; rules: string }): DaemonProcess {
+  rmSync(cfg.rules);
+  const base = JSON.parse(readFileSync(cfg.path, 'utf8')) as Record<string, unknown>;
+  writeFileSync(cfg.path, JSON.stringify({ ...base, base_url: 'http://127.0.0.1:9/api/v1' }));
+  return start(cfg.path);
+}
 const entriesOf = (text: string) =>
   text
     .split('\n')
@@ -223,15 +238,8 @@ describe('daemon lifecycle', () => {
   });
 
   it('restart without network restores the last set before any request', async () => {
-    const cfg = setup();
-    const d = start(cfg.path);
-    await d.waitForLog(/^cycle done/);
-    expect(await d.stop()).toBe(0);
-    const applied = entriesOf(readFileSync(cfg.rules, 'utf8'));
-    rmSync(cfg.rules);
-    const base = JSON.parse(readFileSync(cfg.path, 'utf8')) as Record<string, unknown>;
-    writeFileSync(cfg.path, JSON.stringify({ ...base, base_url: 'http://127.0.0.1:9/api/v1' }));
-    const d2 = start(cfg.path);
+    const { cfg, applied } = await syncedOnceAndStopped();
+    const d2 = restartOffline(cfg);
     const restored = await d2.waitForLog(/restored the last known good set/);
     const firstFailure = await d2.waitForLog(/^sync failed/);
     expect(d2.logs.indexOf(restored)).toBeLessThan(d2.logs.indexOf(firstFailure));
@@ -239,11 +247,7 @@ describe('daemon lifecycle', () => {
   });
 
   it('restart without network with local overrides: an allow in force holds from the restore, a local block no longer in force is not restored', async () => {
-    const cfg = setup();
-    const d = start(cfg.path);
-    await d.waitForLog(/^cycle done/);
-    expect(await d.stop()).toBe(0);
-    const applied = entriesOf(readFileSync(cfg.rules, 'utf8'));
+    const { cfg, applied } = await syncedOnceAndStopped();
     const victim = applied[0]!;
     // No daemon: the allow is stored and applied here (the record loses the victim).
     const allow = await runCli(['allow', victim.replace(/\/32$/, ''), '--config', cfg.path]);
@@ -254,10 +258,7 @@ describe('daemon lifecycle', () => {
     const record = JSON.parse(readFileSync(recordPath, 'utf8')) as { entries: Array<{ cidr: string; reason: string; expiresAt: number | null }> };
     record.entries.push({ cidr: victim, reason: 'score', expiresAt: null }, { cidr: '192.0.2.99/32', reason: 'local', expiresAt: null });
     writeFileSync(recordPath, JSON.stringify(record));
-    rmSync(cfg.rules);
-    const base = JSON.parse(readFileSync(cfg.path, 'utf8')) as Record<string, unknown>;
-    writeFileSync(cfg.path, JSON.stringify({ ...base, base_url: 'http://127.0.0.1:9/api/v1' }));
-    const d2 = start(cfg.path);
+    const d2 = restartOffline(cfg);
     await d2.waitForLog(/restored the last known good set/);
     const restored = entriesOf(readFileSync(cfg.rules, 'utf8'));
     expect(restored).not.toContain(victim);
@@ -266,20 +267,13 @@ describe('daemon lifecycle', () => {
   });
 
   it('restart without network and no local override in force: a local block left in the record is not restored, the rest is', async () => {
-    const cfg = setup();
-    const d = start(cfg.path);
-    await d.waitForLog(/^cycle done/);
-    expect(await d.stop()).toBe(0);
-    const applied = entriesOf(readFileSync(cfg.rules, 'utf8'));
+    const { cfg, applied } = await syncedOnceAndStopped();
     const recordPath = join(cfg.dir, 'state', 'applied-dry-run.json');
     // Appended as the agent writes its lines: the last entry line gains a comma, the new one none.
     const text = readFileSync(recordPath, 'utf8');
     writeFileSync(recordPath, text.replace(/\}\n\]\}\n$/, '},\n{"cidr":"192.0.2.99/32","reason":"local","expiresAt":null}\n]}\n'));
     expect(readFileSync(recordPath, 'utf8')).toContain('192.0.2.99');
-    rmSync(cfg.rules);
-    const base = JSON.parse(readFileSync(cfg.path, 'utf8')) as Record<string, unknown>;
-    writeFileSync(cfg.path, JSON.stringify({ ...base, base_url: 'http://127.0.0.1:9/api/v1' }));
-    const d2 = start(cfg.path);
+    const d2 = restartOffline(cfg);
     await d2.waitForLog(/restored the last known good set/);
     expect(entriesOf(readFileSync(cfg.rules, 'utf8'))).toEqual(applied);
   });
