@@ -9,7 +9,7 @@ import { filterProtected, type ProtectedSet } from '../../policy/protect.js';
 import type { Selection } from '../../policy/selected-columns.js';
 import { capRules, type SelectedEntry } from '../../policy/types.js';
 import type { AppliedEntry } from '../state/applied-entry.js';
-import { AppliedColumns } from '../state/applied-columns.js';
+import { toApplied as columnsToApplied, type AppliedColumns } from '../state/applied-columns.js';
 import { loadOverrides } from '../state/overrides-store.js';
 import { liveEntries, localProtectedSet, logRemoved } from './protect-applied.js';
 import type { AppliedSet, StateStore } from '../state/store.js';
@@ -65,21 +65,17 @@ export function baseFromApplied(set: AppliedSet | undefined, now: number): Selec
   return fromApplied(liveEntries(set, now).filter((e) => e.reason !== 'local'));
 }
 
-/** The columns without their local blocks (the same columns when there is none: the usual case). */
-export function withoutLocal(columns: AppliedColumns): AppliedColumns {
-  let locals = 0;
-  for (let i = 0; i < columns.length; i++) if (columns.reason(i) === 'local') locals++;
-  if (locals === 0) return columns;
-  const out = new AppliedColumns(columns.length - locals);
-  for (let i = 0; i < columns.length; i++) if (columns.reason(i) !== 'local') out.push(columns.starts[i]!, columns.prefixes[i]!, columns.reason(i), columns.expiresAt(i));
-  return out;
-}
-
-/** The start-up restore's entries with the overrides merged in (an allow must hold from the first write on). */
-export function restoreWithOverrides(entries: readonly AppliedEntry[], ctx: { config: AgentConfig; protectedSet: ProtectedSet; maximumRules: number; now: number; logger: Logger }): AppliedEntry[] {
-  const base = fromApplied(entries.filter((e) => e.reason !== 'local'));
-  const selection = selectionOf(SelectedColumns.of(base), { allowlist: 0, too_wide: 0, whitelist: 0, threshold: 0, cap: 0 });
-  return selectionWithOverrides(selection, ctx).selection.entries.map(toApplied);
+/**
+ * The start-up restore's entries with the overrides merged in (an allow must hold from the first
+ * write on), capped at maximum_rules like every apply. On the columns: the record's local blocks
+ * are left out (they come back from the overrides file alone), and objects are made only when an
+ * override is in force (selectionWithOverrides).
+ */
+export function restoreWithOverrides(kept: AppliedColumns, ctx: { config: AgentConfig; protectedSet: ProtectedSet; maximumRules: number; now: number; logger: Logger }): AppliedColumns {
+  const base = new SelectedColumns(kept.length);
+  for (let i = 0; i < kept.length; i++) if (kept.reason(i) !== 'local') base.push(kept.starts[i]!, kept.prefixes[i]!, kept.reason(i), null, kept.expiresAt(i));
+  const selection = selectionOf(base, { allowlist: 0, too_wide: 0, whitelist: 0, threshold: 0, cap: 0 });
+  return columnsToApplied(selectionWithOverrides(selection, ctx).selection.columns, ctx.now).applied;
 }
 
 function toApplied(e: SelectedEntry): AppliedEntry {

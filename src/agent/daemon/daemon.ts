@@ -8,16 +8,14 @@ import { runBoundedCycle } from '../cycle/bounded-cycle.js';
 import { localProtectedSet } from '../cycle/protect-applied.js';
 import { reapplyLast } from '../cycle/reapply.js';
 import type { StateStore } from '../state/store.js';
-import { AppliedColumns } from '../state/applied-columns.js';
-import { loadOverrides } from '../state/overrides-store.js';
-import { activeOverrides } from '../../policy/overrides.js';
+import type { AppliedColumns } from '../state/applied-columns.js';
 import { withLock } from '../state/lock.js';
 import { Scheduler } from './scheduler.js';
 import { flushDns } from '../cycle/url-feed-front.js';
 import { Writer } from './writer.js';
 import { FastPath } from './fast-path.js';
 import { markDaemon, unmarkDaemon } from '../state/daemon-presence.js';
-import { restoreWithOverrides, withoutLocal } from '../cycle/overrides-apply.js';
+import { restoreWithOverrides } from '../cycle/overrides-apply.js';
 import { AppliedMemory } from '../state/applied-memory.js';
 import { releaseCycleMemory } from '../../util/release-memory.js';
 import { Watcher } from './watcher.js';
@@ -192,15 +190,10 @@ export class Daemon {
     }
   }
 
-  /**
-   * The restored set with the local overrides in force now (an allow holds from the first write);
-   * without them if their file is unusable. With none in force (the usual case) the columns as they are.
-   */
+  /** The restored set with the local overrides in force now (an allow holds from the first write); without them if their file is unusable. */
   private withOverrides(kept: AppliedColumns, protectedSet: Parameters<typeof restoreWithOverrides>[1]['protectedSet'], now: number): AppliedColumns {
     try {
-      // Local blocks in the record come from the overrides file alone: with none in force, none is restored.
-      if (activeOverrides(loadOverrides(this.parts.config.state_dir), now).length === 0) return withoutLocal(kept);
-      return AppliedColumns.fromEntries(restoreWithOverrides(kept.entries(), { config: this.parts.config, protectedSet, maximumRules: this.settings.maximum_rules, now, logger: this.logger }));
+      return restoreWithOverrides(kept, { config: this.parts.config, protectedSet, maximumRules: this.settings.maximum_rules, now, logger: this.logger });
     } catch (err) {
       this.logger.error(`restore without the local overrides: ${errorMessage(err)}`);
       return kept;

@@ -3,7 +3,6 @@ import { TextBuilder } from '../../util/text-builder.js';
 import { REASONS, REASON_CODE, type Reason } from '../../policy/types.js';
 import type { SelectedColumns } from '../../policy/selected-columns.js';
 import type { AppliedEntry } from './applied-entry.js';
-import { toCidr } from '../../net/ipv4.js';
 
 const SCRATCH = new TextBuilder(32);
 
@@ -55,23 +54,6 @@ export class AppliedColumns {
 
   entry(i: number): AppliedEntry {
     return { cidr: this.text(i), reason: this.reason(i), expiresAt: this.expiresAt(i) };
-  }
-
-  /** The entries as objects: for the rare paths that need them (local overrides in force at a restore). */
-  entries(): AppliedEntry[] {
-    const out: AppliedEntry[] = [];
-    for (let i = 0; i < this.length; i++) out.push(this.entry(i));
-    return out;
-  }
-
-  /** Entries (state file form) as columns; unparsable CIDRs are left out. */
-  static fromEntries(entries: readonly AppliedEntry[]): AppliedColumns {
-    const out = new AppliedColumns(entries.length);
-    for (const e of entries) {
-      const c = toCidr(e.cidr);
-      if (c) out.push(c.start, c.prefix, e.reason, e.expiresAt);
-    }
-    return out;
   }
 
   private grow(capacity: number): void {

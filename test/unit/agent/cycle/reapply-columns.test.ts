@@ -3,7 +3,13 @@ import { describe, expect, it } from 'vitest';
 import { AppliedColumns } from '../../../../src/agent/state/applied-columns.js';
 import type { AppliedEntry } from '../../../../src/agent/state/applied-entry.js';
 import { keepUnprotected } from '../../../../src/agent/cycle/reapply.js';
-import { withoutLocal } from '../../../../src/agent/cycle/overrides-apply.js';
+import { restoreWithOverrides } from '../../../../src/agent/cycle/overrides-apply.js';
+import type { AgentConfig } from '../../../../src/config/load.js';
+import { appliedColumnsOf, appliedEntriesOf } from '../../../helpers/applied-columns.js';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pino from 'pino';
 import { fromNumber, mustParseCidr } from '../../../../src/net/ipv4.js';
 import { ProtectedSet, filterProtected } from '../../../../src/policy/protect.js';
 
@@ -27,8 +33,8 @@ describe('the last applied set on columns', () => {
       { cidr: '192.0.2.2', reason: 'url', expiresAt: NOW + 1 },
       { cidr: '10.0.0.0/8', reason: 'local', expiresAt: null },
     ];
-    const { kept, removed } = keepUnprotected(AppliedColumns.fromEntries(entries), set, NOW);
-    expect(kept.entries()).toEqual([
+    const { kept, removed } = keepUnprotected(appliedColumnsOf(entries), set, NOW);
+    expect(appliedEntriesOf(kept)).toEqual([
       { cidr: '192.0.2.2', reason: 'url', expiresAt: NOW + 1 },
       { cidr: '10.0.0.0/8', reason: 'local', expiresAt: null },
     ]);
@@ -46,21 +52,32 @@ describe('the last applied set on columns', () => {
         const entries: AppliedEntry[] = raw.map((e) => ({ cidr: fromNumber(e.start, e.prefix).text, reason: 'score', expiresAt: e.expires }));
         const live = entries.filter((e) => e.expiresAt === null || e.expiresAt > NOW);
         const before = filterProtected(live, protectedSet, (e) => mustParseCidr(e.cidr, 'test'));
-        const after = keepUnprotected(AppliedColumns.fromEntries(entries), protectedSet, NOW);
-        expect(after.kept.entries()).toEqual(before.kept);
+        const after = keepUnprotected(appliedColumnsOf(entries), protectedSet, NOW);
+        expect(appliedEntriesOf(after.kept)).toEqual(before.kept);
         expect(after.removed.map((r) => [r.entry, r.member.cidr.text])).toEqual(before.removed.map((r) => [r.entry, r.member.cidr.text]));
       }),
     );
   });
 
-  it('withoutLocal leaves the local blocks out (they come from the overrides file), the same columns when there is none', () => {
-    const cols = AppliedColumns.fromEntries([
-      { cidr: '192.0.2.1', reason: 'score', expiresAt: null },
-      { cidr: '192.0.2.2', reason: 'local', expiresAt: null },
-    ]);
-    expect(withoutLocal(cols).entries()).toEqual([{ cidr: '192.0.2.1', reason: 'score', expiresAt: null }]);
-    const none = AppliedColumns.fromEntries([{ cidr: '192.0.2.1', reason: 'manual', expiresAt: 5 }]);
-    expect(withoutLocal(none)).toBe(none);
+  it('the restore without an override in force: the record\'s local blocks left out, capped at maximum_rules, in order', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'wcf-restore-'));
+    try {
+      const kept = appliedColumnsOf([
+        { cidr: '192.0.2.1', reason: 'manual', expiresAt: null },
+        { cidr: '192.0.2.2', reason: 'local', expiresAt: null },
+        { cidr: '192.0.2.3', reason: 'score', expiresAt: NOW + 60 },
+        { cidr: '192.0.2.4', reason: 'score', expiresAt: NOW + 30 },
+      ]);
+      const ctx = { config: { state_dir: dir, min_prefix: 8 } as AgentConfig, protectedSet: set, now: NOW, logger: pino({ level: 'silent' }) };
+      expect(appliedEntriesOf(restoreWithOverrides(kept, { ...ctx, maximumRules: 10 }))).toEqual([
+        { cidr: '192.0.2.1', reason: 'manual', expiresAt: null },
+        { cidr: '192.0.2.3', reason: 'score', expiresAt: NOW + 60 },
+        { cidr: '192.0.2.4', reason: 'score', expiresAt: NOW + 30 },
+      ]);
+      expect(appliedEntriesOf(restoreWithOverrides(kept, { ...ctx, maximumRules: 2 })).map((e) => e.cidr)).toEqual(['192.0.2.1', '192.0.2.3']);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('the columns grow past the capacity they were made with', () => {

@@ -8,6 +8,7 @@ import { StateStore, type AppliedSet } from '../../../../src/agent/state/store.j
 import { AppliedColumns } from '../../../../src/agent/state/applied-columns.js';
 import { encodeAppliedRecord } from '../../../../src/agent/state/applied-record.js';
 import { fromNumber } from '../../../../src/net/ipv4.js';
+import { appliedEntriesOf } from '../../../helpers/applied-columns.js';
 
 const dirs: string[] = [];
 afterEach(() => {
@@ -121,7 +122,7 @@ describe('the applied record’s count (the shrink guard’s)', () => {
   });
 
   describe('read as columns (the restore and the re-assert)', () => {
-    const asEntries = (r: { columns: AppliedColumns } | undefined) => r?.columns.entries().map((e) => ({ ...e, cidr: e.cidr.includes('/') ? e.cidr : `${e.cidr}/32` }));
+    const asEntries = (r: { columns: AppliedColumns } | undefined) => (r ? appliedEntriesOf(r.columns) : undefined)?.map((e) => ({ ...e, cidr: e.cidr.includes('/') ? e.cidr : `${e.cidr}/32` }));
     it('gives what the objects reader gives: the written layout, an older agent\'s one line, lines edited by hand', () => {
       const { s, dir } = store();
       s.saveApplied(SET);
