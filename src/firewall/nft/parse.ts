@@ -14,9 +14,16 @@ export interface NftSetParsed {
   readonly nonCidr: number;
 }
 
-function ipToNumber(ip: string): number | undefined {
-  const c = toCidr(ip);
+function ipToNumber(ip: unknown): number | undefined {
+  const c = typeof ip === 'string' ? toCidr(ip) : undefined;
   return c && c.prefix === 32 ? c.start : undefined;
+}
+
+/** An address range (nft's auto-merged interval) as CIDRs; none when it is not one. More than one: the set needs a full rebuild. */
+function rangeCidrs(first: unknown, last: unknown): Cidr[] {
+  const a = ipToNumber(first);
+  const b = ipToNumber(last);
+  return a !== undefined && b !== undefined && a <= b ? rangeToCidrs(a, b) : [];
 }
 
 /**
@@ -51,13 +58,9 @@ export function parseNftSetJson(json: string): NftSetParsed {
         if (c) cidrs.push(c);
       } else if (val && typeof val === 'object' && 'range' in val) {
         const r = (val as { range: unknown }).range;
-        const a = Array.isArray(r) && typeof r[0] === 'string' ? ipToNumber(r[0]) : undefined;
-        const b = Array.isArray(r) && typeof r[1] === 'string' ? ipToNumber(r[1]) : undefined;
-        if (a !== undefined && b !== undefined && a <= b) {
-          const parts = rangeToCidrs(a, b);
-          cidrs.push(...parts);
-          if (parts.length !== 1) nonCidr++;
-        }
+        const parts = Array.isArray(r) ? rangeCidrs(r[0], r[1]) : [];
+        cidrs.push(...parts);
+        if (parts.length > 1) nonCidr++;
       }
       if (cidrs.length === 0) {
         nonCidr++;
@@ -115,13 +118,9 @@ export function parseNftSetText(text: string): NftSetParsed | undefined {
       const value = words[0]!;
       const dash = value.indexOf('-');
       if (known && dash !== -1) {
-        const a = ipToNumber(value.slice(0, dash));
-        const b = ipToNumber(value.slice(dash + 1));
-        if (a !== undefined && b !== undefined && a <= b) {
-          const parts = rangeToCidrs(a, b);
-          cidrs.push(...parts);
-          if (parts.length !== 1) nonCidr++;
-        }
+        const parts = rangeCidrs(value.slice(0, dash), value.slice(dash + 1));
+        cidrs.push(...parts);
+        if (parts.length > 1) nonCidr++;
       } else if (known) {
         const c = toCidr(value);
         if (c) cidrs.push(c);

@@ -3,16 +3,21 @@ import type { CommandRunner } from '../../exec/runner.js';
 import { parseNftSetJson, parseNftSetText, type NftSetParsed } from './parse.js';
 
 /** How nft says a table or set does not exist. */
-export const NO_SUCH_OBJECT = /No such file or directory/i;
+const NO_SUCH_OBJECT = /No such file or directory/i;
 
-/** `nft -j ARGS` output, or undefined when the object listed does not exist. */
-export async function listNftJson(runner: CommandRunner, args: readonly string[]): Promise<string | undefined> {
+/** What `nft ARGS` prints, or undefined when the object listed does not exist. */
+async function listNft(runner: CommandRunner, args: readonly string[]): Promise<string | undefined> {
   try {
-    return (await runner.run('nft', ['-j', ...args], { readOnly: true })).stdout;
+    return (await runner.run('nft', args, { readOnly: true })).stdout;
   } catch (err) {
     if (stderrMatches(err, NO_SUCH_OBJECT)) return undefined;
     throw err;
   }
+}
+
+/** `nft -j ARGS` output, or undefined when the object listed does not exist. */
+export function listNftJson(runner: CommandRunner, args: readonly string[]): Promise<string | undefined> {
+  return listNft(runner, ['-j', ...args]);
 }
 
 /**
@@ -24,13 +29,8 @@ export async function listNftJson(runner: CommandRunner, args: readonly string[]
  */
 export async function readNftSet(runner: CommandRunner, table: string, set: string): Promise<NftSetParsed | undefined> {
   const args = ['list', 'set', 'inet', table, set];
-  let text: string;
-  try {
-    text = (await runner.run('nft', args, { readOnly: true })).stdout;
-  } catch (err) {
-    if (stderrMatches(err, NO_SUCH_OBJECT)) return undefined;
-    throw err;
-  }
+  const text = await listNft(runner, args);
+  if (text === undefined) return undefined;
   const parsed = parseNftSetText(text);
   if (parsed) return parsed;
   const json = await listNftJson(runner, args);

@@ -268,4 +268,4 @@ export function nftDeltaScript(l: NftLayout, add: EntryColumns, del: EntryColumn
   return t.toBuffer();
 }
 
-export { parseNftHits, parseNftScriptElements, parseNftSetJson, parseNftSetText, type NftSetParsed } from './parse.js';
+export { parseNftHits, parseNftScriptElements, parseNftSetJson, type NftSetParsed } from './parse.js';
