@@ -29,11 +29,37 @@ command -v runc >/dev/null 2>&1 || missing+=(runc)
 command -v mmdebstrap >/dev/null 2>&1 || missing+=(mmdebstrap)
 command -v podman-compose >/dev/null 2>&1 || missing+=(podman-compose)
 { command -v ansible-playbook >/dev/null 2>&1 && [ -d /usr/lib/python3/dist-packages/ansible_collections/containers/podman ]; } || missing+=(ansible)
+# The URL feed's resolvers besides unbound, each started by its test inside a namespace:
+# BIND 9, PowerDNS Recursor, Knot Resolver (RPZ) and dnsmasq (its own backend).
+command -v named >/dev/null 2>&1 || missing+=(bind9)
+command -v pdns_recursor >/dev/null 2>&1 || missing+=(pdns-recursor)
+command -v kresd >/dev/null 2>&1 || missing+=(knot-resolver)
+command -v dnsmasq >/dev/null 2>&1 || missing+=(dnsmasq)
+# The alerting and recording rules are checked and tested with promtool, and a real
+# Prometheus scrapes a daemon in a namespace.
+command -v promtool >/dev/null 2>&1 || missing+=(prometheus)
+# arm64 builds are run under user-mode emulation; the RPM is built with rpmbuild and
+# installed into a throwaway root.
+command -v qemu-aarch64-static >/dev/null 2>&1 || missing+=(qemu-user-static)
+command -v rpmbuild >/dev/null 2>&1 || missing+=(rpm)
+# Coexistence with the firewall managers of RHEL and Ubuntu, run for real in namespaces
+# (firewalld talks D-Bus: the test starts a bus of its own).
+command -v firewall-cmd >/dev/null 2>&1 || missing+=(firewalld)
+command -v ufw >/dev/null 2>&1 || missing+=(ufw)
+command -v dbus-daemon >/dev/null 2>&1 || missing+=(dbus)
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "test: installing ${missing[*]} for the netfilter tests" >&2
     apt-get update -qq
+    # Never a service started by the install: named, pdns_recursor, dnsmasq, firewalld and
+    # prometheus would otherwise start on the machine itself (firewalld rewriting its
+    # ruleset). policy-rc.d answering 101 tells the packages' scripts not to start anything.
+    placed_policy=
+    if [ ! -e /usr/sbin/policy-rc.d ]; then
+      printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d && chmod 755 /usr/sbin/policy-rc.d && placed_policy=1
+    fi
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+    if [ -n "$placed_policy" ]; then rm -f /usr/sbin/policy-rc.d; fi
   else
     echo "test: missing ${missing[*]}; the netfilter tests will fail (install them, run as root)" >&2
   fi
