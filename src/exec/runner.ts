@@ -8,8 +8,12 @@ import { CommandFailure, runCommand } from './run.js';
 export interface CommandRunner {
   /** Where the commands run (the namespace prefix), when known: one kernel ruleset per scope. */
   readonly scope?: string;
-  /** `readOnly`: a listing, ended when the daemon stops (a write is let finish). */
-  run(file: string, args: readonly string[], options?: { input?: string | Buffer; readOnly?: boolean }): Promise<{ stdout: string; stderr: string }>;
+  /**
+   * `readOnly`: a listing, ended when the daemon stops (a write is let finish). `timeoutMs`: this
+   * call's own limit instead of the runner's (a quick read a scrape waits for; a write sized for
+   * a million elements): the child is killed when it passes, never left running.
+   */
+  run(file: string, args: readonly string[], options?: { input?: string | Buffer; readOnly?: boolean; timeoutMs?: number }): Promise<{ stdout: string; stderr: string }>;
 }
 
 /** Shell-like rendering of an argument array, for messages only (never executed). */
@@ -51,7 +55,7 @@ export function createCommandRunner(o: CommandRunnerOptions): CommandRunner {
         return await runCommand(argv, {
           input: runOptions?.input,
           readOnly: runOptions?.readOnly,
-          timeoutMs: o.timeoutMs,
+          timeoutMs: runOptions?.timeoutMs ?? o.timeoutMs,
           killAfterMs: o.killAfterMs ?? 2000,
           maxBuffer: o.maxBuffer,
           // Tools' messages in English, so they are greppable and stable.

@@ -130,3 +130,14 @@ export function sortCidrTexts(texts: Iterable<string>): string[] {
 export function timeoutUntil(expiresAt: number | null, now: number): number | undefined {
   return expiresAt === null ? undefined : Math.max(1, Math.floor(expiresAt - now));
 }
+
+/** Entries this close to their timeout may be gone from the kernel already: a verification does not look for them. */
+export const EXPIRY_SLACK_S = 5;
+
+/** The entries of `c` with more than EXPIRY_SLACK_S seconds left, `ageS` seconds after their timeouts were taken (permanent ones included). */
+export function lastingEntries(c: EntryColumns, ageS = 0): EntryColumns {
+  return c.filter((i) => {
+    const t = c.timeouts[i]!;
+    return Number.isNaN(t) || t - ageS > EXPIRY_SLACK_S;
+  });
+}

@@ -59,4 +59,5 @@ export async function openPlugin(
   } else name = choice.plugin;
   return createPlugin(name, { ...options, runner });
 }
-export { NftMonitor, relevantEvent, type RulesetChange } from './monitor.js';
+export { NftMonitor } from './monitor.js';
+export { relevantEvent, xtablesEventPlace, type RulesetChange } from './events.js';

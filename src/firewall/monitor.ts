@@ -1,8 +1,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import type { Logger } from 'pino';
-import { escapeControls } from '../util/terminal-text.js';
 import { isOwnChild, onPath, ownActivityWithin } from '../exec/children.js';
+import { TransactionReader, type RulesetChange } from './events.js';
 import { wrapForDeath, wrappedNotFound } from '../exec/run.js';
 import { netnsPrefix } from './exec.js';
 import type { OwnedNames, PluginName } from './plugin.js';
@@ -21,22 +21,10 @@ import type { OwnedNames, PluginName } from './plugin.js';
  * ruleset, every set element included, and keeps it: at a million elements
  * 650 MB to 1.3 GB held for good and one to two minutes deaf after each start.
  * xtables-monitor keeps nothing (2 MB) and prints the same transaction
- * lines with the process behind each; it names the table of chain and table
- * changes but not of set, element or nft-rule changes, so a transaction by
- * another process that it cannot place is reported as one that may have
- * touched the agent's objects (`maybe`). Transactions by the agent's own
+ * lines with the process behind each, but nothing of set and element changes:
+ * how its lines are read is events.ts's. Transactions by the agent's own
  * commands (their process ids, see exec/children.ts) are not reported at all.
  */
-
-/** The changes of one transaction that touch the agent's objects. */
-export interface RulesetChange {
-  /** The event lines (at most a few kept: a set refill announces every element). */
-  readonly events: string[];
-  /** The program that made the change, as the kernel names it (`nft`, `iptables`, `firewalld`...). */
-  readonly by?: string;
-  /** The event source could not tell which table the change touched (it may be the agent's). */
-  readonly maybe?: boolean;
-}
 
 export interface MonitorOptions {
   readonly plugin: PluginName;
@@ -51,13 +39,6 @@ export interface MonitorOptions {
   readonly onState?: (up: boolean, overflowed?: boolean) => void;
 }
 
-const GENERATION = /^# new generation \d+ by process (\d+) \(([^)]*)\)/;
-/** xtables-monitor's end of a transaction. */
-const XT_GENERATION = /^NEWGEN: GENID=\d+ PID=(\d+) NAME=(.*)$/;
-/** xtables-monitor's event lines: ` EVENT: ...`. */
-const XT_EVENT = /^ ?EVENT: ?(.*)$/;
-/** Lines kept per transaction for the log. */
-const KEPT_EVENTS = 5;
 /** Without a generation line (older nft), a transaction's events are taken as complete after this long. */
 const FLUSH_AFTER_MS = 200;
 const RESTART_MIN_MS = 1000;
@@ -68,31 +49,6 @@ const RESTART_MAX_MS = 60_000;
 const PAUSE_WAIT_MS = 1000;
 /** A child that ran this long before dying was healthy: the back-off starts again from the minimum. */
 const HEALTHY_AFTER_MS = 60_000;
-
-function escapeRegExp(s: string): string {
-  return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-}
-
-/**
- * Which event lines concern the agent: for nftables its own table; for the
- * iptables-based backends (with iptables-nft) the `ip filter` table that holds
- * its chain and hooks. Other tables are ignored and cause no work.
- */
-export function relevantEvent(plugin: PluginName, names: OwnedNames): (line: string) => boolean {
-  const re =
-    plugin === 'nftables'
-      ? new RegExp(`^\\S+ \\S+ inet ${escapeRegExp(names.tableName)}(\\s|$)`)
-      : /^\S+ \S+ ip filter(\s|$)/;
-  return (line) => re.test(line);
-}
-
-/** Whether an xtables-monitor event line is about the agent's nft table (`certain`), clearly about something else, or cannot be placed. */
-export function xtablesEventPlace(line: string, table: string): 'ours' | 'other' | 'unknown' {
-  const body = line.trim();
-  if (body === '') return 'unknown'; // an nft rule it cannot print: no table named
-  if (new RegExp(`(^|\\s)inet ${escapeRegExp(table)}(\\s|$)`).test(body) || new RegExp(`table ${escapeRegExp(table)} inet(\\s|$)`).test(body)) return 'ours';
-  return 'other';
-}
 
 /** The command of the event source for a backend. */
 function monitorArgv(plugin: PluginName): { argv: string[]; xtables: boolean } {
@@ -132,20 +88,13 @@ export class NftMonitor {
   private stopped = false;
   private restartMs = RESTART_MIN_MS;
   private restartTimer: NodeJS.Timeout | undefined;
-  private pending: string[] = [];
-  private pendingCount = 0;
   private flushTimer: NodeJS.Timeout | undefined;
-  private readonly relevant: (line: string) => boolean;
-  private xtables = false;
+  private reader: TransactionReader | undefined;
   private paused = false;
-  /** The current transaction's lines that could not be placed (xtables-monitor). */
-  private unknown = 0;
   /** Which program the monitor runs (for the log). */
   source = 'nft monitor';
 
-  constructor(private readonly opts: MonitorOptions) {
-    this.relevant = relevantEvent(opts.plugin, opts.names);
-  }
+  constructor(private readonly opts: MonitorOptions) {}
 
   start(): void {
     this.stopped = false;
@@ -178,8 +127,12 @@ export class NftMonitor {
 
   private spawn(): void {
     const source = monitorArgv(this.opts.plugin);
-    this.xtables = source.xtables;
     this.source = source.xtables ? 'xtables-monitor' : 'nft monitor';
+    // A fresh reader per child: a transaction half read when the last one died is not carried over.
+    clearTimeout(this.flushTimer);
+    this.flushTimer = undefined;
+    const reader = new TransactionReader({ plugin: this.opts.plugin, names: this.opts.names, xtables: source.xtables, isOwn: isOwnChild, onChange: this.opts.onChange });
+    this.reader = reader;
     // Under the same wrapper as every other tool: it dies with the agent, even on SIGKILL.
     const argv = wrapForDeath([...netnsPrefix(this.opts.netns), ...(source.xtables ? source.argv : ['nft', 'monitor'])]);
     const started = Date.now();
@@ -189,7 +142,7 @@ export class NftMonitor {
     child.stderr?.on('data', (d: Buffer) => {
       if (stderr.length < 1000) stderr += d.toString('utf8');
     });
-    createInterface({ input: child.stdout! }).on('line', (line) => this.onLine(line));
+    createInterface({ input: child.stdout! }).on('line', (line) => this.onLine(reader, line));
     if (child.pid !== undefined) this.opts.onState?.(true);
     let spawnError: NodeJS.ErrnoException | undefined;
     child.on('error', (err: NodeJS.ErrnoException) => {
@@ -219,59 +172,21 @@ export class NftMonitor {
     });
   }
 
-  private onLine(line: string): void {
-    const gen = (this.xtables ? XT_GENERATION : GENERATION).exec(line);
-    if (gen) {
-      const pid = Number(gen[1]);
-      const unknown = this.unknown;
-      this.unknown = 0;
-      // The agent's own commands: nothing to look at.
-      if (isOwnChild(pid)) {
-        this.pending = [];
-        this.pendingCount = 0;
-        return;
-      }
-      // xtables-monitor prints no line for set and element changes: a transaction by another
-      // process that named nothing, or something it could not place, may have touched the sets.
-      if (this.xtables && this.pendingCount === 0 && (unknown > 0 || !this.placedAll)) this.maybe = true;
-      this.placedAll = false;
-      // Another tool's rule text and program name are data: escaped before they reach any log.
-      this.flush(`${escapeControls(gen[2]!.trim())} (pid ${gen[1]})`);
-      return;
+  private onLine(reader: TransactionReader, line: string): void {
+    if (reader !== this.reader) return;
+    const before = reader.waiting;
+    reader.line(line);
+    // `nft monitor` of an older nft prints no generation line: events are taken as one
+    // transaction once they stop coming for a moment.
+    if (reader.waiting === 0) {
+      clearTimeout(this.flushTimer);
+      this.flushTimer = undefined;
+    } else if (before === 0) {
+      this.flushTimer = setTimeout(() => {
+        this.flushTimer = undefined;
+        reader.flushPending();
+      }, FLUSH_AFTER_MS);
     }
-    if (this.xtables) {
-      const ev = XT_EVENT.exec(line);
-      if (!ev) return;
-      const place = xtablesEventPlace(ev[1]!, this.opts.names.tableName);
-      if (place === 'other') {
-        this.placedAll = true;
-        return;
-      }
-      if (place === 'unknown') {
-        this.unknown++;
-        return;
-      }
-      line = ev[1]!;
-    } else if (!this.relevant(line)) return;
-    this.pendingCount++;
-    if (this.pending.length < KEPT_EVENTS) this.pending.push(escapeControls(line.slice(0, 200)));
-    this.flushTimer ??= setTimeout(() => this.flush(undefined), FLUSH_AFTER_MS);
-  }
-
-  /** Set when the transaction being read had an event placed elsewhere (xtables-monitor). */
-  private placedAll = false;
-  private maybe = false;
-
-  private flush(by: string | undefined): void {
-    clearTimeout(this.flushTimer);
-    this.flushTimer = undefined;
-    const maybe = this.maybe;
-    this.maybe = false;
-    if (this.pendingCount === 0 && !maybe) return;
-    const events = this.pendingCount > this.pending.length ? [...this.pending, `… ${this.pendingCount - this.pending.length} more`] : this.pending;
-    this.pending = [];
-    this.pendingCount = 0;
-    this.opts.onChange({ events, ...(by === undefined ? {} : { by }), ...(maybe ? { maybe: true } : {}) });
   }
 
   stop(): void {

@@ -41,6 +41,8 @@ export interface PluginOptions {
   readonly dryRunOutput?: string;
   /** dry-run only: which syntax to render (`ipset` restore or `nft` script). */
   readonly dryRunFormat?: 'ipset' | 'nft';
+  /** The clock (epoch ms) the backend times its own record by; tests move it. */
+  readonly now?: () => number;
 }
 
 /** What one apply is sized for; comes with each apply because the server may change it between cycles. */
@@ -147,11 +149,18 @@ export interface FirewallPlugin {
   check?(): Promise<WatchCheck>;
   /**
    * Optional, for backends that trust what they last applied instead of
-   * reading it back (nftables): another process may have changed the owned
-   * objects, so the next apply reads the kernel. The watcher calls it for
-   * every such transaction it hears of.
+   * reading it back (nftables): the owned objects may have changed in a way
+   * only a read can tell, so the next apply reads the kernel.
    */
   distrust?(why: string): void;
+  /**
+   * Optional: whether the kernel still holds every entry of `entries` (the
+   * last applied set as of now), asked without listing a big set (nftables:
+   * check mode, see nft/verify.ts; ipset: the entry count). Read-only in the
+   * kernel; a backend that keeps a record of what it wrote (nftables) notes
+   * what is missing, so that the next apply puts back exactly that.
+   */
+  verify?(entries: FirewallEntries): Promise<EntryCheck>;
   /**
    * Optional, for backends whose whole listing is slow at scale (nftables): the
    * owned entries overlapping `query`, read without listing the whole set.
@@ -160,6 +169,22 @@ export interface FirewallPlugin {
    * wide query reads the whole set. Timeouts are given where the read tells them.
    */
   lookup?(query: Cidr, hosts?: readonly number[]): Promise<Array<{ cidr: string; timeoutSeconds: number | undefined }>>;
+}
+
+/** What a verification of the entries found (see FirewallPlugin.verify). */
+export interface EntryCheck {
+  /** Entries looked for (those not about to expire). */
+  readonly checked: number;
+  /**
+   * Entries the kernel may lack: 0 = all held. nftables counts the addresses of each batch the
+   * kernel refused (at least one of each is missing) plus the missing networks; ipset what its
+   * entry count lacks.
+   */
+  readonly missing: number;
+  /** Entries the kernel holds that the agent did not apply, where the backend can tell. */
+  readonly extra: number;
+  /** How long the check took. */
+  readonly ms: number;
 }
 
 /** What a watcher's cheap check found. */

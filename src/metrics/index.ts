@@ -14,8 +14,6 @@ export { AgentMetrics } from './registry.js';
 import type { CounterRead, SideCounters } from './registry.js';
 export { parseListen, isLoopbackHost, type ListenAddress } from './listen.js';
 
-/** Reading counters must stay quick: a scrape waits for it. */
-const COUNTER_READ_TIMEOUT_MS = 5000;
 
 /** The firewall plugin with each apply timed into `metrics`. Everything else passes through. */
 export function instrumentPlugin(plugin: FirewallPlugin, metrics: AgentMetrics): FirewallPlugin {
@@ -31,6 +29,7 @@ export function instrumentPlugin(plugin: FirewallPlugin, metrics: AgentMetrics):
     },
     ...(plugin.prefetch ? { prefetch: () => plugin.prefetch!() } : {}),
     ...(plugin.check ? { check: () => plugin.check!() } : {}),
+    ...(plugin.verify ? { verify: (entries) => plugin.verify!(entries) } : {}),
     ...(plugin.distrust ? { distrust: (why: string) => plugin.distrust!(why) } : {}),
     ...(plugin.listTimeouts ? { listTimeouts: () => plugin.listTimeouts!() } : {}),
     list: () => plugin.list(),
@@ -39,15 +38,6 @@ export function instrumentPlugin(plugin: FirewallPlugin, metrics: AgentMetrics):
     readHits: () => plugin.readHits(),
     objects: () => plugin.objects(),
   };
-}
-
-/** The plugin's counters, or a rejection once `ms` have passed: a scrape must not wait for a hung tool. */
-export function readCountersWithin(plugin: FirewallPlugin, ms: number): Promise<CounterRead> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`reading the drop counters took more than ${ms} ms`)), ms);
-  });
-  return Promise.race([readCounterSides(plugin), late]).finally(() => clearTimeout(timer));
 }
 
 /** The rules' total, with the per-direction split summed from the per-address hit counters (small reads: only addresses hit). */
@@ -96,7 +86,7 @@ export function setupDaemonMetrics(config: AgentConfig, logger: Logger): DaemonM
       const plugin = instrumentPlugin(parts.plugin, metrics);
       metrics.setOverridesReader(() => countOverrides(loadOverrides(parts.config.state_dir), Math.floor(Date.now() / 1000)));
       metrics.setCounterReader(
-        () => readCountersWithin(plugin, COUNTER_READ_TIMEOUT_MS),
+        () => readCounterSides(plugin),
         (err) => {
           // Once per distinct problem: a scrape every 15 s must not flood the journal.
           const msg = errorMessage(err);

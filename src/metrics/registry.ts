@@ -3,12 +3,21 @@ import type { CycleOutcome } from '../agent/cycle/types.js';
 import type { RequestInfo } from '../api/client.js';
 import type { DropCounters } from '../firewall/index.js';
 import { DOMAIN_SKIPS } from '../policy/domains.js';
+import { SharedRead } from '../util/shared-read.js';
 
 export const PREFIX = 'wcf_agent_';
 const SKIP_REASONS = ['allowlist', 'whitelist', 'threshold', 'cap', 'too_wide'] as const;
 const API_ERROR_CLASSES = ['WCF_ERR_API_UNREACHABLE', 'WCF_ERR_API_AUTH', 'WCF_ERR_API_STATUS', 'WCF_ERR_API_RESPONSE'] as const;
-/** A scrape reuses a counter read younger than this (the two dropped_* metrics share one read). */
-const COUNTER_READ_TTL_MS = 1000;
+/**
+ * A scrape reuses a counter read younger than this, or than the read took (the dropped_* metrics
+ * share one read; scrapes in a burst share the one in flight).
+ */
+const COUNTER_READ_MIN_AGE_MS = 1000;
+/**
+ * A scrape waits this long for the counters, then answers with the last values; the read goes on
+ * (shared by the next scrapes) until the backend's own limit ends its command (a few seconds).
+ */
+const COUNTER_WAIT_MS = 5000;
 
 /** Drop counters per side (from the per-address hit counters) and how many distinct addresses each side holds. */
 export interface SideCounters extends DropCounters {
@@ -28,7 +37,7 @@ export type CounterReader = () => Promise<CounterRead>;
 export class AgentMetrics {
   readonly registry = new Registry();
   private readCounters: CounterReader | undefined;
-  private lastRead: { at: number; value: Promise<CounterRead | undefined> } | undefined;
+  private shared: SharedRead<CounterRead | undefined> | undefined;
   private last: CounterRead = { packets: 0, bytes: 0 };
   private onReadError: ((err: unknown) => void) | undefined;
 
@@ -141,29 +150,36 @@ export class AgentMetrics {
   setCounterReader(reader: CounterReader | undefined, onError?: (err: unknown) => void): void {
     this.readCounters = reader;
     this.onReadError = onError;
-    this.lastRead = undefined;
+    this.shared = new SharedRead(
+      () =>
+        reader
+          ? reader().then(
+              (c) => {
+                this.countersOk.set(1);
+                return c;
+              },
+              (err: unknown) => {
+                this.countersOk.set(0);
+                this.onReadError?.(err);
+                return undefined;
+              },
+            )
+          : Promise.resolve({ packets: 0, bytes: 0 }),
+      (ms) => Math.max(COUNTER_READ_MIN_AGE_MS, ms),
+    );
   }
 
   private async counters(): Promise<CounterRead> {
-    const now = Date.now();
-    if (!this.lastRead || now - this.lastRead.at > COUNTER_READ_TTL_MS) {
-      const reader = this.readCounters;
-      const value = reader
-        ? reader().then(
-            (c) => {
-              this.countersOk.set(1);
-              return c;
-            },
-            (err: unknown) => {
-              this.countersOk.set(0);
-              this.onReadError?.(err);
-              return undefined;
-            },
-          )
-        : Promise.resolve({ packets: 0, bytes: 0 });
-      this.lastRead = { at: now, value };
-    }
-    const c = await this.lastRead.value;
+    if (!this.shared) return this.last;
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<undefined>((resolve) => {
+      timer = setTimeout(() => {
+        this.countersOk.set(0);
+        this.onReadError?.(new Error(`reading the drop counters took more than ${COUNTER_WAIT_MS} ms`));
+        resolve(undefined);
+      }, COUNTER_WAIT_MS);
+    });
+    const c = await Promise.race([this.shared.get(), late]).finally(() => clearTimeout(timer));
     if (c) this.last = c;
     return this.last;
   }

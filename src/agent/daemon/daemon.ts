@@ -24,6 +24,7 @@ import { allowReads, stopReads } from '../../exec/children.js';
 import { announceReload } from './reload.js';
 import type { DaemonParts } from './parts.js';
 import { DaemonHealth } from './health.js';
+import { KernelTruth } from './kernel-truth.js';
 import { nextCycleDelayMs } from './cycle-delay.js';
 
 export interface DaemonOptions {
@@ -71,6 +72,8 @@ export class Daemon {
   private readonly memory = new AppliedMemory();
   private watcher: Watcher | undefined;
   private reloads = 0; // configurations taken by SIGHUP so far (each cycle logs the one it ran with)
+  /** What the watcher last found in the kernel (and each apply wrote): readiness, `status` and the metrics answer from it. */
+  readonly truth = new KernelTruth();
   /** For /healthz and /readyz: the loop turns, and the firewall holds the last applied set. */
   readonly health: DaemonHealth;
 
@@ -82,7 +85,7 @@ export class Daemon {
     this.fast = new FastPath({ parts: () => this.parts, settings: () => this.settings, writer: this.writer, logger: this.logger, random });
     this.health = new DaemonHealth({ minuteMs: minute, view: () => ({
       plugin: this.parts?.plugin, running: this.settings?.running ?? false, applied: this.memory.lastingCount(Date.now(), 0),
-      cycleDeadlineSeconds: this.opts.initialConfig.cycle_deadline_seconds }) });
+      cycleDeadlineSeconds: this.opts.initialConfig.cycle_deadline_seconds, truth: this.truth.get(), watched: this.watcher?.active ?? false }) });
     this.scheduler = new Scheduler({
       logger: this.logger,
       // Once the cycle's frame is gone: what it left (its plan included) is then garbage. On the
@@ -118,8 +121,9 @@ export class Daemon {
     this.startWatcher();
   }
 
+  /** The plugin with every successful apply remembered (for the watcher's repairs) and taken as what the kernel holds now. */
   private remembering(parts: DaemonParts): DaemonParts {
-    return { ...parts, plugin: this.memory.wrap(parts.plugin) };
+    return { ...parts, plugin: this.memory.wrap(parts.plugin, () => this.truth.written('the last apply wrote the whole set')) };
   }
 
   /** Run `fn` after the cycle, override apply or watcher check in flight (this process only). */
@@ -153,6 +157,7 @@ export class Daemon {
           return false;
         });
       },
+      truth: this.truth,
       onRepair: (objects, at) => {
         const prev = state.small.repairs;
         this.safeUpdate({ repairs: { count: (prev?.count ?? 0) + 1, lastAt: at, objects: [...objects] } });

@@ -1,5 +1,7 @@
 import { errorMessage } from '../../errors.js';
-import type { FirewallPlugin } from '../../firewall/index.js';
+import type { FirewallPlugin, OwnedObject } from '../../firewall/index.js';
+import { SharedRead } from '../../util/shared-read.js';
+import type { TruthView } from './kernel-truth.js';
 
 /** One answer of a probe: 200 when ok, 503 otherwise, with a one-line reason. */
 export interface ProbeAnswer {
@@ -17,6 +19,10 @@ export interface HealthView {
   applied: number | undefined;
   /** config.json's cycle_deadline_seconds. */
   cycleDeadlineSeconds: number;
+  /** What the watcher last found in the kernel (and each apply wrote). */
+  truth: TruthView;
+  /** The watcher looks at the kernel (else readiness reads the objects itself, shared and spaced out). */
+  watched: boolean;
 }
 
 export interface HealthOptions {
@@ -36,17 +42,30 @@ export interface HealthOptions {
  * all, which a probe counts as a failure too.
  *
  * Ready: the firewall enforces the last set this process applied (restored at start or
- * applied by a cycle): every object the agent owns is in the kernel and is the agent's,
- * read the way the watcher reads them (the table or chain, the set header and the
- * hooks, never the whole set).
+ * applied by a cycle), as far as the daemon knows: the last apply succeeded and the
+ * watcher's last look (the objects, and the entries themselves when something may have
+ * changed them) found nothing missing. Answered from what the watcher keeps, never by a
+ * kernel read per request: a probe flood costs no nft run. Without a watcher
+ * (watch_interval_seconds 0) the objects are read, one read shared by every request and
+ * not repeated sooner than OBJECTS_MIN_AGE_MS.
  */
+/** Without a watcher, readiness reads the objects at most once a second (and never more often than the read takes). */
+const OBJECTS_MIN_AGE_MS = 1000;
+
 export class DaemonHealth {
   private busySince: number | undefined;
   private dueAt: number | undefined;
   private readonly now: () => number;
+  private objectsRead: { plugin: FirewallPlugin; read: SharedRead<OwnedObject[]> } | undefined;
 
   constructor(private readonly opts: HealthOptions) {
     this.now = opts.now ?? Date.now;
+  }
+
+  /** The plugin's objects through one shared, spaced-out read (a new plugin after a reload starts a new one). */
+  private objects(plugin: FirewallPlugin): Promise<OwnedObject[]> {
+    if (this.objectsRead?.plugin !== plugin) this.objectsRead = { plugin, read: new SharedRead(() => plugin.objects(), (ms) => Math.max(OBJECTS_MIN_AGE_MS, ms), this.now) };
+    return this.objectsRead.read.get();
   }
 
   /** Runs one turn of the loop (a cycle), marked busy while it runs. */
@@ -92,15 +111,19 @@ export class DaemonHealth {
     if (v.plugin.name === 'dry-run') return { ok: false, reason: 'not ready: dry run, nothing enforced' };
     if (!v.running) return { ok: false, reason: 'not ready: running is disabled in the server configuration' };
     if (v.applied === undefined) return { ok: false, reason: 'not ready: no set applied yet (nothing to restore, first sync pending)' };
-    let objects;
-    try {
-      objects = await v.plugin.objects();
-    } catch (err) {
-      return { ok: false, reason: `not ready: cannot read the firewall: ${oneLine(errorMessage(err))}` };
+    if (v.truth.state === 'damaged') return { ok: false, reason: `not ready: ${v.truth.reason}; repairing` };
+    if (!v.watched) {
+      let objects;
+      try {
+        objects = await this.objects(v.plugin);
+      } catch (err) {
+        return { ok: false, reason: `not ready: cannot read the firewall: ${oneLine(errorMessage(err))}` };
+      }
+      const wrong = objects.filter((o) => o.state !== 'present');
+      if (wrong.length) return { ok: false, reason: `not ready: ${wrong.map((o) => `${o.what} ${o.state}`).join(', ')}` };
     }
-    const wrong = objects.filter((o) => o.state !== 'present');
-    if (wrong.length) return { ok: false, reason: `not ready: ${wrong.map((o) => `${o.what} ${o.state}`).join(', ')}` };
-    return { ok: true, reason: `ready: ${v.plugin.name} enforcing the last applied set (${v.applied} entries)` };
+    const checked = v.truth.confirmedAt !== undefined ? `; last look ${seconds(Math.max(0, this.now() - v.truth.confirmedAt))} ago: ${v.truth.reason}` : '';
+    return { ok: true, reason: `ready: ${v.plugin.name} enforcing the last applied set (${v.applied} entries)${checked}` };
   }
 }
 

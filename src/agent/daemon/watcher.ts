@@ -1,9 +1,11 @@
 import { errorMessage, LockHeldError, type WcfError } from '../../errors.js';
-import { NftMonitor, type ApplyResult, type FirewallPlugin, type OwnedNames, type RulesetChange } from '../../firewall/index.js';
+import { NftMonitor, type ApplyResult, type EntryCheck, type FirewallPlugin, type OwnedNames, type RulesetChange } from '../../firewall/index.js';
 import type { EntryColumns } from '../../firewall/entry-columns.js';
 import type { Logger } from '../../log.js';
 import type { AppliedMemory } from '../state/applied-memory.js';
+import { KernelTruth } from './kernel-truth.js';
 import { RepairGuard } from './repair-backoff.js';
+import { PERIODIC_MS, VerifySchedule } from './verify-schedule.js';
 
 export interface WatcherOptions {
   readonly plugin: FirewallPlugin;
@@ -29,32 +31,35 @@ export interface WatcherOptions {
    * is not put back by a repair.
    */
   readonly protect: (entries: EntryColumns) => Promise<EntryColumns>;
+  /** What the checks found, for /readyz, `status` and the metrics (the daemon's one record of it). */
+  readonly truth: KernelTruth;
+  /** The clock (epoch ms); tests move it. */
+  readonly now?: () => number;
 }
 
 /** Events that arrive together (a reload rewriting everything) are handled as one check after this quiet time. */
 const COALESCE_MS = 100;
-/** Entries this close to expiring may already be gone from the kernel: not counted as missing. */
-const ENTRY_SLACK_S = 5;
-/** The set counts as emptied by someone when it holds less than this share of the entries that should be there. */
-const EMPTIED_RATIO = 0.5;
-/** A freshly started `nft monitor` listens within milliseconds; the check that covers its start waits this long. */
+/** A freshly started event source listens within milliseconds; the check that covers its start waits this long. */
 const MONITOR_SETTLE_MS = 300;
 
 /**
- * Between cycles, puts the agent's objects back within seconds when another
- * tool removes them (a firewall reload, `iptables -F`, `nft flush ruleset`):
- * hears changes from `nft monitor` where the kernel announces them, checks
- * cheaply every watch_interval_seconds where it does not (ipset, legacy
- * iptables, or while the monitor is down), and re-asserts the last applied set
- * from memory through the plugin's apply, the same path as a cycle's repair.
- * Its checks are read-only, so the agent's own applies (which the monitor also
- * hears) cost one check and never a write: no repair loop.
+ * Between cycles, puts the agent's objects and entries back within seconds when
+ * another tool removes them (a firewall reload, `iptables -F`, `nft flush
+ * ruleset`, `nft flush set`, a deleted element). Two looks, both read-only:
+ *
+ * - the object probe (FirewallPlugin.check), cheap at any size, on every event
+ *   the source reports and every watch interval where no source reports them;
+ * - the verification of the entries themselves (FirewallPlugin.verify), which
+ *   the probe cannot see, when something may have changed them (see
+ *   verify-schedule.ts for when, and what it costs).
+ *
+ * What is missing is re-asserted from memory through the plugin's apply, the
+ * same path as a cycle's repair; the agent's own applies are never reported by
+ * the event source, so there is no repair loop.
  */
 export class Watcher {
   private monitor: NftMonitor | undefined;
   private monitorUp = false;
-  private monitorWasUp = false;
-  private lostOwn = false;
   private pollTimer: NodeJS.Timeout | undefined;
   private checkTimer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
@@ -62,43 +67,50 @@ export class Watcher {
   private stopped = true;
   private changes: RulesetChange[] = [];
   private readonly guard = new RepairGuard();
+  private readonly schedule: VerifySchedule;
+  private readonly now: () => number;
   private toldStarted = false;
   private lastError: string | undefined;
 
-  constructor(private readonly opts: WatcherOptions) {}
+  constructor(private readonly opts: WatcherOptions) {
+    this.now = opts.now ?? Date.now;
+    this.schedule = new VerifySchedule(this.now);
+  }
+
+  /** Whether the watcher looks at the kernel at all (watch_interval_seconds > 0 and a kernel backend). */
+  get active(): boolean {
+    return !this.stopped;
+  }
 
   start(): void {
     const { plugin, intervalSeconds, logger } = this.opts;
     if (intervalSeconds === 0 || !plugin.check) return;
     this.stopped = false;
+    // What was restored or applied before anything listened is not known to be intact.
+    this.schedule.suspect('the daemon started: changes before the watcher listened were not heard');
     this.monitor = new NftMonitor({
       plugin: plugin.name,
       names: this.opts.names,
       netns: this.opts.netns,
       logger,
       onChange: (c) => {
-        // Another process's transaction (the agent's own are not reported): what the sets hold is
-        // no longer known from the last apply alone, so the next apply reads them back.
-        plugin.distrust?.(`changed by ${c.by ?? 'another process'}`);
+        // Another process's transaction (the agent's own are not reported).
+        if (c.elements) this.schedule.suspect(`changed by ${c.by ?? 'another process'}`);
         this.trigger(c);
       },
-      onState: (up, overflowed) => {
-        // Changes made while the event source was down were not heard (not at its first start:
-        // the record is this process's own, kept across a reload). A source that died during the
-        // agent's own write (its buffer overflowed on a million element events) is not a reason:
-        // the quick check on restart still looks at every object, the daily read at the elements.
-        if (!up) this.lostOwn = overflowed === true;
-        if (up && this.monitorWasUp && !this.lostOwn) plugin.distrust?.('the firewall event source restarted');
-        if (up) this.monitorWasUp = true;
+      onState: (up) => {
+        // Changes made while the event source was down (or before it listened) were not heard.
+        if (!up) this.schedule.suspect('the firewall event source stopped');
+        else if (this.monitorUp === false) this.schedule.suspect('the firewall event source (re)started');
         this.monitorUp = up;
-        // A removal while the monitor was down (or before it listened) announces nothing: look once.
         if (up) this.trigger(undefined, MONITOR_SETTLE_MS);
       },
     });
     this.monitor.start();
-    // nftables changes are all announced while the monitor runs; ipset and legacy iptables are not.
+    // nftables changes are all announced while the source runs: then only a periodic verification
+    // is due from the timer; ipset and legacy iptables are not announced, so they are looked at each time.
     this.pollTimer = setInterval(() => {
-      if (!(plugin.name === 'nftables' && this.monitorUp)) this.trigger(undefined);
+      if (!this.hearsElements || this.schedule.wanted(PERIODIC_MS) !== undefined) this.trigger(undefined);
     }, intervalSeconds * 1000);
   }
 
@@ -110,6 +122,11 @@ export class Watcher {
     clearTimeout(this.checkTimer);
     this.checkTimer = undefined;
     await this.running;
+  }
+
+  /** The event source hears every nftables change; for the other backends (and while it is down) nothing is heard. */
+  private get hearsElements(): boolean {
+    return this.opts.plugin.name === 'nftables' && this.monitorUp;
   }
 
   private trigger(change: RulesetChange | undefined, delayMs = COALESCE_MS): void {
@@ -132,14 +149,14 @@ export class Watcher {
     }, delayMs);
   }
 
-  /** One check (and repair); answers when to look again if the repair had to wait. Never rejects. */
+  /** One check (and repair); answers when to look again if something had to wait. Never rejects. */
   private async check(): Promise<number | undefined> {
     const changes = this.changes;
     this.changes = [];
     let retryMs: number | undefined;
     try {
       await this.opts.serial(async () => {
-        retryMs = await this.repairIfNeeded(changes);
+        retryMs = await this.look(changes);
       });
       if (!this.toldStarted && !this.stopped) {
         this.toldStarted = true;
@@ -162,26 +179,54 @@ export class Watcher {
     return retryMs;
   }
 
-  /** Repairs what the cheap check finds missing; answers the wait when the flapping guard holds the repair back. */
-  private async repairIfNeeded(changes: readonly RulesetChange[]): Promise<number | undefined> {
-    const { plugin, memory, logger } = this.opts;
-    // Counted on the remembered columns: this runs every few seconds, and a million entries
-    // made into objects each time was hundreds of MB of garbage between cycles.
-    const lasting = memory.lastingCount(Date.now(), ENTRY_SLACK_S);
-    if (lasting === undefined || this.stopped) return; // nothing applied by this process yet: the cycle installs
+  /** The probe, then the entries when due; repairs what is missing. Answers the wait when something had to wait. */
+  private async look(changes: readonly RulesetChange[]): Promise<number | undefined> {
+    const { plugin, memory } = this.opts;
+    const applied = memory.entriesNow(this.now());
+    if (!applied || this.stopped) return; // nothing applied by this process yet: the cycle installs
     const checked = await plugin.check!();
-    const missing = [...checked.missing];
-    // The header count only tells a set emptied (ipset flush) from one that is not; smaller
-    // differences (entries left out by the protected filter, timeouts a second apart) are the cycle's.
-    const emptied = checked.entries !== undefined && checked.entries < lasting * EMPTIED_RATIO;
-    if (emptied) missing.push('entries of the set');
-    if (missing.length === 0) return undefined;
-    const started = Date.now();
+    if (checked.missing.length > 0) {
+      this.opts.truth.damaged(`missing from the kernel: ${checked.missing.join(', ')}`, applied.entries.length);
+      return this.repair(checked.missing, changes, {});
+    }
+    // Damage found earlier and not yet put back (the repair had to wait, or a manual sync made it):
+    // looked at again, so that the truth is never left at "damaged" after the kernel was put right.
+    const why =
+      this.schedule.wanted(this.hearsElements ? PERIODIC_MS : this.opts.intervalSeconds * 1000) ??
+      (this.opts.truth.get().state === 'damaged' ? 'damage found earlier' : undefined);
+    if (!why || !plugin.verify) {
+      if (!plugin.verify) this.opts.truth.held('every object of the agent’s is in the kernel');
+      return undefined;
+    }
+    const wait = this.schedule.waitMs();
+    if (wait > 0) return wait;
+    this.schedule.started();
+    let found: EntryCheck;
+    const started = this.now();
+    try {
+      found = await plugin.verify(applied.entries);
+    } finally {
+      this.schedule.ended(this.now() - started);
+    }
+    this.opts.logger.debug({ why, ...found }, 'checked the agent’s entries in the kernel');
+    if (found.missing === 0 && found.extra === 0) {
+      this.opts.truth.held(`every entry applied is in the kernel (${found.checked} checked)`);
+      return undefined;
+    }
+    const what = found.missing > 0 ? `${found.missing} of ${found.checked} entries may be missing from the kernel` : `${found.extra} entries the agent did not apply are in its set`;
+    this.opts.truth.damaged(what, found.missing);
+    return this.repair(['entries of the set'], changes, { why, found: what, missingEntries: found.missing, extraEntries: found.extra, checkMs: found.ms });
+  }
+
+  /** Puts the last applied set back; answers the wait when the flapping guard holds the repair back. */
+  private async repair(missing: readonly string[], changes: readonly RulesetChange[], fields: object): Promise<number | undefined> {
+    const { plugin, memory, logger } = this.opts;
+    const started = this.now();
+    const by = [...new Set(changes.flatMap((c) => (c.by ? [c.by] : [])))];
     const wait = this.guard.waitMs(started);
     if (wait > 0) {
       // Held back by the flapping guard: the other tool's events keep coming; look again when a repair is allowed.
       if (this.guard.tellOnce()) {
-        const by = [...new Set(changes.flatMap((c) => (c.by ? [c.by] : [])))];
         logger.error(
           { missing, by: by.length ? by : undefined, repairEveryMs: this.guard.gapMs() },
           `another tool keeps removing the agent’s firewall objects (${missing.join(', ')}): repairs are now spaced out ` +
@@ -196,14 +241,14 @@ export class Watcher {
     const stages: Record<string, number> = {};
     let mark = started;
     const stage = (name: string) => {
-      const t = Date.now();
+      const t = this.now();
       stages[name] = t - mark;
       mark = t;
     };
     await this.opts.locked(async () => {
       stage('waitMs');
       // Taken now: the remaining timeouts as of the write, never longer.
-      now = memory.entriesNow(Date.now());
+      now = memory.entriesNow(this.now());
       if (!now) return; // flushed meanwhile (running turned off): nothing to put back
       // A fresh read for this apply: a read the last cycle started (before the removal) must not stand for the kernel now.
       plugin.prefetch?.();
@@ -214,25 +259,18 @@ export class Watcher {
       stage('applyMs');
     });
     if (!result || !now) return undefined;
-    const at = Date.now();
+    const at = this.now();
+    if (result.mode === 'full') this.schedule.written();
+    this.opts.truth.written(`repaired ${at - started} ms after it was found`);
     if (result.repaired.length === 0 && result.mode === 'none') {
       // Put back in the meantime (by the other tool itself): nothing was repaired.
       logger.debug({ missing }, 'firewall objects were missing at the check and back by the apply; nothing to repair');
       return undefined;
     }
-    const by = [...new Set(changes.flatMap((c) => (c.by ? [c.by] : [])))];
     const objects = result.repaired.length > 0 ? result.repaired : missing;
     logger.warn(
-      {
-        missing: objects,
-        by: by.length ? by : undefined,
-        events: changes.flatMap((c) => c.events).slice(0, 5),
-        ...(emptied ? { setHeld: checked.entries, setExpected: lasting } : {}),
-        entries: now.entries.length,
-        ms: at - started,
-        ...stages,
-      },
-      `firewall objects removed by another tool were put back with the last applied set (${now.entries.length} entries): ${objects.join(', ')}`,
+      { missing: objects, by: by.length ? by : undefined, events: changes.flatMap((c) => c.events).slice(0, 5), entries: now.entries.length, ms: at - started, ...fields, ...stages },
+      `firewall objects or entries removed by another tool were put back with the last applied set (${now.entries.length} entries): ${objects.join(', ')}`,
     );
     this.opts.onRepair(objects, Math.floor(at / 1000));
     this.guard.repaired(at);

@@ -11,17 +11,19 @@ import { asColumns, EntryColumns } from '../../firewall/entry-columns.js';
 export class AppliedMemory {
   private last: { entries: EntryColumns; atMs: number; capacity: number } | undefined;
 
-  /** The plugin with every successful apply remembered; everything else passes through. */
-  wrap(plugin: FirewallPlugin): FirewallPlugin {
+  /** The plugin with every successful apply remembered (and told to `onApplied`); everything else passes through. */
+  wrap(plugin: FirewallPlugin, onApplied?: () => void): FirewallPlugin {
     return {
       name: plugin.name,
       apply: async (entries, options) => {
         const result = await plugin.apply(entries, options);
         this.last = { entries: asColumns(entries), atMs: Date.now(), capacity: options.capacity };
+        onApplied?.();
         return result;
       },
       ...(plugin.prefetch ? { prefetch: () => plugin.prefetch!() } : {}),
       ...(plugin.check ? { check: () => plugin.check!() } : {}),
+      ...(plugin.verify ? { verify: (entries) => plugin.verify!(entries) } : {}),
       ...(plugin.distrust ? { distrust: (why: string) => plugin.distrust!(why) } : {}),
       list: () => plugin.list(),
       flush: async () => {

@@ -1,15 +1,15 @@
 import { FirewallError, NotOwnedError, errorMessage } from '../../errors.js';
 import { chooseMode, diffEntries, releaseChanges, type EntryDiff } from '../diff.js';
 import { releaseArray } from '../../util/release.js';
-import { columnsToMap, normalizeEntries, sortCidrTexts } from '../entries.js';
-import { EntryColumns, type FirewallEntries } from '../entry-columns.js';
+import { columnsToMap, lastingEntries, normalizeEntries, sortCidrTexts } from '../entries.js';
+import { asColumns, EntryColumns, type FirewallEntries } from '../entry-columns.js';
 import { createRunner, stderrMatches, withFailingLine } from '../exec.js';
 import { KernelPlugin, type Repairs } from '../kernel-plugin.js';
 import { tempSetName } from '../names.js';
 import { markerRule } from '../ownership.js';
 import { isV01SetChain } from '../legacy-shapes.js';
 import { checkSetType, setObjects, setOwnership } from './ownership.js';
-import type { ApplyOptions, ApplyResult, DropCounters, HitCounter, FirewallPlugin, OwnedObject, PluginOptions, WatchCheck } from '../plugin.js';
+import type { ApplyOptions, ApplyResult, DropCounters, EntryCheck, HitCounter, FirewallPlugin, OwnedObject, PluginOptions, WatchCheck } from '../plugin.js';
 import type { CommandRunner } from '../../exec/runner.js';
 import { directionHooks, type Direction } from '../direction.js';
 import { anyHook, effectiveHooks, iptablesRestore, planHooks, readFilter, removeLeftoverBaseChains, type FilterState } from '../xtables/filter.js';
@@ -288,6 +288,20 @@ export class IpsetPlugin extends KernelPlugin implements FirewallPlugin {
     const hooks = (filter: FilterState) => effectiveHooks(directionHooks(this.options.hookChains, this.direction), filter);
     const sets = await setObjects(this.runner, this.setName, usedHitsSets(this.setName, this.direction));
     return [...sets, ...(await chainObjects(this.runner, this.chain, hooks, this.legacyChain))];
+  }
+
+  /**
+   * From the set's header: its entry count against the entries that should be there (the marker
+   * element counts one). Entries that expired are counted by the kernel until its garbage
+   * collection removes them, so a deletion hides behind as many of those; an extra entry
+   * cannot be told from them at all (see docs/firewall.md).
+   */
+  async verify(entries: FirewallEntries): Promise<EntryCheck> {
+    const started = Date.now();
+    const wanted = lastingEntries(asColumns(entries)).length;
+    const count = await setHeaderCount(this.runner, this.setName);
+    const held = count === undefined ? 0 : Math.max(0, count - 1);
+    return { checked: wanted, missing: Math.max(0, wanted - held), extra: 0, ms: Date.now() - started };
   }
 
   /** The set's header (not its entries), the chain, its rule and the hooks (see FirewallPlugin.check). */

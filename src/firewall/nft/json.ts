@@ -17,14 +17,17 @@ export function parseNftJson(text: string): NftItem[] {
   return items.filter((i): i is NftItem => i !== null && typeof i === 'object');
 }
 
-/** Sum of every `counter` statement in a table listing (`nft -j -t list table`: terse, no set elements). */
-export function parseNftCounters(json: string): DropCounters {
+/**
+ * The drop total from the agent's drops set (`nft -j list set inet T <set>-drops`): the sum of
+ * its elements' counters (one element, the family, in practice). No element yet: nothing blocked.
+ */
+export function parseNftDrops(json: string): DropCounters {
   const out = { packets: 0, bytes: 0 };
   for (const item of parseNftJson(json)) {
-    const rule = item.rule as { expr?: unknown } | undefined;
-    if (!rule || !Array.isArray(rule.expr)) continue;
-    for (const e of rule.expr as Array<Record<string, unknown>>) {
-      const c = e?.counter as { packets?: unknown; bytes?: unknown } | undefined;
+    const set = item.set as { elem?: unknown } | undefined;
+    if (!set || !Array.isArray(set.elem)) continue;
+    for (const e of set.elem as Array<Record<string, unknown>>) {
+      const c = (e?.elem as { counter?: { packets?: unknown; bytes?: unknown } } | undefined)?.counter;
       if (c && typeof c.packets === 'number' && typeof c.bytes === 'number') {
         out.packets += c.packets;
         out.bytes += c.bytes;

@@ -20,6 +20,7 @@ export async function ownedObjects(
   const parts: Array<[string, string]> = [
     [`nft set ${l.set}`, `nft set inet ${t} ${l.set}`],
     [`nft set ${l.nets}`, `nft set inet ${t} ${l.nets}`],
+    [`nft set ${l.drops}`, `nft set inet ${t} ${l.drops}`],
     ...sides(l.direction).map((side): [string, string] => {
       const name = hitsSetName(l.set, side);
       return [`nft set ${name}`, `nft set inet ${t} ${name}`];

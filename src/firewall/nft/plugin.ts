@@ -5,21 +5,29 @@ import { columnsToMap, normalizeEntries, sortCidrTexts } from '../entries.js';
 import { EntryColumns, type FirewallEntries } from '../entry-columns.js';
 import { createRunner } from '../exec.js';
 import { KernelPlugin } from '../kernel-plugin.js';
-import { OWNER_MARK, type Ownership } from '../ownership.js';
-import { isV01NftTable } from '../legacy-shapes.js';
 import { hitsSetName, sides } from '../direction.js';
-import type { ApplyOptions, ApplyResult, DropCounters, HitCounter, FirewallPlugin, OwnedObject, PluginOptions, WatchCheck } from '../plugin.js';
+import type { ApplyOptions, ApplyResult, DropCounters, EntryCheck, HitCounter, FirewallPlugin, OwnedObject, PluginOptions, WatchCheck } from '../plugin.js';
 import type { CommandRunner } from '../../exec/runner.js';
-import { parseNftCounters, parseNftJson } from './json.js';
+import { parseNftDrops } from './json.js';
 import { ledgerDiff, ledgerFor, NftLedger } from './ledger.js';
 import { resolveOverlaps } from './overlaps.js';
 import { probeNft, type NftProbe } from './probe.js';
-import { listNftJson, readNftSet } from './read.js';
+import { listNftJson, READ_QUICK, readNftSet } from './read.js';
 import { lookupNft } from './lookup.js';
 import { ownedObjects } from './objects.js';
-import { checkNftStructure, type NftStructure } from './structure.js';
+import { cheapOwnership, nftStructure } from './owner.js';
 import { nftLayout, parseNftHits, splitByShape, type NftLayout, type NftParts, type NftSetParsed } from './text.js';
+import { verifyNft } from './verify.js';
 import { netsNeedRefill, runTransactions, transactions, written, type SetChange } from './write.js';
+
+/**
+ * The limit of one nft run over `elements` of the agent's sets: a minute, plus what a run of
+ * that size may take on a busy host (a million elements were read back in 100-165 s while
+ * another tool changed the ruleset every second, past the runner's fixed 180 s).
+ */
+export function nftTimeoutMs(elements: number): number {
+  return 60_000 + Math.ceil(elements * 0.3);
+}
 
 /**
  * nftables backend: the agent's own table `inet <table_name>` holding a hash
@@ -51,65 +59,23 @@ export class NftablesPlugin extends KernelPlugin implements FirewallPlugin {
   private readonly runner: CommandRunner;
   private readonly layout: NftLayout;
   private readonly ledger: NftLedger;
+  private readonly now: () => number;
   private appliedAt = 0;
 
   constructor(options: PluginOptions) {
     super(options.logger);
     this.runner = options.runner ?? createRunner();
     this.layout = nftLayout(options);
+    this.now = options.now ?? Date.now;
     // One record per kernel table for the whole process (a reload builds a new plugin for the same table).
     const l = this.layout;
     const shape = `${l.set} ${l.hooks.join(',')} ${l.action} ${l.direction} ${l.logBlocked}`;
-    this.ledger = this.runner.scope === undefined ? new NftLedger() : ledgerFor(`${this.runner.scope} inet ${l.table} ${shape}`);
+    this.ledger = this.runner.scope === undefined ? new NftLedger(this.now) : ledgerFor(`${this.runner.scope} inet ${l.table} ${shape}`, this.now);
   }
 
-  /** The table listed without set elements (`-t`), or undefined when it does not exist. nft still fetches every element: slow at a million. */
-  private tableJson(): Promise<string | undefined> {
-    return listNftJson(this.runner, ['-t', 'list', 'table', 'inet', this.layout.table]);
-  }
-
-  /** `undefined` when the table does not exist, else what differs from the agent's table. Reads every element (see tableJson). */
-  private async structure(): Promise<(NftStructure & { v01?: boolean }) | undefined> {
-    const json = await this.tableJson();
-    if (json === undefined) return undefined;
-    const structure = checkNftStructure(json, this.layout);
-    if (structure.marked) return structure;
-    // The set (which carries the marker in JSON) may be what someone deleted; nft 1.0.6
-    // prints the table's own comment only in the text listing, so look there before
-    // calling the table unmarked.
-    const text = await this.runner.run('nft', ['-t', 'list', 'table', 'inet', this.layout.table], { readOnly: true }).catch(() => undefined);
-    const marked = text !== undefined && text.stdout.split('\n').slice(0, 3).some((l) => l.trim() === `comment "${OWNER_MARK}"`);
-    // 0.1 hooked input and forward only (no output, no hit counters, no marker).
-    const v01 = !marked && isV01NftTable(json, this.layout.table, this.layout.set, this.layout.hooks.filter((h) => h !== 'output'));
-    return { ...structure, marked, v01 };
-  }
-
-  /** Elements of one set, or undefined when it (or the table) does not exist (see readNftSet). */
-  private elements(set: string): Promise<NftSetParsed | undefined> {
-    return readNftSet(this.runner, this.layout.table, set);
-  }
-
-  /** Whose table is `inet <table_name>` (see ownership.ts), from its terse listing. */
-  private ownership(structure: (NftStructure & { v01?: boolean }) | undefined): Ownership {
-    if (structure === undefined) return { kind: 'absent' };
-    if (structure.marked) return { kind: 'own' };
-    if (structure.v01) return { kind: 'legacy' };
-    return { kind: 'foreign', why: `no "wcf-agent" comment, and it differs from the table the agent makes: ${structure.problems.join('; ')}` };
-  }
-
-  /**
-   * The table's ownership without reading the address sets: the probe says
-   * whether it exists, a hits set (small: only addresses that were hit) carries
-   * the marker. Anything less clear is settled by the full structure read.
-   */
-  private async cheapOwnership(): Promise<{ owner: Ownership; probe?: NftProbe }> {
-    const probe = await probeNft(this.runner, this.layout, this.ledger.handlesKnown);
-    if (!probe.table) return { owner: { kind: 'absent' }, probe };
-    const hits = hitsSetName(this.layout.set, sides(this.layout.direction)[0]!);
-    const json = await listNftJson(this.runner, ['list', 'set', 'inet', this.layout.table, hits]).catch(() => undefined);
-    const marked = json !== undefined && parseNftJson(json).some((i) => (i.set as { comment?: unknown } | undefined)?.comment === OWNER_MARK);
-    if (marked) return { owner: { kind: 'own' }, probe };
-    return { owner: this.ownership(await this.structure()) };
+  /** Elements of one set, or undefined when it (or the table) does not exist (see readNftSet); `size`: about how many it holds. */
+  private elements(set: string, size = this.ledger.size): Promise<NftSetParsed | undefined> {
+    return readNftSet(this.runner, this.layout.table, set, { timeoutMs: nftTimeoutMs(size) });
   }
 
   private get tableWhat(): string {
@@ -126,7 +92,7 @@ export class NftablesPlugin extends KernelPlugin implements FirewallPlugin {
     // The wanted timeouts count from now (the caller computed them a moment ago), not from the end
     // of the apply: recorded with the end time, a million-element apply that took minutes made every
     // timeout look that much longer at the next cycle, and the whole set was sent again.
-    this.appliedAt = Date.now();
+    this.appliedAt = this.now();
     const wanted = this.wantedParts(entries);
     try {
       const probe = await probeNft(this.runner, this.layout, this.ledger.handlesKnown);
@@ -137,7 +103,7 @@ export class NftablesPlugin extends KernelPlugin implements FirewallPlugin {
       const recorded = doubt === undefined ? this.ledger.current() : undefined;
       if (recorded) return await this.applyTrusted(wanted, recorded, options);
       this.log.debug({ why: doubt }, 'nft: reading the agent’s sets back before this apply');
-      return await this.applyRead(wanted, options);
+      return await this.applyRead(wanted, probe, options);
     } catch (err) {
       // The kernel may hold part of what was sent: read it back next time.
       this.ledger.distrust(`an apply failed: ${(err as Error).message.slice(0, 200)}`);
@@ -153,7 +119,7 @@ export class NftablesPlugin extends KernelPlugin implements FirewallPlugin {
   private async recreate(wanted: NftParts, probe: NftProbe, options: ApplyOptions): Promise<ApplyResult> {
     let legacy = false;
     if (probe.table) {
-      const { owner } = await this.cheapOwnership();
+      const { owner } = await cheapOwnership(this.runner, this.layout, this.ledger.handlesKnown, probe);
       // Checked before anything is written: a table that is not the agent's stays byte-identical.
       if (owner.kind === 'foreign') throw new NotOwnedError(this.tableWhat, owner.why);
       legacy = owner.kind === 'legacy';
@@ -163,46 +129,53 @@ export class NftablesPlugin extends KernelPlugin implements FirewallPlugin {
     const repairs = this.repairs(!probe.table, options);
     for (const m of probe.missing) repairs.note(m);
     const size = wanted.hosts.length + wanted.nets.length;
-    await runTransactions(this.runner, transactions(this.layout, [], wanted), size);
-    this.ledger.record(wanted.hosts, wanted.nets, this.appliedAt, true);
+    await runTransactions(this.runner, transactions(this.layout, [], wanted), size, nftTimeoutMs);
+    // Written whole: the kernel holds exactly the record (a full read's worth of certainty, timed as none).
+    this.ledger.record(wanted.hosts, wanted.nets, this.appliedAt, 0);
     await this.checkHandles();
     return this.done(repairs, this.fields(), { added: size, updated: 0, removed: 0 }, 'full', size);
   }
 
-  /** The delta from the record (nothing read back): see NftLedger. */
-  private async applyTrusted(wanted: NftParts, recorded: { hosts: EntryColumns; nets: EntryColumns; ageS: number }, options: ApplyOptions): Promise<ApplyResult> {
+  /** The delta from the record (nothing read back): see NftLedger. Entries a verification found missing are put back with it. */
+  private async applyTrusted(wanted: NftParts, recorded: NonNullable<ReturnType<NftLedger['current']>>, options: ApplyOptions): Promise<ApplyResult> {
     const repairs = this.repairs(false, options);
     const h = ledgerDiff(recorded.hosts, recorded.ageS, wanted.hosts);
     const n = ledgerDiff(recorded.nets, recorded.ageS, wanted.nets);
     const sum = { added: h.added + n.added, updated: h.updated + n.updated, removed: h.removed + n.removed };
     const size = wanted.hosts.length + wanted.nets.length;
-    const mode = chooseMode(sum, recorded.hosts.length + recorded.nets.length, size, false);
+    if (recorded.repairs > 0) repairs.note(`entries of nft set ${this.layout.set}`);
+    if (recorded.netsWrong) repairs.note(`entries of nft set ${this.layout.nets}`);
+    const mode = recorded.netsWrong && sum.added + sum.updated + sum.removed === 0 ? 'delta' : chooseMode(sum, recorded.hosts.length + recorded.nets.length, size, false);
     if (mode !== 'none') {
       const changes: SetChange[] = [
         { set: this.layout.set, add: h.add, del: h.del },
-        netsNeedRefill(n.add, n.del) ? { set: this.layout.nets, add: n.add, del: n.del, refill: wanted.nets } : { set: this.layout.nets, add: n.add, del: n.del },
+        recorded.netsWrong || netsNeedRefill(n.add, n.del) ? { set: this.layout.nets, add: n.add, del: n.del, refill: wanted.nets } : { set: this.layout.nets, add: n.add, del: n.del },
       ];
-      const runs = await runTransactions(this.runner, transactions(this.layout, changes), written(changes));
+      const runs = await runTransactions(this.runner, transactions(this.layout, changes), written(changes), nftTimeoutMs);
       this.log.debug({ runs, ...sum }, 'nft: delta from the recorded sets');
     }
-    this.ledger.record(h.next, n.next, this.appliedAt, false);
+    this.ledger.record(h.next, n.next, this.appliedAt);
     return this.done(repairs, this.fields(), sum, mode, size);
   }
 
-  /** Read the table and its sets, then repair and update: the path when the record is in doubt. */
-  private async applyRead(wanted: NftParts, options: ApplyOptions): Promise<ApplyResult> {
-    const structure = await this.structure();
-    const owner = this.ownership(structure);
+  /**
+   * Read the sets back, then repair and update: the path when the record is in doubt. The
+   * probe found every object; whose table it is comes from its marker, not from a listing of
+   * the table (which fetches every element: at a million, two minutes per cycle while another
+   * tool kept changing the ruleset).
+   */
+  private async applyRead(wanted: NftParts, probe: NftProbe, options: ApplyOptions): Promise<ApplyResult> {
+    const { owner } = await cheapOwnership(this.runner, this.layout, this.ledger.handlesKnown, probe);
     // Checked before anything is written: a table that is not the agent's stays byte-identical.
     if (owner.kind === 'foreign') throw new NotOwnedError(this.tableWhat, owner.why);
-    const intact = owner.kind === 'own' && structure !== undefined && structure.problems.length === 0;
-    // Something the quick check does not see (an added rule or chain, a set of the wrong shape): re-created whole.
-    if (!intact) return this.recreate(wanted, { table: structure !== undefined, missing: structure?.problems ?? [`nft table inet ${this.layout.table}`] }, options);
+    if (owner.kind !== 'own') return this.recreate(wanted, { table: owner.kind !== 'absent', missing: owner.kind === 'absent' ? [this.tableWhat] : [`marker of ${this.tableWhat}`] }, options);
     const repairs = this.repairs(false, options);
     const size = wanted.hosts.length + wanted.nets.length;
-    const current = await this.readParts();
+    const readStart = this.now();
+    const current = await this.readParts(Math.max(size, this.ledger.size));
+    const readMs = this.now() - readStart;
     // The kernel's remaining times as of the apply's start, as the wanted ones are (read later: longer by then).
-    const back = (this.appliedAt - Date.now()) / 1000;
+    const back = (this.appliedAt - this.now()) / 1000;
     const h = ledgerDiff(current.hosts, back, wanted.hosts);
     const n = ledgerDiff(current.nets, back, wanted.nets);
     const sum = { added: h.added + n.added, updated: h.updated + n.updated, removed: h.removed + n.removed };
@@ -213,16 +186,16 @@ export class NftablesPlugin extends KernelPlugin implements FirewallPlugin {
         { set: this.layout.set, add: h.add, del: h.del },
         netsRefill ? { set: this.layout.nets, add: n.add, del: n.del, refill: wanted.nets } : { set: this.layout.nets, add: n.add, del: n.del },
       ];
-      await runTransactions(this.runner, transactions(this.layout, changes), written(changes));
+      await runTransactions(this.runner, transactions(this.layout, changes), written(changes), nftTimeoutMs);
     }
-    this.ledger.record(h.next, n.next, this.appliedAt, true);
+    this.ledger.record(h.next, n.next, this.appliedAt, readMs);
     return this.done(repairs, this.fields(), sum, mode, size);
   }
 
   /** Both sets as the kernel holds them (an absent set reads as empty). */
-  private async readParts(): Promise<{ hosts: EntryColumns; nets: EntryColumns; nonCidr: number }> {
-    const hosts = await this.elements(this.layout.set);
-    const nets = await this.elements(this.layout.nets);
+  private async readParts(size: number): Promise<{ hosts: EntryColumns; nets: EntryColumns; nonCidr: number }> {
+    const hosts = await this.elements(this.layout.set, size);
+    const nets = await this.elements(this.layout.nets, size);
     return { hosts: hosts?.entries ?? new EntryColumns(1), nets: nets?.entries ?? new EntryColumns(1), nonCidr: (hosts?.nonCidr ?? 0) + (nets?.nonCidr ?? 0) };
   }
 
@@ -236,32 +209,50 @@ export class NftablesPlugin extends KernelPlugin implements FirewallPlugin {
     }
   }
 
+  /**
+   * Whether the kernel holds `entries` (the last applied set, as of now), without listing the
+   * addresses (see verify.ts). What the record of this process says is checked when it is
+   * trusted (and what is missing is marked for the next apply to put back); else `entries`.
+   */
+  async verify(entries: FirewallEntries): Promise<EntryCheck> {
+    const started = this.now();
+    const trusted = this.ledger.trusted();
+    const parts = trusted ?? { ...this.wantedParts(entries), ageS: 0 };
+    const found = await verifyNft(this.runner, this.layout, parts.hosts, parts.nets, parts.ageS, nftTimeoutMs(Math.min(parts.hosts.length, 20_000) + parts.nets.length));
+    if (trusted) {
+      if (found.hostsSuspect.length > 0 || found.netsMissing > 0) this.ledger.suspect(found.hostsSuspect, found.netsMissing > 0);
+      // A network the agent never wrote: only a read tells what else changed; the next apply reads.
+      if (found.netsExtra > 0) this.ledger.distrust(`${found.netsExtra} networks in nft set ${this.layout.nets} the agent did not write`);
+    }
+    return { checked: found.checked, missing: found.hostsSuspect.length + found.netsMissing, extra: found.netsExtra, ms: this.now() - started };
+  }
+
   /** Entries overlapping `query` without listing the set of addresses (see lookup.ts). */
   lookup(query: Cidr, hosts?: readonly number[]): Promise<Array<{ cidr: string; timeoutSeconds: number | undefined }>> {
     return lookupNft(this.runner, this.layout, (set) => this.elements(set), query, hosts);
   }
 
-  /** Something may have changed the sets behind the agent's back (the watcher heard another process): the next apply reads them. */
+  /** Something may have changed the sets in a way only a read can tell: the next apply reads them. */
   distrust(why: string): void {
     this.ledger.distrust(why);
   }
 
   /** Both sets' elements, read whole: nft's slow path at a million (see probe.ts), for explicit requests only. */
   async list(): Promise<string[]> {
-    if ((await this.cheapOwnership()).owner.kind === 'foreign') return [];
-    const { hosts, nets } = await this.readParts();
+    if ((await cheapOwnership(this.runner, this.layout, this.ledger.handlesKnown)).owner.kind === 'foreign') return [];
+    const { hosts, nets } = await this.readParts(this.ledger.size);
     return sortCidrTexts([...hosts.texts(), ...nets.texts()]);
   }
 
   async listTimeouts(): Promise<ReadonlyMap<string, number | undefined>> {
-    const { hosts, nets } = await this.readParts();
+    const { hosts, nets } = await this.readParts(this.ledger.size);
     const out = columnsToMap(hosts);
     for (const [k, v] of columnsToMap(nets)) out.set(k, v);
     return out;
   }
 
   protected async flushNow(): Promise<void> {
-    const { owner } = await this.cheapOwnership();
+    const { owner } = await cheapOwnership(this.runner, this.layout, this.ledger.handlesKnown);
     if (owner.kind === 'absent') return;
     if (owner.kind === 'foreign') {
       this.log.warn({ table: this.layout.table }, `${this.tableWhat} is not the agent's (${owner.why}); left as it is`);
@@ -273,15 +264,16 @@ export class NftablesPlugin extends KernelPlugin implements FirewallPlugin {
     this.log.info({ table: this.layout.table }, 'removed the agent’s nft table');
   }
 
+  /** From the drops set alone (see NFT_DROPS_DEF): never a listing of the rules, which fetches every element. */
   async readCounters(): Promise<DropCounters> {
-    const json = await this.tableJson();
-    return json === undefined ? { packets: 0, bytes: 0 } : parseNftCounters(json);
+    const json = await listNftJson(this.runner, ['list', 'set', 'inet', this.layout.table, this.layout.drops], READ_QUICK);
+    return json === undefined ? { packets: 0, bytes: 0 } : parseNftDrops(json);
   }
 
   async readHits(): Promise<HitCounter[]> {
     const out: HitCounter[] = [];
     for (const side of sides(this.layout.direction)) {
-      const json = await listNftJson(this.runner, ['list', 'set', 'inet', this.layout.table, hitsSetName(this.layout.set, side)]);
+      const json = await listNftJson(this.runner, ['list', 'set', 'inet', this.layout.table, hitsSetName(this.layout.set, side)], READ_QUICK);
       if (json !== undefined) out.push(...parseNftHits(json, side));
     }
     return out;
@@ -293,7 +285,7 @@ export class NftablesPlugin extends KernelPlugin implements FirewallPlugin {
    * missing, or a chain without its rules, blocks nothing: it is listed as absent.
    */
   async objects(): Promise<OwnedObject[]> {
-    return ownedObjects(this.layout, () => this.cheapOwnership(), async () => (await this.structure())?.problems ?? []);
+    return ownedObjects(this.layout, () => cheapOwnership(this.runner, this.layout, this.ledger.handlesKnown), async () => (await nftStructure(this.runner, this.layout))?.problems ?? []);
   }
 
   /** The objects checked without reading any element (probe.ts), worded as an apply's repairs (see FirewallPlugin.check). */

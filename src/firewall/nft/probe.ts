@@ -1,7 +1,7 @@
 import { FirewallError } from '../../errors.js';
 import { hitsSetName, sides } from '../direction.js';
 import type { CommandRunner } from '../../exec/runner.js';
-import { HOSTS_FLAGS, NETS_FLAGS, NFT_REFUSE_CHAIN, nftChainRules, type NftLayout } from './text.js';
+import { HOSTS_FLAGS, NETS_FLAGS, NFT_DROPS_DEF, NFT_REFUSE_CHAIN, nftChainRules, type NftLayout } from './text.js';
 
 /**
  * A look at the agent's table that reads no set element. nft 1.0.x fetches
@@ -18,11 +18,16 @@ import { HOSTS_FLAGS, NETS_FLAGS, NFT_REFUSE_CHAIN, nftChainRules, type NftLayou
  * The rule handles are known without reading them: the kernel numbers a new
  * table's chains, then its sets, then its rules, 1, 2, 3... in the order of
  * the batch that created them, and the agent always creates its table in one
- * batch (see expectedHandles; checked against a listing by the tests). An
- * edited rule (replaced, or added by someone else) is not seen here: such a
- * change comes with a foreign transaction that the watcher hears, and the next
- * apply then reads the table whole.
+ * batch (see expectedHandles; checked against a listing by the tests). The
+ * kernel goes on numbering from there for anything added to the table later
+ * (the agent adds only elements, which take no handle), so a rule, chain or set
+ * another process added (an `accept` inserted before the agent's drop) holds
+ * one of the next handles: those are asked for too (`delete ... handle H`
+ * answering nothing means it is there).
  */
+
+/** Handles past the agent's own that are asked for (objects someone else added to the table). */
+const EXTRA_HANDLES = 3;
 
 export interface NftProbe {
   /** The table exists. */
@@ -41,6 +46,7 @@ export function setOrder(l: NftLayout): Array<[string, string]> {
   return [
     [l.set, `{ type ipv4_addr; flags ${HOSTS_FLAGS}; }`],
     [l.nets, `{ type ipv4_addr; flags ${NETS_FLAGS}; }`],
+    [l.drops, NFT_DROPS_DEF],
     ...sides(l.direction).map((s): [string, string] => [hitsSetName(l.set, s), '{ type ipv4_addr; flags dynamic,timeout; }']),
   ];
 }
@@ -89,12 +95,19 @@ async function checkBatch(runner: CommandRunner, commands: readonly string[]): P
  */
 export async function probeNft(runner: CommandRunner, l: NftLayout, rules = true): Promise<NftProbe> {
   const t = `inet ${l.table}`;
-  const lines: Array<{ cmd: string; what: string; present: 'exists' | 'deletable' }> = [];
+  const lines: Array<{ cmd: string; what: string; present: 'exists' | 'deletable' | 'extra' }> = [];
   // Rules first, then their chains (a chain deleted earlier in the batch would hide its rules).
   for (const [name, def] of setOrder(l)) lines.push({ cmd: `create set ${t} ${name} ${def}`, what: `nft set ${name}`, present: 'exists' });
   if (rules) {
-    for (const { chain, handle } of expectedHandles(l)) {
+    const handles = expectedHandles(l);
+    for (const { chain, handle } of handles) {
       lines.push({ cmd: `delete rule ${t} ${chain} handle ${handle}`, what: `rule in nft chain ${chain}`, present: 'deletable' });
+    }
+    const last = handles.at(-1)?.handle ?? chainOrder(l).length + setOrder(l).length;
+    for (let h = last + 1; h <= last + EXTRA_HANDLES; h++) {
+      const what = `objects another process added to nft table ${t}`;
+      for (const chain of chainOrder(l)) lines.push({ cmd: `delete rule ${t} ${chain} handle ${h}`, what, present: 'extra' });
+      lines.push({ cmd: `delete set ${t} handle ${h}`, what, present: 'extra' }, { cmd: `delete chain ${t} handle ${h}`, what, present: 'extra' });
     }
   }
   for (const chain of chainOrder(l)) lines.push({ cmd: `delete chain ${t} ${chain}`, what: `nft chain ${chain}`, present: 'deletable' });
@@ -116,7 +129,15 @@ export async function probeNft(runner: CommandRunner, l: NftLayout, rules = true
   lines.forEach((x, i) => {
     if (i === lines.length - 1) return;
     const c = byLine.get(i + 1);
-    const gone = evaluatedOnly ? c !== undefined && /No such file or directory/.test(c.text) : x.present === 'exists' ? !c || !/File exists/.test(c.text) : c !== undefined && /No such file or directory/.test(c.text);
+    // An extra object is "wrong" when its delete would succeed (no complaint), which only the kernel can say.
+    const gone =
+      x.present === 'extra'
+        ? !evaluatedOnly && c === undefined
+        : evaluatedOnly
+          ? c !== undefined && /No such file or directory/.test(c.text)
+          : x.present === 'exists'
+            ? !c || !/File exists/.test(c.text)
+            : c !== undefined && /No such file or directory/.test(c.text);
     if (gone && !seen.has(x.what)) {
       seen.add(x.what);
       missing.push(x.what);

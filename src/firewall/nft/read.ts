@@ -5,10 +5,20 @@ import { parseNftSetJson, parseNftSetText, type NftSetParsed } from './parse.js'
 /** How nft says a table or set does not exist. */
 const NO_SUCH_OBJECT = /No such file or directory/i;
 
+/**
+ * The limit of a read of one of the agent's small sets (the drops set, a hits set of at most
+ * 65,536 addresses: well under a second): a scrape or a probe waits for it, so a stuck nft is
+ * killed at this point instead of running on to the runner's limit for writes.
+ */
+export const QUICK_READ_MS = 5000;
+
+/** A read of a small set: QUICK_READ_MS. */
+export const READ_QUICK = { timeoutMs: QUICK_READ_MS } as const;
+
 /** What `nft ARGS` prints, or undefined when the object listed does not exist. */
-async function listNft(runner: CommandRunner, args: readonly string[]): Promise<string | undefined> {
+async function listNft(runner: CommandRunner, args: readonly string[], options: { timeoutMs?: number } = {}): Promise<string | undefined> {
   try {
-    return (await runner.run('nft', args, { readOnly: true })).stdout;
+    return (await runner.run('nft', args, { readOnly: true, ...options })).stdout;
   } catch (err) {
     if (stderrMatches(err, NO_SUCH_OBJECT)) return undefined;
     throw err;
@@ -16,8 +26,8 @@ async function listNft(runner: CommandRunner, args: readonly string[]): Promise<
 }
 
 /** `nft -j ARGS` output, or undefined when the object listed does not exist. */
-export function listNftJson(runner: CommandRunner, args: readonly string[]): Promise<string | undefined> {
-  return listNft(runner, ['-j', ...args]);
+export function listNftJson(runner: CommandRunner, args: readonly string[], options: { timeoutMs?: number } = {}): Promise<string | undefined> {
+  return listNft(runner, ['-j', ...args], options);
 }
 
 /**
@@ -27,12 +37,12 @@ export function listNftJson(runner: CommandRunner, args: readonly string[]): Pro
  * object per element (see parseNftSetText). The JSON form only when an element carries a
  * quoted string, which the text form cannot delimit safely.
  */
-export async function readNftSet(runner: CommandRunner, table: string, set: string): Promise<NftSetParsed | undefined> {
+export async function readNftSet(runner: CommandRunner, table: string, set: string, options: { timeoutMs?: number } = {}): Promise<NftSetParsed | undefined> {
   const args = ['list', 'set', 'inet', table, set];
-  const text = await listNft(runner, args);
+  const text = await listNft(runner, args, options);
   if (text === undefined) return undefined;
   const parsed = parseNftSetText(text);
   if (parsed) return parsed;
-  const json = await listNftJson(runner, args);
+  const json = await listNftJson(runner, args, options);
   return json === undefined ? undefined : parseNftSetJson(json);
 }

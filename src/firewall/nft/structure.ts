@@ -14,8 +14,8 @@ type Json = NftItem;
 function statementKey(e: Json): string {
   const m = e.match as { left?: { payload?: { field?: unknown }; meta?: { key?: unknown } }; right?: unknown; op?: unknown } | undefined;
   if (m) return `match ${String(m.op)} ${String(m.left?.payload?.field ?? m.left?.meta?.key)} ${JSON.stringify(m.right)}`;
-  const set = e.set as { op?: unknown; elem?: { payload?: { field?: unknown } }; set?: unknown } | undefined;
-  if (set) return `set ${String(set.op)} ${String(set.elem?.payload?.field)} ${String(set.set)}`;
+  const set = e.set as { op?: unknown; elem?: { payload?: { field?: unknown }; meta?: { key?: unknown } }; set?: unknown } | undefined;
+  if (set) return `set ${String(set.op)} ${String(set.elem?.payload?.field ?? set.elem?.meta?.key)} ${String(set.set)}`;
   const limit = e.limit as { rate?: unknown; per?: unknown } | undefined;
   if (limit) return `limit ${String(limit.rate)}/${String(limit.per)}`;
   const log = e.log as { prefix?: unknown } | undefined;
@@ -41,7 +41,8 @@ function expectedSideKeys(l: NftLayout, side: Side): string[] {
     const match = side === 'in' ? `match == ${f} "@${set}"; match != iif "lo"` : `match == ${f} "@${set}"`;
     if (l.logBlocked) keys.push(`${match}; limit ${LOG_LIMIT_PER_MINUTE}/minute; log ${LOG_PREFIX}`);
     const verdict = l.action === 'REJECT' ? `jump ${NFT_REFUSE_CHAIN}` : 'drop';
-    keys.push(`${match}; set update ${f} @${hitsSetName(l.set, side)}; counter; ${verdict}`, `${match}; counter; ${verdict}`);
+    const drops = `set update nfproto @${l.drops}`;
+    keys.push(`${match}; set update ${f} @${hitsSetName(l.set, side)}; ${drops}; counter; ${verdict}`, `${match}; ${drops}; counter; ${verdict}`);
   }
   return keys;
 }
@@ -69,6 +70,7 @@ export function checkNftStructure(json: string, l: NftLayout): NftStructure {
   let setSeen = false;
   let netsSeen = false;
   let marked = false;
+  let dropsSeen = false;
   const hitsSets = new Set(sides(l.direction).map((side) => hitsSetName(l.set, side)));
   const hitsSeen = new Set<string>();
   const chainsSeen = new Set<string>();
@@ -82,6 +84,11 @@ export function checkNftStructure(json: string, l: NftLayout): NftStructure {
         if (s.type !== 'ipv4_addr' || !(Array.isArray(s.flags) && s.flags.includes('timeout')) || !stmt.includes('counter')) {
           problems.push(`nft set ${String(s.name)} is not a counting set of addresses`);
         }
+        continue;
+      }
+      if ('set' in item && s.name === l.drops) {
+        dropsSeen = true;
+        if (s.type !== 'nf_proto' || !JSON.stringify(s.stmt ?? []).includes('counter')) problems.push(`nft set ${l.drops} is not the agent's drop counter`);
         continue;
       }
       if ((s.name !== l.set && s.name !== l.nets) || !('set' in item)) {
@@ -126,6 +133,7 @@ export function checkNftStructure(json: string, l: NftLayout): NftStructure {
   }
   if (!setSeen) problems.push(`nft set ${l.set}`);
   if (!netsSeen) problems.push(`nft set ${l.nets}`);
+  if (!dropsSeen) problems.push(`nft set ${l.drops}`);
   const setReadable = setSeen;
   for (const name of hitsSets) if (!hitsSeen.has(name)) problems.push(`nft set ${name}`);
   const chainRules: Array<[string, string[]]> = l.hooks.map((hook) => [hook, hookSides(l, hook).flatMap((side) => expectedSideKeys(l, side))]);

@@ -102,13 +102,15 @@ export const PAUSE_EVENTS_AT = 10_000;
 
 /**
  * Run the transactions one after the other (`nft -f -` each); the script's memory is released
- * after each. `elements`: how many the transactions write, for the pause of the event sources.
+ * after each. `elements`: how many the transactions write, for the pause of the event sources;
+ * `timeoutMs`: each run's limit for that many elements (none: the runner's own).
  */
-export async function runTransactions(runner: CommandRunner, scripts: Iterable<Buffer>, elements = 0): Promise<number> {
+export async function runTransactions(runner: CommandRunner, scripts: Iterable<Buffer>, elements = 0, timeoutMs?: (elements: number) => number): Promise<number> {
+  const limit = timeoutMs?.(Math.min(elements, NFT_CHUNK));
   const run = async () => {
     let n = 0;
     for (const script of scripts) {
-      await runner.run('nft', ['-f', '-'], { input: script });
+      await runner.run('nft', ['-f', '-'], { input: script, ...(limit === undefined ? {} : { timeoutMs: limit }) });
       releaseArray(script);
       n++;
     }

@@ -4,7 +4,7 @@ import { kernelColumns, kernelList, listingColumns, normalizeEntries, sortCidrTe
 import type { FirewallEntries } from '../entry-columns.js';
 import { createRunner } from '../exec.js';
 import { KernelPlugin } from '../kernel-plugin.js';
-import type { ApplyOptions, ApplyResult, DropCounters, FirewallPlugin, HitCounter, OwnedObject, PluginOptions, WatchCheck } from '../plugin.js';
+import type { ApplyOptions, ApplyResult, DropCounters, EntryCheck, FirewallPlugin, HitCounter, OwnedObject, PluginOptions, WatchCheck } from '../plugin.js';
 import type { CommandRunner } from '../../exec/runner.js';
 import { markerRule } from '../ownership.js';
 import { isV01EntryChain } from '../legacy-shapes.js';
@@ -120,6 +120,18 @@ export class IptablesPlugin extends KernelPlugin implements FirewallPlugin {
 
   async objects(): Promise<OwnedObject[]> {
     return chainObjects(this.runner, this.chain, (filter) => effectiveHooks(directionHooks(this.options.hookChains, this.direction), filter), this.legacyShape);
+  }
+
+  /** The chain's entry rules against `entries` (no timeouts here: every one of them must be there). */
+  async verify(entries: FirewallEntries): Promise<EntryCheck> {
+    const started = Date.now();
+    const held = new Set(await this.list());
+    const wanted = new Set(kernelList(normalizeEntries(entries)).map((e) => e.cidr.text));
+    let missing = 0;
+    for (const w of wanted) if (!held.has(w)) missing++;
+    let extra = 0;
+    for (const h of held) if (!wanted.has(h)) extra++;
+    return { checked: wanted.size, missing, extra, ms: Date.now() - started };
   }
 
   /** The chain (its entry rules parsed, as an apply reads them) and the hooks (see FirewallPlugin.check). */

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { FirewallError } from '../../../src/errors.js';
 import pino from 'pino';
 import { createPlugin } from '../../../src/firewall/index.js';
-import { parseNftCounters } from '../../../src/firewall/nft/json.js';
+import { parseNftDrops } from '../../../src/firewall/nft/json.js';
 import type { PluginName } from '../../../src/firewall/plugin.js';
 import type { CommandRunner } from '../../../src/exec/runner.js';
 import { parseIptablesCounters } from '../../../src/firewall/xtables/rules.js';
@@ -14,15 +14,11 @@ function readDropCounters(name: PluginName, runner: CommandRunner) {
   return createPlugin(name, { names: NAMES, hookChains: ['INPUT'], action: 'DROP', logBlocked: false, logger: pino({ level: 'silent' }), runner }).readCounters();
 }
 
+/** `nft -j list set inet wcf_agent wcf-blocklist-drops`: the drops set, its one element counting every blocked packet. */
 const NFT_JSON = JSON.stringify({
   nftables: [
     { metainfo: { version: '1.0.6', json_schema_version: 1 } },
-    { table: { family: 'inet', name: 'wcf_agent', handle: 1 } },
-    { set: { family: 'inet', name: 'wcf-blocklist', table: 'wcf_agent', type: 'ipv4_addr', flags: ['interval', 'timeout'] } },
-    { chain: { family: 'inet', table: 'wcf_agent', name: 'input', type: 'filter', hook: 'input', prio: -5, policy: 'accept' } },
-    { rule: { family: 'inet', table: 'wcf_agent', chain: 'input', expr: [{ match: { op: '==', left: { payload: { protocol: 'ip', field: 'saddr' } }, right: '@wcf-blocklist' } }, { counter: { packets: 7, bytes: 420 } }, { drop: null }] } },
-    { rule: { family: 'inet', table: 'wcf_agent', chain: 'forward', expr: [{ log: { prefix: 'wcf ' } }] } },
-    { rule: { family: 'inet', table: 'wcf_agent', chain: 'forward', expr: [{ counter: { packets: 3, bytes: 180 } }, { drop: null }] } },
+    { set: { family: 'inet', name: 'wcf-blocklist-drops', table: 'wcf_agent', type: 'nf_proto', size: 4, elem: [{ elem: { val: 'ipv4', counter: { packets: 10, bytes: 600 } } }], stmt: [{ counter: null }] } },
   ],
 });
 
@@ -47,9 +43,10 @@ function fakeRunner(answer: (file: string, args: readonly string[]) => string | 
 }
 
 describe('drop counters', () => {
-  it('sums the counter statements of the nft table', () => {
-    expect(parseNftCounters(NFT_JSON)).toEqual({ packets: 10, bytes: 600 });
-    expect(() => parseNftCounters('not json')).toThrow(FirewallError);
+  it('sums the counters of the drops set (nothing blocked yet: no element, zero)', () => {
+    expect(parseNftDrops(NFT_JSON)).toEqual({ packets: 10, bytes: 600 });
+    expect(parseNftDrops(JSON.stringify({ nftables: [{ set: { name: 'wcf-blocklist-drops', type: 'nf_proto' } }] }))).toEqual({ packets: 0, bytes: 0 });
+    expect(() => parseNftDrops('not json')).toThrow(FirewallError);
   });
 
   it('sums the DROP/REJECT rules of the iptables chain, not the LOG rules', () => {
@@ -60,7 +57,8 @@ describe('drop counters', () => {
   it('reads with the owned names, read-only commands only', async () => {
     const nft = fakeRunner(() => NFT_JSON);
     expect(await readDropCounters('nftables', nft)).toEqual({ packets: 10, bytes: 600 });
-    expect(nft.calls).toEqual([['nft', '-j', '-t', 'list', 'table', 'inet', 'wcf_agent']]);
+    // The drops set alone: never a listing of the table or its rules (nft fetches every element for those).
+    expect(nft.calls).toEqual([['nft', '-j', 'list', 'set', 'inet', 'wcf_agent', 'wcf-blocklist-drops']]);
     const ipt = fakeRunner(() => IPT_L);
     expect(await readDropCounters('ipset', ipt)).toEqual({ packets: 17, bytes: 1260 });
     expect(ipt.calls[0]).toEqual(['iptables', '-w', '10', '-t', 'filter', '-L', 'WCF-AGENT', '-v', '-x', '-n']);

@@ -14,7 +14,7 @@ const entry = (cidr: string, timeout?: number): KernelEntry => ({ cidr: toCidr(c
 /** Kernel entries as the renderers take them, and back. */
 const cols = (list: readonly KernelEntry[]): EntryColumns => kernelColumns(list, list.length);
 const objs = (c: EntryColumns): KernelEntry[] => kernelList(c);
-const layout: NftLayout = { table: 'wcf_agent', set: 'wcf-blocklist', nets: 'wcf-blocklist-net', hooks: ['input', 'forward'], action: 'DROP', logBlocked: false, direction: 'inbound' };
+const layout: NftLayout = { table: 'wcf_agent', set: 'wcf-blocklist', nets: 'wcf-blocklist-net', drops: 'wcf-blocklist-drops', hooks: ['input', 'forward'], action: 'DROP', logBlocked: false, direction: 'inbound' };
 
 describe('kernelTimeout', () => {
   it('rounds up, never returns 0 (ipset: permanent), clamps to the kernel maximum', () => {
@@ -257,6 +257,13 @@ describe('nft rendering', () => {
         '\t\t\t192.0.2.0/24',
         '\t\t}',
         '\t}',
+        '\tset wcf-blocklist-drops {',
+        '\t\ttypeof meta nfproto',
+        '\t\tsize 4',
+        '\t\tflags dynamic',
+        '\t\tcounter',
+        '\t\tcomment "wcf-agent"',
+        '\t}',
         '\tset wcf-blocklist-in {',
         '\t\ttype ipv4_addr',
         '\t\tsize 65536',
@@ -272,20 +279,20 @@ describe('nft rendering', () => {
         '\tchain input {',
         '\t\ttype filter hook input priority -5; policy accept;',
         '\t\tip saddr @wcf-blocklist iif != "lo" limit rate 10/minute log prefix "wcf-agent: "',
-        '\t\tip saddr @wcf-blocklist iif != "lo" update @wcf-blocklist-in { ip saddr } counter jump refuse',
-        '\t\tip saddr @wcf-blocklist iif != "lo" counter jump refuse',
+        '\t\tip saddr @wcf-blocklist iif != "lo" update @wcf-blocklist-in { ip saddr } update @wcf-blocklist-drops { meta nfproto } counter jump refuse',
+        '\t\tip saddr @wcf-blocklist iif != "lo" update @wcf-blocklist-drops { meta nfproto } counter jump refuse',
         '\t\tip saddr @wcf-blocklist-net iif != "lo" limit rate 10/minute log prefix "wcf-agent: "',
-        '\t\tip saddr @wcf-blocklist-net iif != "lo" update @wcf-blocklist-in { ip saddr } counter jump refuse',
-        '\t\tip saddr @wcf-blocklist-net iif != "lo" counter jump refuse',
+        '\t\tip saddr @wcf-blocklist-net iif != "lo" update @wcf-blocklist-in { ip saddr } update @wcf-blocklist-drops { meta nfproto } counter jump refuse',
+        '\t\tip saddr @wcf-blocklist-net iif != "lo" update @wcf-blocklist-drops { meta nfproto } counter jump refuse',
         '\t}',
         '\tchain forward {',
         '\t\ttype filter hook forward priority -5; policy accept;',
         '\t\tip saddr @wcf-blocklist iif != "lo" limit rate 10/minute log prefix "wcf-agent: "',
-        '\t\tip saddr @wcf-blocklist iif != "lo" update @wcf-blocklist-in { ip saddr } counter jump refuse',
-        '\t\tip saddr @wcf-blocklist iif != "lo" counter jump refuse',
+        '\t\tip saddr @wcf-blocklist iif != "lo" update @wcf-blocklist-in { ip saddr } update @wcf-blocklist-drops { meta nfproto } counter jump refuse',
+        '\t\tip saddr @wcf-blocklist iif != "lo" update @wcf-blocklist-drops { meta nfproto } counter jump refuse',
         '\t\tip saddr @wcf-blocklist-net iif != "lo" limit rate 10/minute log prefix "wcf-agent: "',
-        '\t\tip saddr @wcf-blocklist-net iif != "lo" update @wcf-blocklist-in { ip saddr } counter jump refuse',
-        '\t\tip saddr @wcf-blocklist-net iif != "lo" counter jump refuse',
+        '\t\tip saddr @wcf-blocklist-net iif != "lo" update @wcf-blocklist-in { ip saddr } update @wcf-blocklist-drops { meta nfproto } counter jump refuse',
+        '\t\tip saddr @wcf-blocklist-net iif != "lo" update @wcf-blocklist-drops { meta nfproto } counter jump refuse',
         '\t}',
         '}',
         '',

@@ -89,7 +89,7 @@ describe('iptables planning', () => {
 const nftProblems = (json: string, l: Parameters<typeof checkNftStructure>[1]) => checkNftStructure(json, l).problems;
 
 describe('checkNftStructure', () => {
-  const layout = { table: 't', set: 's', nets: 's-net', hooks: ['input'] as const, action: 'DROP' as const, logBlocked: false, direction: 'inbound' as const };
+  const layout = { table: 't', set: 's', nets: 's-net', drops: 's-drops', hooks: ['input'] as const, action: 'DROP' as const, logBlocked: false, direction: 'inbound' as const };
   const doc = (extra: object[] = [], rules?: object[]) =>
     JSON.stringify({
       nftables: [
@@ -97,6 +97,7 @@ describe('checkNftStructure', () => {
         { table: { family: 'inet', name: 't' } },
         { set: { name: 's', type: 'ipv4_addr', flags: ['timeout'] } },
         { set: { name: 's-net', type: 'ipv4_addr', flags: ['interval', 'timeout'] } },
+        { set: { name: 's-drops', type: 'nf_proto', stmt: [{ counter: null }] } },
         { set: { name: 's-in', type: 'ipv4_addr', flags: ['timeout'], stmt: [{ counter: null }] } },
         { chain: { name: 'input', type: 'filter', hook: 'input', prio: -5, policy: 'accept' } },
         ...(rules ??
@@ -108,6 +109,7 @@ describe('checkNftStructure', () => {
                   { match: { op: '==', left: { payload: { protocol: 'ip', field: 'saddr' } }, right: set } },
                   { match: { op: '!=', left: { meta: { key: 'iif' } }, right: 'lo' } },
                   { set: { op: 'update', elem: { payload: { protocol: 'ip', field: 'saddr' } }, set: '@s-in' } },
+                  { set: { op: 'update', elem: { meta: { key: 'nfproto' } }, set: '@s-drops' } },
                   { counter: {} },
                   { drop: null },
                 ],
@@ -119,6 +121,7 @@ describe('checkNftStructure', () => {
                 expr: [
                   { match: { op: '==', left: { payload: { protocol: 'ip', field: 'saddr' } }, right: set } },
                   { match: { op: '!=', left: { meta: { key: 'iif' } }, right: 'lo' } },
+                  { set: { op: 'update', elem: { meta: { key: 'nfproto' } }, set: '@s-drops' } },
                   { counter: {} },
                   { drop: null },
                 ],

@@ -5,7 +5,7 @@ import { DaemonHealth, type HealthView } from '../../../../src/agent/daemon/heal
 describe('DaemonHealth.live', () => {
   const setup = () => {
     let now = 1_000_000;
-    const view: HealthView = { plugin: undefined, running: true, applied: undefined, cycleDeadlineSeconds: 900 };
+    const view: HealthView = { plugin: undefined, running: true, applied: undefined, cycleDeadlineSeconds: 900, truth: { state: 'unknown', reason: '', missing: 0 }, watched: true };
     const health = new DaemonHealth({ minuteMs: 60_000, view: () => view, now: () => now });
     return { health, advance: (ms: number) => (now += ms), now: () => now };
   };
