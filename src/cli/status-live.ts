@@ -1,6 +1,6 @@
 import type { AgentConfig } from '../config/load.js';
 import type { Logger } from '../log.js';
-import type { OwnedObject, PluginName } from '../firewall/index.js';
+import type { EntryCheck, EntryColumns, OwnedObject, PluginName } from '../firewall/index.js';
 import { errorMessage } from '../errors.js';
 import { runningDaemon, type DaemonPresence } from '../agent/state/daemon-presence.js';
 import { lockHolder } from '../agent/state/lock.js';
@@ -20,6 +20,8 @@ export interface LiveStatus {
     entries: number | null;
     /** Not listed (a backend whose listing is slow past this size): the count the agent last applied. */
     appliedNotListed?: number;
+    /** The last applied set checked against the kernel (FirewallPlugin.verify), when there is one. */
+    check?: EntryCheck;
     /** Why the backend could not even be opened (no tool found). */
     error?: string;
   };
@@ -47,6 +49,10 @@ export function enforcingOf(live: LiveStatus, running: boolean): Enforcing {
   // An object under the agent's name that the agent did not create: it refuses to touch it, so nothing it owns enforces.
   const foreign = fw.objects.filter((o) => o.state === 'foreign');
   if (foreign.length) return { enforcing: false, why: `not the agent's (choose another name in config.json): ${foreign.map((o) => o.what).join(', ')}` };
+  // Every object there says nothing of what the set holds: a flushed set blocks nothing.
+  const check = fw.check;
+  if (check && check.missing > 0) return { enforcing: false, why: `the kernel lacks entries the agent applied (${check.missing} of ${check.checked} not found: a set flushed or entries deleted by another process)` };
+  if (check) return { enforcing: true, why: `${check.checked} applied entries in the kernel (checked now)` };
   if (fw.entries === null && fw.appliedNotListed !== undefined) return { enforcing: true, why: `${fw.appliedNotListed} entries applied (not listed from the kernel past ${LIST_UP_TO.toLocaleString('en')} entries)` };
   return { enforcing: true, why: `${fw.entries ?? '?'} entries in the kernel` };
 }
@@ -57,8 +63,11 @@ export function enforcingOf(live: LiveStatus, running: boolean): Enforcing {
  */
 export const LIST_UP_TO = 20_000;
 
-/** `applied`: how many entries the agent last applied (state.json), to judge whether a listing is cheap. */
-export async function readLiveStatus(config: AgentConfig, logger: Logger, applied = 0): Promise<LiveStatus> {
+/**
+ * `applied`: how many entries the agent last applied (state.json), to judge whether a listing is cheap;
+ * `lastApplied`: those entries as of now (the applied record), to check the kernel holds them.
+ */
+export async function readLiveStatus(config: AgentConfig, logger: Logger, applied = 0, lastApplied?: (plugin: PluginName) => EntryColumns | undefined): Promise<LiveStatus> {
   const now = Math.floor(Date.now() / 1000);
   let overrides: LiveStatus['overrides'];
   try {
@@ -78,6 +87,8 @@ export async function readLiveStatus(config: AgentConfig, logger: Logger, applie
       if (firewall.objects.every((o) => o.state === 'present')) {
         if (!plugin.lookup || applied <= LIST_UP_TO) firewall.entries = (await plugin.list()).length;
         else firewall.appliedNotListed = applied;
+        const entries = plugin.verify ? lastApplied?.(plugin.name) : undefined;
+        if (entries) firewall.check = await plugin.verify!(entries);
       }
     }
   } catch (err) {

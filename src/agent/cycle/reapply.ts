@@ -57,7 +57,7 @@ export function keepUnprotected(columns: AppliedColumns, protectedSet: Protected
 }
 
 /** Applied columns as the firewall takes them: the remaining seconds as the kernel timeout. */
-function toFirewall(columns: AppliedColumns, now: number): EntryColumns {
+export function toFirewall(columns: AppliedColumns, now: number): EntryColumns {
   const out = new EntryColumns(columns.length);
   for (let i = 0; i < columns.length; i++) out.push(columns.starts[i]!, columns.prefixes[i]!, timeoutUntil(columns.expiresAt(i), now));
   return out;

@@ -8,6 +8,7 @@ import { escapeControls } from '../../util/terminal-text.js';
 import { LOCAL_DEFAULT_SOURCES, type SettingSources, type Settings } from '../../config/server.js';
 import { dnsStatus, dnsStatusRows } from '../dns-status.js';
 import { enforcingOf, readLiveStatus, type LiveStatus } from '../status-live.js';
+import { toFirewall } from '../../agent/cycle/reapply.js';
 
 /** One line of text: a multi-line error (a firewall tool's stderr) must not break the label column. */
 const oneLine = (text: string) => escapeControls(text.replace(/\s*\n\s*/g, ' ').trim());
@@ -81,7 +82,10 @@ export async function statusCommand(opts: GlobalOptions & { json?: boolean; prob
   const sources = s.sources ?? LOCAL_DEFAULT_SOURCES;
   const c = s.lastCycle;
   const now = Math.floor(Date.now() / 1000);
-  const live = await readLiveStatus(config, logger, c?.applied ?? 0);
+  const live = await readLiveStatus(config, logger, c?.applied ?? 0, (plugin) => {
+    const last = state.loadAppliedColumns(plugin);
+    return last ? toFirewall(last.columns, now) : undefined;
+  });
   const e = enforcingOf(live, settings.running);
   if (opts.probe) return probeAnswer(live, e);
   const out = {
@@ -94,7 +98,13 @@ export async function statusCommand(opts: GlobalOptions & { json?: boolean; prob
       ? { running: true, pid: live.daemon.pid, started_at: live.daemon.startedAt ?? null, uptime_seconds: live.daemon.startedAt !== undefined ? now - live.daemon.startedAt : null }
       : { running: false, pid: null, started_at: null, uptime_seconds: null },
     lock_holder: live.lockPid ?? null,
-    firewall: { plugin: live.firewall.plugin, objects: live.firewall.objects, entries: live.firewall.entries, error: live.firewall.error ?? null },
+    firewall: {
+      plugin: live.firewall.plugin,
+      objects: live.firewall.objects,
+      entries: live.firewall.entries,
+      checked: live.firewall.check ? { entries: live.firewall.check.checked, missing: live.firewall.check.missing, extra: live.firewall.check.extra } : null,
+      error: live.firewall.error ?? null,
+    },
     local_overrides: live.overrides,
     last_sync: c?.ts ?? null,
     last_success: s.lastSuccessAt ?? null,
