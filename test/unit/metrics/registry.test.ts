@@ -69,6 +69,44 @@ describe('AgentMetrics', () => {
     expect(s.get('wcf_agent_last_success_timestamp_seconds')).toBe(1_800_000_000);
   });
 
+  it('exposes what alerting rules compare with: maximum_rules, the sync interval in seconds, the last cycle code', async () => {
+    const m = new AgentMetrics({ defaultMetrics: false });
+    m.observeCycle(outcome({ ok: false, code: 31 }));
+    let s = await scrape(m);
+    expect(s.get('wcf_agent_maximum_rules')).toBe(10_000);
+    expect(s.get('wcf_agent_sync_interval_seconds')).toBe(300); // sync_time 5 minutes
+    expect(s.get('wcf_agent_last_cycle_code')).toBe(31);
+    // The daemon's minute, shortened in tests, is the interval's unit; later cycles keep it.
+    m.observeSettings({ maximum_rules: 50, sync_time: 3 }, 1000);
+    m.observeCycle(outcome());
+    s = await scrape(m);
+    expect(s.get('wcf_agent_sync_interval_seconds')).toBe(5);
+    expect(s.get('wcf_agent_maximum_rules')).toBe(10_000);
+    expect(s.get('wcf_agent_last_cycle_code')).toBe(0);
+    m.setLastCycleCode(undefined);
+    expect((await scrape(m)).get('wcf_agent_last_cycle_code')).toBe(0);
+  });
+
+  it('ready is the readiness probe asked at scrape time: 1 when it answers ok, 0 otherwise or when it fails', async () => {
+    const m = new AgentMetrics({ defaultMetrics: false });
+    expect((await scrape(m)).get('wcf_agent_ready')).toBe(0);
+    let answer: boolean | Error = true;
+    let asked = 0;
+    m.setReadiness(async () => {
+      asked++;
+      if (answer instanceof Error) throw answer;
+      return answer;
+    });
+    expect((await scrape(m)).get('wcf_agent_ready')).toBe(1);
+    answer = false;
+    expect((await scrape(m)).get('wcf_agent_ready')).toBe(0);
+    answer = true;
+    expect((await scrape(m)).get('wcf_agent_ready')).toBe(1);
+    answer = new Error('nft: hung');
+    expect((await scrape(m)).get('wcf_agent_ready')).toBe(0);
+    expect(asked).toBe(4);
+  });
+
   it('counts the watcher’s repairs per object, and the instrumented plugin keeps the cheap check', async () => {
     const m = new AgentMetrics({ defaultMetrics: false });
     m.observeRepair(['nft table inet wcf_agent']);
@@ -85,11 +123,16 @@ describe('AgentMetrics', () => {
 
   it('records API attempts by route and method, errors by class', async () => {
     const m = new AgentMetrics({ defaultMetrics: false });
-    m.observeRequest({ route: '/ips', method: 'GET', status: 200, durationMs: 20 });
-    m.observeRequest({ route: '/ips', method: 'GET', errorCode: 'WCF_ERR_API_UNREACHABLE', durationMs: 5 });
-    m.observeRequest({ route: '/feedback', method: 'POST', status: 403, errorCode: 'WCF_ERR_API_AUTH', durationMs: 3 });
+    m.observeRequest({ route: '/ips', method: 'GET', status: 200, durationMs: 20, sentBytes: 0, receivedBytes: 5000 });
+    m.observeRequest({ route: '/ips', method: 'GET', errorCode: 'WCF_ERR_API_UNREACHABLE', durationMs: 5, sentBytes: 0, receivedBytes: 0 });
+    m.observeRequest({ route: '/feedback', method: 'POST', status: 403, errorCode: 'WCF_ERR_API_AUTH', durationMs: 3, sentBytes: 700, receivedBytes: 20 });
+    m.observeRequest({ route: '/ips', method: 'GET', status: 304, durationMs: 20, sentBytes: 0, receivedBytes: 0 });
     const s = await scrape(m);
-    expect(s.get('wcf_agent_api_request_duration_seconds_count{route="/ips",method="GET"}')).toBe(2);
+    expect(s.get('wcf_agent_api_received_bytes_total{route="/ips"}')).toBe(5000);
+    expect(s.get('wcf_agent_api_received_bytes_total{route="/feedback"}')).toBe(20);
+    expect(s.get('wcf_agent_api_sent_bytes_total{route="/feedback"}')).toBe(700);
+    expect(s.get('wcf_agent_api_not_modified_total{route="/ips"}')).toBe(1);
+    expect(s.get('wcf_agent_api_request_duration_seconds_count{route="/ips",method="GET"}')).toBe(3);
     expect(s.get('wcf_agent_api_request_duration_seconds_count{route="/feedback",method="POST"}')).toBe(1);
     expect(s.get('wcf_agent_api_errors_total{class="WCF_ERR_API_UNREACHABLE"}')).toBe(1);
     expect(s.get('wcf_agent_api_errors_total{class="WCF_ERR_API_AUTH"}')).toBe(1);
