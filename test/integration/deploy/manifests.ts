@@ -1,8 +1,8 @@
-import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { execa } from 'execa';
 import { parseAllDocuments } from 'yaml';
 import { ROOT } from '../../helpers/packaging.js';
+import { typeErrors } from '../../helpers/tsc-check.js';
 
 /**
  * The Kubernetes manifests in deploy/kubernetes/, and their check against the
@@ -68,34 +68,12 @@ export async function schemaProblems(m: Manifest): Promise<string[]> {
   }
 }
 
-/**
- * Fields the API does not know, per manifest (tsc's messages), for all of `manifests`
- * in one tsc run. The files go under node_modules/.cache so the package resolves.
- */
+/** Fields the API does not know, per manifest (tsc's messages), for all of `manifests` in one tsc run. */
 export async function unknownFields(manifests: readonly Manifest[]): Promise<Map<number, string[]>> {
-  const dir = join(ROOT, 'node_modules', '.cache', `wcf-k8s-strict-${process.pid}`);
-  rmSync(dir, { recursive: true, force: true });
-  mkdirSync(dir, { recursive: true });
-  try {
-    const files = manifests.map((m, i) => {
-      const { module, name } = modelOf(m);
-      const file = join(dir, `m${i}.ts`);
-      writeFileSync(file, `import type { I${name} } from '${module}';\nexport const m: I${name} = ${JSON.stringify(m.doc, null, 2)};\n`);
-      return file;
-    });
-    const tsc = join(ROOT, 'node_modules', '.bin', 'tsc');
-    const r = await execa(tsc, ['--ignoreConfig', '--noEmit', '--strict', '--skipLibCheck', '--module', 'nodenext', '--moduleResolution', 'nodenext', '--target', 'es2022', '--pretty', 'false', ...files], {
-      reject: false,
-      cwd: dir,
-    });
-    const out = new Map<number, string[]>(manifests.map((_, i) => [i, []]));
-    for (const line of String(r.stdout).split('\n')) {
-      const hit = /m(\d+)\.ts\(\d+,\d+\): error TS\d+: (.*)$/.exec(line);
-      if (hit) out.get(Number(hit[1]))!.push(hit[2]!);
-    }
-    if (r.exitCode !== 0 && [...out.values()].every((l) => l.length === 0)) throw new Error(`tsc failed without a message per manifest:\n${r.stdout}\n${r.stderr}`);
-    return out;
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
+  const sources = manifests.map((m) => {
+    const { module, name } = modelOf(m);
+    return `import type { I${name} } from '${module}';\nexport const m: I${name} = ${JSON.stringify(m.doc, null, 2)};\n`;
+  });
+  const errors = await typeErrors(sources, 'k8s-strict');
+  return new Map(errors.map((e, i) => [i, e]));
 }
