@@ -7,7 +7,8 @@ import { typeErrors } from '../../helpers/tsc-check.js';
 /**
  * The Kubernetes manifests in deploy/kubernetes/, and their check against the
  * Kubernetes API schema, offline, from the kubernetes-models package (models and
- * validators generated from Kubernetes' own OpenAPI document):
+ * validators generated from Kubernetes' own OpenAPI document; the PodMonitor's from the
+ * Prometheus Operator's CRD, @kubernetes-models/prometheus-operator):
  *  - its validators (ajv, compiled from the schema): types, required fields, formats;
  *  - strict field names, as `kubectl apply` (server-side field validation) and
  *    kubeconform -strict refuse unknown ones: each manifest is written as a TypeScript
@@ -47,6 +48,11 @@ const MODELS: Record<string, { module: string; name: string }> = {
   'v1 ConfigMap': { module: 'kubernetes-models/v1/ConfigMap', name: 'ConfigMap' },
   'v1 Pod': { module: 'kubernetes-models/v1/Pod', name: 'Pod' },
   'scheduling.k8s.io/v1 PriorityClass': { module: 'kubernetes-models/scheduling.k8s.io/v1/PriorityClass', name: 'PriorityClass' },
+  'v1 ServiceAccount': { module: 'kubernetes-models/v1/ServiceAccount', name: 'ServiceAccount' },
+  'rbac.authorization.k8s.io/v1 ClusterRole': { module: 'kubernetes-models/rbac.authorization.k8s.io/v1/ClusterRole', name: 'ClusterRole' },
+  'rbac.authorization.k8s.io/v1 ClusterRoleBinding': { module: 'kubernetes-models/rbac.authorization.k8s.io/v1/ClusterRoleBinding', name: 'ClusterRoleBinding' },
+  // The Prometheus Operator's custom resource, from its CRD (@kubernetes-models/prometheus-operator).
+  'monitoring.coreos.com/v1 PodMonitor': { module: '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/PodMonitor', name: 'PodMonitor' },
 };
 
 function modelOf(m: Manifest): { module: string; name: string } {
