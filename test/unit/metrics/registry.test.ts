@@ -224,3 +224,27 @@ describe('metrics HTTP server', () => {
     await expect(startMetricsServer(parseListen(`127.0.0.1:${port}`), m.registry, silent)).rejects.toThrow(/EADDRINUSE/);
   });
 });
+
+describe('the daemon metrics at start-up, before the first cycle', () => {
+  it('take the last success, the last cycle code and the settings in force from the state, sync_time in the daemon\'s minute', async () => {
+    const { setupDaemonMetrics } = await import('../../../src/metrics/index.js');
+    const config = { metrics_listen: '127.0.0.1:0', state_dir: '/nonexistent', maximum_rules: 10_000, score_threshold: 1, sync_time: 15 } as unknown as Parameters<typeof setupDaemonMetrics>[0];
+    const plugin = { name: 'dry-run' } as unknown as FirewallPlugin;
+    const parts = (small: object) => ({ config, plugin, api: { client: {} }, state: { small } }) as unknown as Parameters<NonNullable<ReturnType<typeof setupDaemonMetrics>>['instrument']>[0];
+    // A restarted daemon: what the state file kept (the server's settings, a failed last cycle).
+    const restarted = setupDaemonMetrics(config, silent, 2000)!;
+    restarted.instrument(parts({ lastSuccessAt: 1_800_000_000, lastCycle: { code: 31 }, settings: { maximum_rules: 500, score_threshold: 2, sync_time: 3, running: true, version: null } }));
+    let s = await scrape(restarted.metrics);
+    expect(s.get('wcf_agent_last_success_timestamp_seconds')).toBe(1_800_000_000);
+    expect(s.get('wcf_agent_last_cycle_code')).toBe(31);
+    expect(s.get('wcf_agent_maximum_rules')).toBe(500);
+    expect(s.get('wcf_agent_sync_interval_seconds')).toBe(6); // 3 "minutes" of 2 s
+    // A first start: config.json's settings.
+    const fresh = setupDaemonMetrics(config, silent)!;
+    fresh.instrument(parts({}));
+    s = await scrape(fresh.metrics);
+    expect(s.get('wcf_agent_maximum_rules')).toBe(10_000);
+    expect(s.get('wcf_agent_sync_interval_seconds')).toBe(900);
+    expect(s.get('wcf_agent_last_cycle_code')).toBe(0);
+  });
+});
