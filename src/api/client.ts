@@ -50,7 +50,7 @@ export interface RequestInfo {
   status?: number;
   errorCode?: WcfError['code'];
   durationMs: number;
-  /** Body bytes sent and received on the wire (gzip-encoded where it was), for the metrics. */
+  /** Body bytes sent and received on the wire (gzip-encoded where they were), for the metrics. */
   sentBytes: number;
   receivedBytes: number;
 }
@@ -257,8 +257,7 @@ export class ApiClient {
       } catch (err) {
         throw stopped(err) ?? err;
       } finally {
-        // What arrived, as counted for the rate limit: the encoded bytes of a gzip answer.
-        if (wire) wire.receivedBytes += deadline.received;
+        if (wire) wire.receivedBytes += deadline.received; // as the rate limit counts them: a gzip answer's encoded bytes
       }
       if (this.gzipBodies === 'no' && takesGzipBodies(res.headers)) this.gzipBodies = 'yes';
       if (res.statusCode === 415 && headers['content-encoding']) {

@@ -220,6 +220,8 @@ export class AgentMetrics {
   private readonly apiSent = new Counter({ name: `${PREFIX}api_sent_bytes_total`, help: 'Request body bytes sent to the API (gzip-encoded where they were), by route', labelNames: ['route'], registers: [this.registry] });
   private readonly apiReceived = new Counter({ name: `${PREFIX}api_received_bytes_total`, help: 'Answer body bytes received from the API (as they came: gzip-encoded where they were), by route', labelNames: ['route'], registers: [this.registry] });
   private readReady: (() => Promise<boolean>) | undefined;
+  /** The daemon's minute in milliseconds, the unit of sync_time (tests shorten it). */
+  private minuteMs = 60_000;
 
   setLastSuccess(epochSeconds: number | undefined): void {
     if (epochSeconds !== undefined) this.lastSuccess.set(epochSeconds);
@@ -231,7 +233,6 @@ export class AgentMetrics {
     this.maximumRules.set(settings.maximum_rules);
     this.syncInterval.set((settings.sync_time * minuteMs) / 1000);
   }
-  private minuteMs = 60_000;
 
   /** The last cycle's reported code, as the state file kept it (a restarted daemon has not cycled yet). */
   setLastCycleCode(code: number | undefined): void {
