@@ -50,8 +50,12 @@ export interface RequestInfo {
   status?: number;
   errorCode?: WcfError['code'];
   durationMs: number;
+  /** Body bytes sent and received on the wire (gzip-encoded where they were), for the metrics. */
+  sentBytes: number;
+  receivedBytes: number;
 }
 export type RequestObserver = (info: RequestInfo) => void;
+type WireBytes = Pick<RequestInfo, 'sentBytes' | 'receivedBytes'>;
 
 export interface CallOptions {
   method?: 'GET' | 'POST' | 'PUT' | 'DELETE';
@@ -180,14 +184,15 @@ export class ApiClient {
     if (!this.onRequest) return this.once(route, schema, options);
     const started = performance.now();
     const method = options.method ?? 'GET';
+    const wire: WireBytes = { sentBytes: 0, receivedBytes: 0 };
     try {
-      const r = await this.once(route, schema, options);
-      this.notify({ route, method, status: r.notModified ? 304 : r.status, durationMs: performance.now() - started });
+      const r = await this.once(route, schema, options, wire);
+      this.notify({ route, method, status: r.notModified ? 304 : r.status, durationMs: performance.now() - started, ...wire });
       return r;
     } catch (err) {
       const status = err instanceof ApiAuthError || err instanceof ApiStatusError ? err.status : undefined;
       const errorCode = err instanceof WcfError ? err.code : undefined;
-      this.notify({ route, method, status, errorCode, durationMs: performance.now() - started });
+      this.notify({ route, method, status, errorCode, durationMs: performance.now() - started, ...wire });
       throw err;
     }
   }
@@ -200,7 +205,8 @@ export class ApiClient {
     }
   }
 
-  private async once<S extends z.ZodMiniType>(route: string, schema: S | null, options: CallOptions): Promise<Response<z.infer<S>>> {
+  /** One attempt; `wire` (when observed) adds up the body bytes that went each way. */
+  private async once<S extends z.ZodMiniType>(route: string, schema: S | null, options: CallOptions, wire?: WireBytes): Promise<Response<z.infer<S>>> {
     const method = options.method ?? 'GET';
     const headers: Record<string, string> = { 'user-agent': this.opts.userAgent, accept: 'application/json', 'accept-encoding': ACCEPT_ENCODING };
     if (options.auth !== false) {
@@ -212,6 +218,7 @@ export class ApiClient {
       body = encoded.body;
       headers['content-type'] = 'application/json';
       if (encoded.encoding) headers['content-encoding'] = encoded.encoding;
+      if (wire) wire.sentBytes += typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength;
     }
     const where = `${method} ${route}`;
     const url = this.url(route, options.query);
@@ -249,13 +256,15 @@ export class ApiClient {
         text = await readBody(res, where, this.opts.maxResponseBytes, deadline);
       } catch (err) {
         throw stopped(err) ?? err;
+      } finally {
+        if (wire) wire.receivedBytes += deadline.received; // as the rate limit counts them: a gzip answer's encoded bytes
       }
       if (this.gzipBodies === 'no' && takesGzipBodies(res.headers)) this.gzipBodies = 'yes';
       if (res.statusCode === 415 && headers['content-encoding']) {
         // The server advertised gzip bodies but refuses this one: plain from now on, and this one again.
         this.gzipBodies = 'refused';
         this.opts.logger.info({ route }, 'the API refused a gzip-encoded request body (415): sending request bodies plain from now on');
-        return this.once(route, schema, options);
+        return this.once(route, schema, options, wire);
       }
       if (options.conditional) return conditionalAnswer(this.validators, url, res, text, date, (status, body, d) => this.interpret(status, body, d, where, schema, options));
       return this.interpret(res.statusCode, text, date, where, schema, options);

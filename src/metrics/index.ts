@@ -9,6 +9,7 @@ import { AgentMetrics } from './registry.js';
 import { startMetricsServer, type HealthProbes, type MetricsServer } from './server.js';
 import { loadOverrides } from '../agent/state/overrides-store.js';
 import { countOverrides } from '../policy/overrides.js';
+import { previousSettings } from '../agent/cycle/cycle.js';
 
 export { AgentMetrics } from './registry.js';
 import type { CounterRead, SideCounters } from './registry.js';
@@ -69,7 +70,7 @@ export interface DaemonMetrics {
  * is not set. A malformed `metrics_listen` throws ConfigError (exit 2) before
  * anything starts; a non-loopback host the operator chose is allowed with a warning.
  */
-export function setupDaemonMetrics(config: AgentConfig, logger: Logger): DaemonMetrics | undefined {
+export function setupDaemonMetrics(config: AgentConfig, logger: Logger, minuteMs = 60_000): DaemonMetrics | undefined {
   if (!config.metrics_listen) return undefined;
   const listen = parseListen(config.metrics_listen);
   const metrics = new AgentMetrics();
@@ -81,7 +82,12 @@ export function setupDaemonMetrics(config: AgentConfig, logger: Logger): DaemonM
     metrics,
     instrument(parts) {
       parts.api.client.onRequest = metrics.observeRequest;
-      if (firstOpen) metrics.setLastSuccess(parts.state.small.lastSuccessAt);
+      if (firstOpen) {
+        // What the state file says until the first cycle: a restarted daemon is not a new one.
+        metrics.setLastSuccess(parts.state.small.lastSuccessAt);
+        metrics.setLastCycleCode(parts.state.small.lastCycle?.code);
+        metrics.observeSettings(previousSettings(parts).settings, minuteMs);
+      }
       firstOpen = false;
       const plugin = instrumentPlugin(parts.plugin, metrics);
       metrics.setOverridesReader(() => countOverrides(loadOverrides(parts.config.state_dir), Math.floor(Date.now() / 1000)));
@@ -99,6 +105,7 @@ export function setupDaemonMetrics(config: AgentConfig, logger: Logger): DaemonM
     onCycle: (outcome) => metrics.observeCycle(outcome),
     onRepair: (objects) => metrics.observeRepair(objects),
     async start(health) {
+      if (health) metrics.setReadiness(async () => (await health.ready()).ok);
       if (!listen.loopback) {
         logger.warn({ host: listen.host }, `metrics_listen ${config.metrics_listen} is not a loopback address: the endpoint is reachable from the network`);
       }

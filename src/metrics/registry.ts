@@ -1,6 +1,7 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { CycleOutcome } from '../agent/cycle/types.js';
 import type { RequestInfo } from '../api/client.js';
+import type { Settings } from '../config/server.js';
 import type { DropCounters } from '../firewall/index.js';
 import { DOMAIN_SKIPS } from '../policy/domains.js';
 import { SharedRead } from '../util/shared-read.js';
@@ -128,6 +129,14 @@ export class AgentMetrics {
         await self.counters();
       },
     });
+    new Gauge({
+      name: `${PREFIX}ready`,
+      help: '1 when the firewall enforces the last applied set (what /readyz answers 200 for), else 0',
+      registers: [this.registry],
+      async collect() {
+        this.set((await self.readReady?.().catch(() => false)) ? 1 : 0);
+      },
+    });
     for (const result of ['ok', 'error']) this.cycles.inc({ result }, 0);
     for (const reason of ['manual', 'url', 'score']) this.applied.set({ reason }, 0);
     for (const reason of ['manual', 'score']) this.domainsApplied.set({ reason }, 0);
@@ -208,6 +217,8 @@ export class AgentMetrics {
     const dnsPlan = outcome.plan?.dns;
     if (dnsPlan) for (const reason of DOMAIN_SKIPS) this.domainsSkipped.set({ reason }, dnsPlan.selection.skipped[reason]);
     if (r.ok) this.setLastSuccess(r.ts);
+    this.lastCycleCode.set(r.code);
+    this.observeSettings(outcome.settings);
     if (outcome.stateReport) {
       this.reportEntries.set(outcome.stateReport.entries);
       this.reportShortened.set(outcome.stateReport.shortened ? 1 : 0);
@@ -218,8 +229,35 @@ export class AgentMetrics {
   private readonly reportShortened = new Gauge({ name: `${PREFIX}report_shortened`, help: '1 when the last state report listed fewer entries than applied (report_max_kb, or a 413 from the server)', registers: [this.registry] });
   private readonly notModified = new Counter({ name: `${PREFIX}api_not_modified_total`, help: 'API answers 304 Not Modified (a conditional request found nothing changed), by route', labelNames: ['route'], registers: [this.registry] });
 
+  // What alerting rules compare with: the cap, the interval a sync is due in, and the last cycle's code.
+  private readonly maximumRules = new Gauge({ name: `${PREFIX}maximum_rules`, help: 'maximum_rules in force (the cap on entries applied)', registers: [this.registry] });
+  private readonly syncInterval = new Gauge({ name: `${PREFIX}sync_interval_seconds`, help: 'sync_time in force, in seconds: a successful cycle is due this often (jitter aside)', registers: [this.registry] });
+  private readonly lastCycleCode = new Gauge({ name: `${PREFIX}last_cycle_code`, help: 'Reported code of the last cycle (0 = success; the table in docs/commands.md, e.g. 21 token refused, 31 resolver failed)', registers: [this.registry] });
+  private readonly apiSent = new Counter({ name: `${PREFIX}api_sent_bytes_total`, help: 'Request body bytes sent to the API (gzip-encoded where they were), by route', labelNames: ['route'], registers: [this.registry] });
+  private readonly apiReceived = new Counter({ name: `${PREFIX}api_received_bytes_total`, help: 'Answer body bytes received from the API (as they came: gzip-encoded where they were), by route', labelNames: ['route'], registers: [this.registry] });
+  private readReady: (() => Promise<boolean>) | undefined;
+  /** The daemon's minute in milliseconds, the unit of sync_time (tests shorten it). */
+  private minuteMs = 60_000;
+
   setLastSuccess(epochSeconds: number | undefined): void {
     if (epochSeconds !== undefined) this.lastSuccess.set(epochSeconds);
+  }
+
+  /** The settings in force; `minuteMs` is the daemon's minute (shortened in tests). */
+  observeSettings(settings: Pick<Settings, 'maximum_rules' | 'sync_time'>, minuteMs = this.minuteMs): void {
+    this.minuteMs = minuteMs;
+    this.maximumRules.set(settings.maximum_rules);
+    this.syncInterval.set((settings.sync_time * minuteMs) / 1000);
+  }
+
+  /** The last cycle's reported code, as the state file kept it (a restarted daemon has not cycled yet). */
+  setLastCycleCode(code: number | undefined): void {
+    if (code !== undefined) this.lastCycleCode.set(code);
+  }
+
+  /** Where `wcf_agent_ready` comes from: the daemon's /readyz answer, asked at scrape time. */
+  setReadiness(read: () => Promise<boolean>): void {
+    this.readReady = read;
   }
 
   /** ApiClient observer: one call per attempt. */
@@ -227,6 +265,8 @@ export class AgentMetrics {
     this.apiDuration.observe({ route: info.route, method: info.method }, info.durationMs / 1000);
     if (info.errorCode) this.apiErrors.inc({ class: info.errorCode });
     if (info.status === 304) this.notModified.inc({ route: info.route });
+    this.apiSent.inc({ route: info.route }, info.sentBytes);
+    this.apiReceived.inc({ route: info.route }, info.receivedBytes);
   };
 
   observeApply(seconds: number): void {

@@ -12,12 +12,13 @@ export async function runCommand(opts: GlobalOptions & { dryRun?: boolean }): Pr
   const { config, logger } = loadContext(opts);
   // Validates metrics_listen before anything starts (ConfigError, exit 2). prom-client and the
   // metrics modules load only when metrics_listen is set: about 10 MB resident otherwise wasted.
-  const metrics = config.metrics_listen ? (await import('../../metrics/index.js')).setupDaemonMetrics(config, logger) : undefined;
-  const minuteMs = process.env.WCF_AGENT_MINUTE_MS ? Number(process.env.WCF_AGENT_MINUTE_MS) : 60_000;
+  const minuteText = process.env.WCF_AGENT_MINUTE_MS ? Number(process.env.WCF_AGENT_MINUTE_MS) : 60_000;
+  const minuteMs = Number.isFinite(minuteText) && minuteText > 0 ? minuteText : 60_000;
+  const metrics = config.metrics_listen ? (await import('../../metrics/index.js')).setupDaemonMetrics(config, logger, minuteMs) : undefined;
   const daemon = new Daemon({
     logger,
     initialConfig: config,
-    minuteMs: Number.isFinite(minuteMs) && minuteMs > 0 ? minuteMs : 60_000,
+    minuteMs,
     reload: () => loadAgentConfig(config.configPath),
     open: async (c: AgentConfig) => {
       const state = openState(c, logger);

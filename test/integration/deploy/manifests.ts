@@ -1,13 +1,14 @@
-import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { execa } from 'execa';
 import { parseAllDocuments } from 'yaml';
 import { ROOT } from '../../helpers/packaging.js';
+import { typeErrors } from '../../helpers/tsc-check.js';
 
 /**
  * The Kubernetes manifests in deploy/kubernetes/, and their check against the
  * Kubernetes API schema, offline, from the kubernetes-models package (models and
- * validators generated from Kubernetes' own OpenAPI document):
+ * validators generated from Kubernetes' own OpenAPI document; the PodMonitor's from the
+ * Prometheus Operator's CRD, @kubernetes-models/prometheus-operator):
  *  - its validators (ajv, compiled from the schema): types, required fields, formats;
  *  - strict field names, as `kubectl apply` (server-side field validation) and
  *    kubeconform -strict refuse unknown ones: each manifest is written as a TypeScript
@@ -47,6 +48,11 @@ const MODELS: Record<string, { module: string; name: string }> = {
   'v1 ConfigMap': { module: 'kubernetes-models/v1/ConfigMap', name: 'ConfigMap' },
   'v1 Pod': { module: 'kubernetes-models/v1/Pod', name: 'Pod' },
   'scheduling.k8s.io/v1 PriorityClass': { module: 'kubernetes-models/scheduling.k8s.io/v1/PriorityClass', name: 'PriorityClass' },
+  'v1 ServiceAccount': { module: 'kubernetes-models/v1/ServiceAccount', name: 'ServiceAccount' },
+  'rbac.authorization.k8s.io/v1 ClusterRole': { module: 'kubernetes-models/rbac.authorization.k8s.io/v1/ClusterRole', name: 'ClusterRole' },
+  'rbac.authorization.k8s.io/v1 ClusterRoleBinding': { module: 'kubernetes-models/rbac.authorization.k8s.io/v1/ClusterRoleBinding', name: 'ClusterRoleBinding' },
+  // The Prometheus Operator's custom resource, from its CRD (@kubernetes-models/prometheus-operator).
+  'monitoring.coreos.com/v1 PodMonitor': { module: '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/PodMonitor', name: 'PodMonitor' },
 };
 
 function modelOf(m: Manifest): { module: string; name: string } {
@@ -68,34 +74,12 @@ export async function schemaProblems(m: Manifest): Promise<string[]> {
   }
 }
 
-/**
- * Fields the API does not know, per manifest (tsc's messages), for all of `manifests`
- * in one tsc run. The files go under node_modules/.cache so the package resolves.
- */
+/** Fields the API does not know, per manifest (tsc's messages), for all of `manifests` in one tsc run. */
 export async function unknownFields(manifests: readonly Manifest[]): Promise<Map<number, string[]>> {
-  const dir = join(ROOT, 'node_modules', '.cache', `wcf-k8s-strict-${process.pid}`);
-  rmSync(dir, { recursive: true, force: true });
-  mkdirSync(dir, { recursive: true });
-  try {
-    const files = manifests.map((m, i) => {
-      const { module, name } = modelOf(m);
-      const file = join(dir, `m${i}.ts`);
-      writeFileSync(file, `import type { I${name} } from '${module}';\nexport const m: I${name} = ${JSON.stringify(m.doc, null, 2)};\n`);
-      return file;
-    });
-    const tsc = join(ROOT, 'node_modules', '.bin', 'tsc');
-    const r = await execa(tsc, ['--ignoreConfig', '--noEmit', '--strict', '--skipLibCheck', '--module', 'nodenext', '--moduleResolution', 'nodenext', '--target', 'es2022', '--pretty', 'false', ...files], {
-      reject: false,
-      cwd: dir,
-    });
-    const out = new Map<number, string[]>(manifests.map((_, i) => [i, []]));
-    for (const line of String(r.stdout).split('\n')) {
-      const hit = /m(\d+)\.ts\(\d+,\d+\): error TS\d+: (.*)$/.exec(line);
-      if (hit) out.get(Number(hit[1]))!.push(hit[2]!);
-    }
-    if (r.exitCode !== 0 && [...out.values()].every((l) => l.length === 0)) throw new Error(`tsc failed without a message per manifest:\n${r.stdout}\n${r.stderr}`);
-    return out;
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
+  const sources = manifests.map((m) => {
+    const { module, name } = modelOf(m);
+    return `import type { I${name} } from '${module}';\nexport const m: I${name} = ${JSON.stringify(m.doc, null, 2)};\n`;
+  });
+  const errors = await typeErrors(sources, 'k8s-strict');
+  return new Map(errors.map((e, i) => [i, e]));
 }

@@ -11,7 +11,7 @@
  * (65534): the test creates no account on this machine.
  */
 import { execa, type ResultPromise } from 'execa';
-import { chmodSync, chownSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -157,4 +157,72 @@ describe('non-root, ipset backend', () => {
     expect(await ipsetSize(ns)).toBe(out.applied);
     expect(await ns.exec('iptables', ['-S', 'WCF-AGENT'])).toMatch(/-m set --match-set wcf-blocklist src -j DROP/);
   });
+});
+
+/**
+ * Which backend needs CAP_NET_RAW, as the DaemonSet (NET_ADMIN only, with nftables) and
+ * docs/deployment.md say: root in a namespace with the bounding set cut down (what a
+ * container's `capabilities.add` leaves), `sync --once` with each backend, with and without
+ * NET_RAW. iptables-legacy comes first on PATH for its case, as in the image's
+ * /usr/lib/wcf-agent/iptables-legacy.
+ */
+describe('CAP_NET_RAW: which backend needs it', () => {
+  let ns: Netns;
+  let api: Api;
+  let legacyBin: string;
+  beforeAll(async () => {
+    ns = await Netns.create();
+    api = await simulatorIn(ns);
+    legacyBin = mkdtempSync(join(tmpdir(), 'wcf-legacy-bin-'));
+    dirs.push(legacyBin);
+    for (const [tool, legacy] of [['iptables', 'iptables-legacy'], ['iptables-save', 'iptables-legacy-save'], ['iptables-restore', 'iptables-legacy-restore']]) symlinkSync(`/usr/sbin/${legacy}`, join(legacyBin, tool!));
+  });
+
+  async function asRoot(caps: string[], plugin: string, legacy = false) {
+    const { path, dir } = layout(api, plugin, 0o600, 0);
+    dirs.push(dir);
+    chownSync(join(dir, 'state'), 0, 0);
+    const r = await execa(
+      'ip',
+      ['netns', 'exec', ns.name, 'setpriv', `--bounding-set=-all,${caps.map((c) => `+${c}`).join(',')}`, process.execPath, CLI, 'sync', '--once', '--json', '--config', path],
+      { reject: false, env: { WCF_LOG_LEVEL: 'warn', ...(legacy ? { PATH: `${legacyBin}:${process.env.PATH}` } : {}) }, extendEnv: true, timeout: 120_000 },
+    );
+    return { exitCode: r.exitCode ?? -1, stdout: String(r.stdout), stderr: String(r.stderr) };
+  }
+
+  it.each(['nftables', 'iptables'])('%s (iptables-nft for iptables): NET_ADMIN alone applies the set', async (plugin) => {
+    const r = await asRoot(['net_admin'], plugin);
+    expect(r.exitCode, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout)).toMatchObject({ plugin, applied: expect.any(Number) });
+    expect((JSON.parse(r.stdout) as { applied: number }).applied).toBeGreaterThan(0);
+    await runFlush(plugin);
+  });
+
+  it('ipset: refused without NET_RAW (the set match), applied with it', async () => {
+    const without = await asRoot(['net_admin'], 'ipset');
+    expect(without.exitCode).toBe(4);
+    expect(without.stderr).toMatch(/Can't open socket to ipset/);
+    const r = await asRoot(['net_admin', 'net_raw'], 'ipset');
+    expect(r.exitCode, r.stderr).toBe(0);
+    await runFlush('ipset');
+  });
+
+  it('iptables-legacy: refused without NET_RAW (its raw socket to the kernel), applied with it', async () => {
+    const without = await asRoot(['net_admin'], 'iptables', true);
+    expect(without.exitCode).toBe(4);
+    expect(without.stderr).toMatch(/legacy.*Permission denied|Permission denied.*legacy/s);
+    const r = await asRoot(['net_admin', 'net_raw'], 'iptables', true);
+    expect(r.exitCode, r.stderr).toBe(0);
+    expect(await ns.exec('iptables-legacy', ['-S', 'WCF-AGENT'])).toMatch(/-j DROP/);
+    expect(await ns.exec('iptables-nft', ['-S'])).not.toMatch(/WCF-AGENT/);
+  });
+
+  /** The namespace clean for the next backend (flush with every capability, as root). */
+  async function runFlush(plugin: string) {
+    const { path, dir } = layout(api, plugin, 0o600, 0);
+    dirs.push(dir);
+    await execa('ip', ['netns', 'exec', ns.name, 'iptables-nft', '-F'], { reject: false });
+    await execa('ip', ['netns', 'exec', ns.name, process.execPath, CLI, 'flush', '--config', path], { reject: false });
+    await execa('ip', ['netns', 'exec', ns.name, 'nft', 'flush', 'ruleset'], { reject: false });
+  }
 });

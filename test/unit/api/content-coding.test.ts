@@ -5,7 +5,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { gzipSync, createGzip } from 'node:zlib';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import type { ApiClient, ClientOptions } from '../../../src/api/client.js';
+import type { ApiClient, ClientOptions, RequestInfo } from '../../../src/api/client.js';
 import { ThreatIntelApi } from '../../../src/api/threat-intel.js';
 import { testApi } from '../../helpers/api-client.js';
 import { startSimulator, type Simulator } from '../../simulator/index.js';
@@ -119,6 +119,30 @@ describe('gzip answers', () => {
     const err = (await api(url, { retries: 0 }).agents().catch((e: unknown) => e)) as Error;
     expect(err).toMatchObject({ code: 'WCF_ERR_API_RESPONSE' });
     expect(err.message).toContain('Content-Encoding "br\\x9b2J" is not one the agent asked for (gzip)');
+  });
+});
+
+describe('body bytes on the wire, as the metrics count them', () => {
+  it('each attempt tells the body bytes that went each way: the encoded ones, within what the socket carried', async () => {
+    const seen: RequestInfo[] = [];
+    const a = api();
+    a.client.onRequest = (info) => seen.push(info);
+    await a.feedPage(0, 0, 1000);
+    sim.setCompression(true);
+    await a.feedPage(0, 0, 1000);
+    await a.report(fields, blacklist); // the answer above advertised gzip bodies: this one goes gzip-encoded
+    const [plain, zipped, report] = seen;
+    const calls = sim.calls.slice(-3);
+    // The socket's bytes are the body's plus a few hundred of headers.
+    for (const [info, wire] of [[plain!, calls[0]!.bytesOut], [zipped!, calls[1]!.bytesOut], [report!, calls[2]!.bytesIn]] as const) {
+      const body = info.method === 'POST' ? info.sentBytes : info.receivedBytes;
+      expect(body).toBeGreaterThan(0);
+      expect(wire - body).toBeGreaterThan(0);
+      expect(wire - body).toBeLessThan(1024);
+    }
+    expect(zipped!.receivedBytes * 3).toBeLessThan(plain!.receivedBytes);
+    expect(report!.sentBytes * 3).toBeLessThan(JSON.stringify({ ...fields, blacklist }).length);
+    expect(plain!.sentBytes).toBe(0);
   });
 });
 

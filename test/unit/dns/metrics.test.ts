@@ -21,6 +21,7 @@ describe('name metrics', () => {
     const skipped = { allowlist: 1, public_suffix: 2, shared_platform: 3, whitelist: 4, threshold: 5, cap: 6 };
     const outcome = {
       record: { ts: 1, ok: true, code: 0, durationMs: 1, plugin: 'dry-run', applied: 3, byReason: { manual: 1, url: 2, score: 0 }, skipped: { allowlist: 0, too_wide: 0, whitelist: 0, threshold: 0, cap: 0 }, fullPull: true, running: true },
+      settings: { maximum_rules: 10, score_threshold: 1, sync_time: 15, running: true, version: null },
       reported: true,
       plan: { dns: { selection: { skipped } } },
       dns: { plugin: 'unbound', applied: 7, byReason: { manual: 3, score: 4 } },

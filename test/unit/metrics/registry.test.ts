@@ -69,6 +69,44 @@ describe('AgentMetrics', () => {
     expect(s.get('wcf_agent_last_success_timestamp_seconds')).toBe(1_800_000_000);
   });
 
+  it('exposes what alerting rules compare with: maximum_rules, the sync interval in seconds, the last cycle code', async () => {
+    const m = new AgentMetrics({ defaultMetrics: false });
+    m.observeCycle(outcome({ ok: false, code: 31 }));
+    let s = await scrape(m);
+    expect(s.get('wcf_agent_maximum_rules')).toBe(10_000);
+    expect(s.get('wcf_agent_sync_interval_seconds')).toBe(300); // sync_time 5 minutes
+    expect(s.get('wcf_agent_last_cycle_code')).toBe(31);
+    // The daemon's minute, shortened in tests, is the interval's unit; later cycles keep it.
+    m.observeSettings({ maximum_rules: 50, sync_time: 3 }, 1000);
+    m.observeCycle(outcome());
+    s = await scrape(m);
+    expect(s.get('wcf_agent_sync_interval_seconds')).toBe(5);
+    expect(s.get('wcf_agent_maximum_rules')).toBe(10_000);
+    expect(s.get('wcf_agent_last_cycle_code')).toBe(0);
+    m.setLastCycleCode(undefined);
+    expect((await scrape(m)).get('wcf_agent_last_cycle_code')).toBe(0);
+  });
+
+  it('ready is the readiness probe asked at scrape time: 1 when it answers ok, 0 otherwise or when it fails', async () => {
+    const m = new AgentMetrics({ defaultMetrics: false });
+    expect((await scrape(m)).get('wcf_agent_ready')).toBe(0);
+    let answer: boolean | Error = true;
+    let asked = 0;
+    m.setReadiness(async () => {
+      asked++;
+      if (answer instanceof Error) throw answer;
+      return answer;
+    });
+    expect((await scrape(m)).get('wcf_agent_ready')).toBe(1);
+    answer = false;
+    expect((await scrape(m)).get('wcf_agent_ready')).toBe(0);
+    answer = true;
+    expect((await scrape(m)).get('wcf_agent_ready')).toBe(1);
+    answer = new Error('nft: hung');
+    expect((await scrape(m)).get('wcf_agent_ready')).toBe(0);
+    expect(asked).toBe(4);
+  });
+
   it('counts the watcher’s repairs per object, and the instrumented plugin keeps the cheap check', async () => {
     const m = new AgentMetrics({ defaultMetrics: false });
     m.observeRepair(['nft table inet wcf_agent']);
@@ -85,11 +123,16 @@ describe('AgentMetrics', () => {
 
   it('records API attempts by route and method, errors by class', async () => {
     const m = new AgentMetrics({ defaultMetrics: false });
-    m.observeRequest({ route: '/ips', method: 'GET', status: 200, durationMs: 20 });
-    m.observeRequest({ route: '/ips', method: 'GET', errorCode: 'WCF_ERR_API_UNREACHABLE', durationMs: 5 });
-    m.observeRequest({ route: '/feedback', method: 'POST', status: 403, errorCode: 'WCF_ERR_API_AUTH', durationMs: 3 });
+    m.observeRequest({ route: '/ips', method: 'GET', status: 200, durationMs: 20, sentBytes: 0, receivedBytes: 5000 });
+    m.observeRequest({ route: '/ips', method: 'GET', errorCode: 'WCF_ERR_API_UNREACHABLE', durationMs: 5, sentBytes: 0, receivedBytes: 0 });
+    m.observeRequest({ route: '/feedback', method: 'POST', status: 403, errorCode: 'WCF_ERR_API_AUTH', durationMs: 3, sentBytes: 700, receivedBytes: 20 });
+    m.observeRequest({ route: '/ips', method: 'GET', status: 304, durationMs: 20, sentBytes: 0, receivedBytes: 0 });
     const s = await scrape(m);
-    expect(s.get('wcf_agent_api_request_duration_seconds_count{route="/ips",method="GET"}')).toBe(2);
+    expect(s.get('wcf_agent_api_received_bytes_total{route="/ips"}')).toBe(5000);
+    expect(s.get('wcf_agent_api_received_bytes_total{route="/feedback"}')).toBe(20);
+    expect(s.get('wcf_agent_api_sent_bytes_total{route="/feedback"}')).toBe(700);
+    expect(s.get('wcf_agent_api_not_modified_total{route="/ips"}')).toBe(1);
+    expect(s.get('wcf_agent_api_request_duration_seconds_count{route="/ips",method="GET"}')).toBe(3);
     expect(s.get('wcf_agent_api_request_duration_seconds_count{route="/feedback",method="POST"}')).toBe(1);
     expect(s.get('wcf_agent_api_errors_total{class="WCF_ERR_API_UNREACHABLE"}')).toBe(1);
     expect(s.get('wcf_agent_api_errors_total{class="WCF_ERR_API_AUTH"}')).toBe(1);
@@ -179,5 +222,29 @@ describe('metrics HTTP server', () => {
     server = await startMetricsServer(parseListen('127.0.0.1:0'), m.registry, silent);
     const port = Number(new URL(server.url).port);
     await expect(startMetricsServer(parseListen(`127.0.0.1:${port}`), m.registry, silent)).rejects.toThrow(/EADDRINUSE/);
+  });
+});
+
+describe('the daemon metrics at start-up, before the first cycle', () => {
+  it('take the last success, the last cycle code and the settings in force from the state, sync_time in the daemon\'s minute', async () => {
+    const { setupDaemonMetrics } = await import('../../../src/metrics/index.js');
+    const config = { metrics_listen: '127.0.0.1:0', state_dir: '/nonexistent', maximum_rules: 10_000, score_threshold: 1, sync_time: 15 } as unknown as Parameters<typeof setupDaemonMetrics>[0];
+    const plugin = { name: 'dry-run' } as unknown as FirewallPlugin;
+    const parts = (small: object) => ({ config, plugin, api: { client: {} }, state: { small } }) as unknown as Parameters<NonNullable<ReturnType<typeof setupDaemonMetrics>>['instrument']>[0];
+    // A restarted daemon: what the state file kept (the server's settings, a failed last cycle).
+    const restarted = setupDaemonMetrics(config, silent, 2000)!;
+    restarted.instrument(parts({ lastSuccessAt: 1_800_000_000, lastCycle: { code: 31 }, settings: { maximum_rules: 500, score_threshold: 2, sync_time: 3, running: true, version: null } }));
+    let s = await scrape(restarted.metrics);
+    expect(s.get('wcf_agent_last_success_timestamp_seconds')).toBe(1_800_000_000);
+    expect(s.get('wcf_agent_last_cycle_code')).toBe(31);
+    expect(s.get('wcf_agent_maximum_rules')).toBe(500);
+    expect(s.get('wcf_agent_sync_interval_seconds')).toBe(6); // 3 "minutes" of 2 s
+    // A first start: config.json's settings.
+    const fresh = setupDaemonMetrics(config, silent)!;
+    fresh.instrument(parts({}));
+    s = await scrape(fresh.metrics);
+    expect(s.get('wcf_agent_maximum_rules')).toBe(10_000);
+    expect(s.get('wcf_agent_sync_interval_seconds')).toBe(900);
+    expect(s.get('wcf_agent_last_cycle_code')).toBe(0);
   });
 });

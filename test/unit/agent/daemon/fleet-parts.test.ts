@@ -117,7 +117,7 @@ describe('metrics', () => {
   it('say how many entries the last state report listed and whether it was shortened', async () => {
     const m = new AgentMetrics();
     const record = { ts: NOW, ok: true, code: 0, durationMs: 1, plugin: 'dry-run', applied: 100_000, byReason: { manual: 1, score: 99_999, local: 0 }, skipped: { allowlist: 0, too_wide: 0, whitelist: 0, threshold: 0, cap: 0 }, fullPull: true, running: true };
-    m.observeCycle({ record, settings: {} as never, reported: true, stateReport: { at: NOW, entries: 14_000, total: 100_000, bytes: 250_000, shortened: true, ok: true } } as CycleOutcome);
+    m.observeCycle({ record, settings: { maximum_rules: 100_000, score_threshold: 1, sync_time: 15, running: true, version: null }, reported: true, stateReport: { at: NOW, entries: 14_000, total: 100_000, bytes: 250_000, shortened: true, ok: true } } as CycleOutcome);
     const text = await m.registry.metrics();
     expect(text).toMatch(/^wcf_agent_report_entries 14000$/m);
     expect(text).toMatch(/^wcf_agent_report_shortened 1$/m);
