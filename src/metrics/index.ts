@@ -106,6 +106,7 @@ export function setupDaemonMetrics(config: AgentConfig, logger: Logger, minuteMs
     onRepair: (objects) => metrics.observeRepair(objects),
     async start(health) {
       if (health) metrics.setReadiness(async () => (await health.ready()).ok);
+      if (health?.truth) metrics.setTruth(() => health.truth!());
       if (!listen.loopback) {
         logger.warn({ host: listen.host }, `metrics_listen ${config.metrics_listen} is not a loopback address: the endpoint is reachable from the network`);
       }

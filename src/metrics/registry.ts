@@ -49,7 +49,7 @@ export class AgentMetrics {
     buckets: [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300],
     registers: [this.registry],
   });
-  private readonly applied = new Gauge({ name: `${PREFIX}entries_applied`, help: 'Entries in the firewall after the last cycle, by reason', labelNames: ['reason'], registers: [this.registry] });
+  private readonly applied = new Gauge({ name: `${PREFIX}entries_applied`, help: 'Entries the last cycle applied, by reason (what the kernel still holds: wcf_agent_kernel_entries_missing, wcf_agent_ready)', labelNames: ['reason'], registers: [this.registry] });
   private readonly skipped = new Gauge({ name: `${PREFIX}entries_skipped`, help: 'Indicators left out by the last selection, by reason', labelNames: ['reason'], registers: [this.registry] });
   private readonly lastSuccess = new Gauge({ name: `${PREFIX}last_success_timestamp_seconds`, help: 'Epoch seconds of the last successful cycle (0 = none yet)', registers: [this.registry] });
   private readonly apiDuration = new Histogram({
@@ -135,6 +135,23 @@ export class AgentMetrics {
       registers: [this.registry],
       async collect() {
         this.set((await self.readReady?.().catch(() => false)) ? 1 : 0);
+      },
+    });
+    new Gauge({
+      name: `${PREFIX}kernel_entries_missing`,
+      help: "Applied entries the watcher's last look found missing from the kernel (another tool flushed or deleted them); 0 once repaired",
+      registers: [this.registry],
+      collect() {
+        this.set(self.readTruth?.().missing ?? 0);
+      },
+    });
+    new Gauge({
+      name: `${PREFIX}kernel_checked_timestamp_seconds`,
+      help: 'Epoch seconds of the last look (or apply) that found the kernel holding what the agent applied (0 = none yet)',
+      registers: [this.registry],
+      collect() {
+        const at = self.readTruth?.().confirmedAt;
+        this.set(at === undefined ? 0 : Math.floor(at / 1000));
       },
     });
     for (const result of ['ok', 'error']) this.cycles.inc({ result }, 0);
@@ -259,6 +276,12 @@ export class AgentMetrics {
   setReadiness(read: () => Promise<boolean>): void {
     this.readReady = read;
   }
+
+  /** Where the kernel_* gauges come from: what the daemon's watcher last found (no kernel read at scrape time). */
+  setTruth(read: () => { missing: number; confirmedAt?: number }): void {
+    this.readTruth = read;
+  }
+  private readTruth: (() => { missing: number; confirmedAt?: number }) | undefined;
 
   /** ApiClient observer: one call per attempt. */
   readonly observeRequest = (info: RequestInfo): void => {

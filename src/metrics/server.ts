@@ -8,6 +8,8 @@ import type { ListenAddress } from './listen.js';
 export interface HealthProbes {
   live(): { ok: boolean; reason: string };
   ready(): Promise<{ ok: boolean; reason: string }>;
+  /** What the daemon last found in the kernel (no read of its own). */
+  truth?(): { missing: number; confirmedAt?: number };
 }
 
 export interface MetricsServer {

@@ -89,6 +89,11 @@ export class DaemonHealth {
     this.dueAt = undefined;
   }
 
+  /** What the watcher last found in the kernel (for the metrics). */
+  truth(): TruthView {
+    return this.opts.view().truth;
+  }
+
   live(): ProbeAnswer {
     const now = this.now();
     const minute = this.opts.minuteMs;
