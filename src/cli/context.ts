@@ -6,6 +6,7 @@ import { ApiClient } from '../api/client.js';
 import { ThreatIntelApi } from '../api/threat-intel.js';
 import { StateStore } from '../agent/state/store.js';
 import { flushPreviousBackends } from '../agent/state/previous-backends.js';
+import { instanceId } from '../agent/state/instance-id.js';
 import { openPlugin as openFirewallPlugin, type FirewallPlugin, type PluginName, type PluginOptions } from '../firewall/index.js';
 import { AGENT_VERSION } from '../version.js';
 import { loadAgentConfig } from './load-config.js';
@@ -52,6 +53,12 @@ export function openPlugin(config: AgentConfig, logger: Logger, dryRun: boolean,
   return openFirewallPlugin({ plugin: config.plugin, dryRun, only, netns: config.netns, capacity }, pluginOptions(config, logger));
 }
 
+/** This agent's instance id for the markers it writes (none when the state dir can be neither read nor written: a read-only user). */
+function instanceOf(stateDir: string): { instance?: string } {
+  const id = instanceId(stateDir);
+  return id ? { instance: id } : {};
+}
+
 /** What every plugin is built with, from config.json (the runner is added by whoever builds it). */
 export function pluginOptions(config: AgentConfig, logger: Logger): Omit<PluginOptions, 'runner'> {
   return {
@@ -63,6 +70,7 @@ export function pluginOptions(config: AgentConfig, logger: Logger): Omit<PluginO
     logger,
     dryRunOutput: config.dry_run_output ?? join(config.state_dir, `dry-run.${config.dry_run_format}`),
     dryRunFormat: config.dry_run_format,
+    ...instanceOf(config.state_dir),
   };
 }
 

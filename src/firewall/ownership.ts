@@ -23,6 +23,35 @@
 
 export const OWNER_MARK = 'wcf-agent';
 
+/**
+ * The marker an agent instance writes: `wcf-agent <id>` (see agent/state/instance-id.ts), so that
+ * two agents on one host tell each other's objects apart; the bare mark without one.
+ */
+export function ownerMark(instance: string | undefined): string {
+  return instance ? `${OWNER_MARK} ${instance}` : OWNER_MARK;
+}
+
+/**
+ * Whose marker `comment` is, for the agent instance `instance`: its own (or the bare mark of an
+ * agent from before instance ids, adopted), another instance's, or not a marker at all. Without an
+ * id of its own (a reader that cannot write the state directory) every wcf-agent marker counts as own.
+ */
+export function markOwner(comment: unknown, instance: string | undefined): { kind: 'own' } | { kind: 'other'; instance: string } | { kind: 'none' } {
+  if (typeof comment !== 'string') return { kind: 'none' };
+  if (comment === OWNER_MARK) return { kind: 'own' };
+  const m = /^wcf-agent ([0-9a-f]{16})$/.exec(comment);
+  if (!m) return { kind: 'none' };
+  return instance === undefined || m[1] === instance ? { kind: 'own' } : { kind: 'other', instance: m[1]! };
+}
+
+/** Why an object marked by another agent instance is refused, and what to do about it. */
+export function otherAgentWhy(other: string, remove: string): string {
+  return (
+    `it belongs to another wcf-agent (instance ${other}, with a state directory of its own): two agents on one host need ` +
+    `different names (table_name, set_name, chain_name); if that agent is gone, remove its objects (${remove}) and sync again`
+  );
+}
+
 /** The ipset marker element's address: a broadcast source never reaches a hook. */
 export const IPSET_MARK_ADDRESS = '255.255.255.255';
 

@@ -41,6 +41,8 @@ export interface PluginOptions {
   readonly dryRunOutput?: string;
   /** dry-run only: which syntax to render (`ipset` restore or `nft` script). */
   readonly dryRunFormat?: 'ipset' | 'nft';
+  /** This agent's instance id (agent/state/instance-id.ts), written into the marker of what it creates. */
+  readonly instance?: string;
   /** The clock (epoch ms) the backend times its own record by; tests move it. */
   readonly now?: () => number;
 }

@@ -1,5 +1,5 @@
 import { errorMessage, FirewallError } from '../../errors.js';
-import type { Ownership } from '../ownership.js';
+import { markOwner, otherAgentWhy, type Ownership } from '../ownership.js';
 import type { OwnedObject } from '../plugin.js';
 import type { CommandRunner } from '../../exec/runner.js';
 import type { IpsetSaveParsed } from './text.js';
@@ -10,8 +10,10 @@ import type { IpsetSaveParsed } from './text.js';
  * Whose set this is (see ownership.ts): marked, or exactly what an earlier
  * version made (hash:net, family inet, per-entry timeouts, plain entries only).
  */
-export function setOwnership(current: IpsetSaveParsed | undefined): Ownership {
+export function setOwnership(current: IpsetSaveParsed | undefined, instance?: string, setName = 'wcf-blocklist'): Ownership {
   if (current === undefined) return { kind: 'absent' };
+  const owner = markOwner(current.mark, instance);
+  if (owner.kind === 'other') return { kind: 'foreign', why: otherAgentWhy(owner.instance, `ipset destroy ${setName}, after removing its iptables chain`) };
   if (current.marked) return { kind: 'own' };
   const family = current.createOptions.get('family') ?? 'inet';
   if (current.type === 'hash:net' && family === 'inet' && current.createOptions.get('timeout') === '0' && current.odd === 0) return { kind: 'legacy' };

@@ -116,7 +116,7 @@ export class IpsetPlugin extends KernelPlugin implements FirewallPlugin {
     const wanted = normalizeEntries(entries);
     const { current, filter, at: readAt } = await read;
     // Both owners are checked before anything is written: what is not the agent's stays byte-identical.
-    const setOwner = setOwnership(current);
+    const setOwner = setOwnership(current, this.options.instance, this.setName);
     if (setOwner.kind === 'foreign') throw new NotOwnedError(`ipset set ${this.setName}`, setOwner.why);
     const chainOwner = chainOwnership(filter, this.chain, this.legacyChain, options.appliedBefore === true);
     if (chainOwner.kind === 'foreign') throw new NotOwnedError(`iptables chain ${this.chain}`, chainOwner.why);
@@ -178,7 +178,7 @@ export class IpsetPlugin extends KernelPlugin implements FirewallPlugin {
     // The temp set is normally absent, so nobody asks first (a process saved on every rebuild);
     // one left by a run killed mid-apply makes line 1 fail: it is removed and the script run again.
     for (let attempt = 0; ; attempt++) {
-      const input = ipsetFullScript({ setName: this.setName, tempName: this.tempName, sizing, setExists, after }, entries);
+      const input = ipsetFullScript({ setName: this.setName, tempName: this.tempName, sizing, setExists, after, ...(this.options.instance ? { instance: this.options.instance } : {}) }, entries);
       try {
         await this.runner.run('ipset', ['restore'], { input });
         releaseArray(input); // its bytes are in the kernel now
@@ -259,7 +259,7 @@ export class IpsetPlugin extends KernelPlugin implements FirewallPlugin {
   async listTimeouts(): Promise<ReadonlyMap<string, number | undefined>> {
     try {
       const parsed = await this.save();
-      return setOwnership(parsed).kind === 'foreign' ? new Map<string, number | undefined>() : columnsToMap(parsed.entries);
+      return setOwnership(parsed, this.options.instance, this.setName).kind === 'foreign' ? new Map<string, number | undefined>() : columnsToMap(parsed.entries);
     } catch (err) {
       if (stderrMatches(err, NO_SUCH_SET)) return new Map<string, number | undefined>();
       throw err;
@@ -270,7 +270,7 @@ export class IpsetPlugin extends KernelPlugin implements FirewallPlugin {
     this.prefetched = undefined;
     const foreign = await removeOwnedChain(this.runner, this.chain, this.log, this.legacyChain);
     const removed: string[] = foreign === undefined ? [] : [`iptables chain ${this.chain}`];
-    removed.push(...(await removeOwnedSets(this.runner, this.setName, this.tempName, this.log)));
+    removed.push(...(await removeOwnedSets(this.runner, this.setName, this.tempName, this.log, this.options.instance)));
     if (removed.length > 0) this.log.info({ removed }, 'removed the agent’s objects');
     if (foreign !== undefined) failIfReferenced(this.chain, foreign);
   }

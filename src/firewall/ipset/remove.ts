@@ -45,7 +45,7 @@ export async function destroySetQuietly(runner: CommandRunner, set: string): Pro
  * that names them is gone); a set under those names that is not the agent's
  * is left as it is, with a warning. Returns what was removed.
  */
-export async function removeOwnedSets(runner: CommandRunner, setName: string, tempName: string, log: Logger): Promise<string[]> {
+export async function removeOwnedSets(runner: CommandRunner, setName: string, tempName: string, log: Logger, instance?: string): Promise<string[]> {
   const names = await ipsetNames(runner);
   const removed: string[] = [];
   // The hits sets carry no marker of their own (a marker element would count as a hit): they are
@@ -54,7 +54,7 @@ export async function removeOwnedSets(runner: CommandRunner, setName: string, te
   let mainIsOurs = true;
   for (const set of [setName, tempName]) {
     if (!names.has(set)) continue;
-    const owner = setOwnership(parseIpsetSave((await runner.run('ipset', ['save', set])).stdout, set));
+    const owner = setOwnership(parseIpsetSave((await runner.run('ipset', ['save', set])).stdout, set), instance, setName);
     if (owner.kind === 'foreign') {
       log.warn({ set }, `ipset set ${set} is not the agent's (${owner.why}); left as it is`);
       if (set === setName) mainIsOurs = false;

@@ -1,6 +1,6 @@
 import { cidrAt, toCidr } from '../../net/ipv4.js';
 import { EntryColumns } from '../entry-columns.js';
-import { IPSET_MARK_ADDRESS, OWNER_MARK } from '../ownership.js';
+import { IPSET_MARK_ADDRESS, ownerMark } from '../ownership.js';
 import { ENTRY_LINE_MAX, TextBuilder } from '../../util/text-builder.js';
 
 /** ipset restore text (pure): the set's creation and sizing, full and delta scripts, and `ipset save` read back. */
@@ -31,8 +31,8 @@ export function renderIpsetCreate(setName: string, sizing: IpsetSizing): string 
 }
 
 /** The ownership marker element (see ownership.ts): matches nothing (`nomatch`), names the owner. */
-export function renderIpsetMarker(setName: string): string {
-  return `add ${setName} ${IPSET_MARK_ADDRESS} nomatch comment "${OWNER_MARK}"`;
+export function renderIpsetMarker(setName: string, instance?: string): string {
+  return `add ${setName} ${IPSET_MARK_ADDRESS} nomatch comment "${ownerMark(instance)}"`;
 }
 
 /** `add SET cidr [timeout N]` lines, each ended by a newline, written into `t` (no string per line). */
@@ -50,6 +50,8 @@ export function writeIpsetAdds(t: TextBuilder, setName: string, entries: EntryCo
 export interface IpsetFullOptions {
   readonly setName: string;
   readonly tempName: string;
+  /** The agent instance whose marker the set carries (see ownership.ts). */
+  readonly instance?: string;
   readonly sizing: IpsetSizing;
   /** The live set exists: swap the temp set in; otherwise rename it. */
   readonly setExists: boolean;
@@ -70,7 +72,7 @@ export function renderIpsetFull(o: IpsetFullOptions, entries: EntryColumns): str
 /** What renderIpsetFull renders, as bytes for the command's stdin (a million lines: no string of them). */
 export function ipsetFullScript(o: IpsetFullOptions, entries: EntryColumns): Buffer {
   const t = new TextBuilder(entries.length * (o.tempName.length + ENTRY_LINE_MAX) + 4096);
-  t.str(`${renderIpsetCreate(o.tempName, o.sizing)}\n${renderIpsetMarker(o.tempName)}\n`);
+  t.str(`${renderIpsetCreate(o.tempName, o.sizing)}\n${renderIpsetMarker(o.tempName, o.instance)}\n`);
   writeIpsetAdds(t, o.tempName, entries);
   if (o.setExists) t.str(`swap ${o.tempName} ${o.setName}\ndestroy ${o.tempName}\n`);
   else t.str(`rename ${o.tempName} ${o.setName}\n`);
@@ -112,6 +114,8 @@ export interface IpsetSaveParsed {
   readonly odd: number;
   /** The set holds the agent's ownership marker element (not counted in `entries` or `odd`). */
   readonly marked: boolean;
+  /** The marker element's comment (`wcf-agent`, `wcf-agent <instance>`), when there is one. */
+  readonly mark?: string;
 }
 
 /** Characters String.prototype.trimEnd removes (WhiteSpace and LineTerminator). */
@@ -150,9 +154,10 @@ export function parseIpsetSave(text: string, setName: string): IpsetSaveParsed {
   let type: string | undefined;
   let odd = 0;
   let marked = false;
+  let mark: string | undefined;
   const addHead = `add ${setName} `;
   const markHead = `${addHead}${IPSET_MARK_ADDRESS} `;
-  const markTail = ` nomatch comment "${OWNER_MARK}"`;
+  const markTail = /^ nomatch comment "(wcf-agent(?: [0-9a-f]{16})?)"$/;
   const createHead = `create ${setName} `;
   const n = text.length;
   for (let pos = 0; pos <= n; ) {
@@ -162,8 +167,10 @@ export function parseIpsetSave(text: string, setName: string): IpsetSaveParsed {
     while (e > pos && isTrimmed(text.charCodeAt(e - 1))) e--;
     const from = pos;
     pos = end + 1;
-    if (text.startsWith(markHead, from) && text.slice(from, e).endsWith(markTail)) {
+    const tail = text.startsWith(markHead, from) ? markTail.exec(text.slice(from, e).replace(/^.*?( nomatch comment ")/, '$1')) : null;
+    if (tail) {
       marked = true; // `ipset save` prints it as `add S 255.255.255.255 timeout 0 nomatch comment "wcf-agent"`
+      mark = tail[1];
     } else if (e - from >= addHead.length && text.startsWith(addHead, from)) {
       const cidrFrom = from + addHead.length;
       let space = text.indexOf(' ', cidrFrom);
@@ -198,7 +205,7 @@ export function parseIpsetSave(text: string, setName: string): IpsetSaveParsed {
       }
     }
   }
-  return { exists, type, createOptions, entries, odd, marked };
+  return { exists, type, createOptions, entries, odd, marked, ...(mark ? { mark } : {}) };
 }
 
 /** Most addresses a hits set records; one hit once it is full is still blocked, only not counted. */

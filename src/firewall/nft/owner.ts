@@ -1,6 +1,6 @@
 import { hitsSetName, sides } from '../direction.js';
 import { isV01NftTable } from '../legacy-shapes.js';
-import { OWNER_MARK, type Ownership } from '../ownership.js';
+import { markOwner, otherAgentWhy, type Ownership } from '../ownership.js';
 import type { CommandRunner } from '../../exec/runner.js';
 import { parseNftJson } from './json.js';
 import { probeNft, type NftProbe } from './probe.js';
@@ -26,16 +26,20 @@ export async function nftStructure(runner: CommandRunner, l: NftLayout): Promise
   // The set (which carries the marker in JSON) may be what someone deleted; nft 1.0.6
   // prints the table's own comment only in the text listing, so look there before
   // calling the table unmarked.
-  const text = await runner.run('nft', ['-t', 'list', 'table', 'inet', l.table], { readOnly: true }).catch(() => undefined);
-  const marked = text !== undefined && text.stdout.split('\n').slice(0, 3).some((line) => line.trim() === `comment "${OWNER_MARK}"`);
+  const text = structure.otherAgent ? undefined : await runner.run('nft', ['-t', 'list', 'table', 'inet', l.table], { readOnly: true }).catch(() => undefined);
+  const comment = text?.stdout.split('\n').slice(0, 3).map((line) => /^comment "(.*)"$/.exec(line.trim())?.[1]).find((c) => c !== undefined);
+  const owner = markOwner(comment, l.instance);
+  if (owner.kind === 'other') return { ...structure, otherAgent: owner.instance };
+  const marked = owner.kind === 'own';
   // 0.1 hooked input and forward only (no output, no hit counters, no marker).
   const v01 = !marked && isV01NftTable(json, l.table, l.set, l.hooks.filter((h) => h !== 'output'));
   return { ...structure, marked, v01 };
 }
 
 /** Ownership from a structure read (see ownership.ts). */
-export function structureOwnership(structure: (NftStructure & { v01?: boolean }) | undefined): Ownership {
+export function structureOwnership(structure: (NftStructure & { v01?: boolean }) | undefined, table = 'wcf_agent'): Ownership {
   if (structure === undefined) return { kind: 'absent' };
+  if (structure.otherAgent) return { kind: 'foreign', why: otherAgentWhy(structure.otherAgent, `nft delete table inet ${table}`) };
   if (structure.marked) return { kind: 'own' };
   if (structure.v01) return { kind: 'legacy' };
   return { kind: 'foreign', why: `no "wcf-agent" comment, and it differs from the table the agent makes: ${structure.problems.join('; ')}` };
@@ -51,8 +55,11 @@ export async function cheapOwnership(runner: CommandRunner, l: NftLayout, handle
   if (!probe.table) return { owner: { kind: 'absent' }, probe };
   const hits = hitsSetName(l.set, sides(l.direction)[0]!);
   const json = await listNftJson(runner, ['list', 'set', 'inet', l.table, hits], READ_QUICK).catch(() => undefined);
-  const marked = json !== undefined && parseNftJson(json).some((i) => (i.set as { comment?: unknown } | undefined)?.comment === OWNER_MARK);
-  if (marked) return { owner: { kind: 'own' }, probe };
+  const comment = json === undefined ? undefined : parseNftJson(json).map((i) => (i.set as { comment?: unknown } | undefined)?.comment).find((c) => c !== undefined);
+  const owner = markOwner(comment, l.instance);
+  if (owner.kind === 'own') return { owner: { kind: 'own' }, probe };
+  // Another agent's: refused on its marker alone (its table is exactly the agent's shape, so nothing else would tell).
+  if (owner.kind === 'other') return { owner: { kind: 'foreign', why: otherAgentWhy(owner.instance, `nft delete table inet ${l.table}`) }, probe };
   const structure = await nftStructure(runner, l);
-  return { owner: structureOwnership(structure), ...(structure ? { structure } : {}) };
+  return { owner: structureOwnership(structure, l.table), ...(structure ? { structure } : {}) };
 }

@@ -1,6 +1,6 @@
 import { hitsSetName, sides, type Side } from '../direction.js';
 import { LOG_LIMIT_PER_MINUTE, LOG_PREFIX } from '../log-prefix.js';
-import { OWNER_MARK } from '../ownership.js';
+import { markOwner } from '../ownership.js';
 import { parseNftJson, type NftItem } from './json.js';
 import { HOSTS_FLAGS, NETS_FLAGS, NFT_PRIORITY, NFT_REFUSE_CHAIN, hookSides, sideField, type NftLayout } from './text.js';
 
@@ -57,6 +57,8 @@ export interface NftStructure {
   readonly setReadable: boolean;
   /** The table or its set carries the agent's ownership comment. */
   readonly marked: boolean;
+  /** Another agent instance's marker is on it (its id). */
+  readonly otherAgent?: string;
 }
 
 /**
@@ -70,6 +72,12 @@ export function checkNftStructure(json: string, l: NftLayout): NftStructure {
   let setSeen = false;
   let netsSeen = false;
   let marked = false;
+  let otherAgent: string | undefined;
+  const mark = (comment: unknown) => {
+    const owner = markOwner(comment, l.instance);
+    if (owner.kind === 'own') marked = true;
+    else if (owner.kind === 'other') otherAgent ??= owner.instance;
+  };
   let dropsSeen = false;
   const hitsSets = new Set(sides(l.direction).map((side) => hitsSetName(l.set, side)));
   const hitsSeen = new Set<string>();
@@ -98,7 +106,7 @@ export function checkNftStructure(json: string, l: NftLayout): NftStructure {
       const name = String(s.name);
       if (name === l.set) setSeen = true;
       else netsSeen = true;
-      if (s.comment === OWNER_MARK) marked = true;
+      mark(s.comment);
       const flags = Array.isArray(s.flags) ? [...(s.flags as string[])].sort().join(',') : '';
       const want = name === l.set ? HOSTS_FLAGS : NETS_FLAGS;
       if (s.type !== 'ipv4_addr' || flags !== want) problems.push(`nft set ${name} has type ${String(s.type)} flags ${flags || '-'}`);
@@ -126,7 +134,7 @@ export function checkNftStructure(json: string, l: NftLayout): NftStructure {
       list.push(r);
     } else if ('table' in item) {
       // Newer nft versions list the table's comment in JSON too.
-      if ((item.table as Json).comment === OWNER_MARK) marked = true;
+      mark((item.table as Json).comment);
     } else if (!('metainfo' in item)) {
       problems.push(`unexpected ${Object.keys(item).join(',')} in nft table ${l.table}`);
     }
@@ -148,6 +156,6 @@ export function checkNftStructure(json: string, l: NftLayout): NftStructure {
       problems.push(list.length === 0 ? `rule in nft chain ${chain}` : `rules of nft chain ${chain} (differed from expected)`);
     }
   }
-  return { problems, setReadable, marked };
+  return { problems, setReadable, marked: marked && otherAgent === undefined, ...(otherAgent ? { otherAgent } : {}) };
 }
 

@@ -3,7 +3,7 @@ import { ENTRY_LINE_MAX, TextBuilder } from '../../util/text-builder.js';
 import { directionHooks, hitsSetName, sides, type Direction, type Side } from '../direction.js';
 import type { PluginOptions } from '../plugin.js';
 import { LOG_LIMIT_PER_MINUTE, LOG_PREFIX } from '../log-prefix.js';
-import { OWNER_MARK } from '../ownership.js';
+import { ownerMark } from '../ownership.js';
 
 /** nft script text (pure): the agent's table, refill and delta transactions, and the set read back from `nft -j`. */
 
@@ -41,6 +41,8 @@ export interface NftLayout {
   readonly nets: string;
   /** The one-element set that counts every packet the agent blocks (see NFT_DROPS_DEF). */
   readonly drops: string;
+  /** The agent instance whose marker the objects carry (see ownership.ts); none: the bare marker. */
+  readonly instance?: string;
   readonly hooks: readonly NftHook[];
   readonly action: 'DROP' | 'REJECT';
   readonly logBlocked: boolean;
@@ -55,6 +57,7 @@ export function nftLayout(o: PluginOptions): NftLayout {
     set: o.names.setName,
     nets: netsSetName(o.names.setName),
     drops: dropsSetName(o.names.setName),
+    ...(o.instance ? { instance: o.instance } : {}),
     hooks: nftHooks(directionHooks(o.hookChains, direction)),
     action: o.action,
     logBlocked: o.logBlocked,
@@ -169,7 +172,7 @@ export const NETS_FLAGS = 'interval,timeout';
 /** One of the agent's two address sets as declared in its table block, with `elements` (none: the declaration alone). */
 function writeSetDeclaration(t: TextBuilder, l: NftLayout, name: string, elements: EntryColumns): void {
   const flags = name === l.nets ? NETS_FLAGS : HOSTS_FLAGS;
-  t.str(`\tset ${name} {\n\t\ttype ipv4_addr\n\t\tflags ${flags}\n\t\tcomment "${OWNER_MARK}"\n`);
+  t.str(`\tset ${name} {\n\t\ttype ipv4_addr\n\t\tflags ${flags}\n\t\tcomment "${ownerMark(l.instance)}"\n`);
   if (elements.length > 0) {
     t.str('\t\telements = {\n');
     writeNftElements(t, '\t\t\t', elements);
@@ -188,7 +191,7 @@ function writeSetDeclaration(t: TextBuilder, l: NftLayout, name: string, element
  * meanwhile comes back as the agent's (its chains are then put back by the next check).
  */
 function writeElementsBlock(t: TextBuilder, l: NftLayout, set: string, elements: EntryColumns): void {
-  t.str(`table inet ${l.table} {\n\tcomment "${OWNER_MARK}"\n`);
+  t.str(`table inet ${l.table} {\n\tcomment "${ownerMark(l.instance)}"\n`);
   writeSetDeclaration(t, l, set, elements);
   t.str('}\n');
 }
@@ -203,14 +206,15 @@ export function writeNftTable(t: TextBuilder, l: NftLayout, entries: EntryColumn
   // The ownership marker (see ownership.ts): on the table for people, on the sets for the agent
   // (a hits set is read on its own cheaply, the table not: see probe.ts).
   line(`table inet ${l.table} {`);
-  line(`\tcomment "${OWNER_MARK}"`);
+  const mark = ownerMark(l.instance);
+  line(`\tcomment "${mark}"`);
   for (const [name, elements] of [[l.set, hosts], [l.nets, nets]] as const) writeSetDeclaration(t, l, name, elements);
   line(`\tset ${l.drops} {`);
-  for (const s of ['\t\ttypeof meta nfproto', '\t\tsize 4', '\t\tflags dynamic', '\t\tcounter', `\t\tcomment "${OWNER_MARK}"`, '\t}']) line(s);
+  for (const s of ['\t\ttypeof meta nfproto', '\t\tsize 4', '\t\tflags dynamic', '\t\tcounter', `\t\tcomment "${mark}"`, '\t}']) line(s);
   // Dynamic sets: an address enters on its first blocked packet, so addresses never hit cost nothing.
   for (const side of sides(l.direction)) {
     for (const s of [`\tset ${hitsSetName(l.set, side)} {`, '\t\ttype ipv4_addr', `\t\tsize ${NFT_HITS_SIZE}`, '\t\tflags dynamic,timeout']) line(s);
-    for (const s of [`\t\ttimeout ${HITS_TIMEOUT_S}s`, '\t\tcounter', `\t\tcomment "${OWNER_MARK}"`, '\t}']) line(s);
+    for (const s of [`\t\ttimeout ${HITS_TIMEOUT_S}s`, '\t\tcounter', `\t\tcomment "${mark}"`, '\t}']) line(s);
   }
   if (l.action === 'REJECT') {
     for (const s of [`\tchain ${NFT_REFUSE_CHAIN} {`, '\t\tmeta l4proto tcp reject with tcp reset', '\t\treject with icmpx admin-prohibited', '\t}']) line(s);
