@@ -9,6 +9,8 @@ import { AgentMetrics } from './registry.js';
 import { startMetricsServer, type HealthProbes, type MetricsServer } from './server.js';
 import { loadOverrides } from '../agent/state/overrides-store.js';
 import { countOverrides } from '../policy/overrides.js';
+import { registerHistoryGauges } from './history-gauges.js';
+import { historyStats } from '../agent/state/history/files.js';
 
 export { AgentMetrics } from './registry.js';
 import type { CounterRead, SideCounters } from './registry.js';
@@ -86,6 +88,8 @@ export function setupDaemonMetrics(config: AgentConfig, logger: Logger): DaemonM
   let server: MetricsServer | undefined;
   let firstOpen = true;
   let lastReadError: string | undefined;
+  let stateDir = config.state_dir; // the configuration in force (a reload may move it)
+  registerHistoryGauges(metrics.registry, () => historyStats(stateDir));
 
   return {
     metrics,
@@ -93,6 +97,7 @@ export function setupDaemonMetrics(config: AgentConfig, logger: Logger): DaemonM
       parts.api.client.onRequest = metrics.observeRequest;
       if (firstOpen) metrics.setLastSuccess(parts.state.small.lastSuccessAt);
       firstOpen = false;
+      stateDir = parts.config.state_dir;
       const plugin = instrumentPlugin(parts.plugin, metrics);
       metrics.setOverridesReader(() => countOverrides(loadOverrides(parts.config.state_dir), Math.floor(Date.now() / 1000)));
       metrics.setCounterReader(
