@@ -29,7 +29,7 @@ export const HARD_LIMITS = {
 } as const;
 
 /** The change history's default bound: about 30 days of a host at 10,000 entries, with room to spare (docs/history.md). */
-export const DEFAULT_HISTORY_MAX_MB = 16;
+export const DEFAULT_HISTORY_MAX_MB = 8;
 
 export const configSchema = z
   .strictObject({

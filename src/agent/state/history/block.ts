@@ -1,6 +1,6 @@
 import { crc32, deflateRawSync, inflateRawSync } from 'node:zlib';
 import { CAUSE_CODE, KINDS, type Cause, type Kind } from './codes.js';
-import { causeOf, type EventColumns } from './events.js';
+import { causeOf, NO_EXPIRY, PERMANENT, type EventColumns } from './events.js';
 
 /**
  * One batch of changes as the history files hold it: a block, appended whole and checked
@@ -13,13 +13,16 @@ import { causeOf, type EventColumns } from './events.js';
  *   28 u8 note reason, 3 spare 32 plugin name (8 bytes, latin1, NUL-padded)
  *   40 raw: the targets, read by every search without unpacking:
  *        addresses: network u32[count], prefix u8[count]; names: the names joined by "\n"
- *      packed (deflate): ts u32, score f32, rank u32, expires u32, previous expiry u32,
- *        change|reason u8, previous reason u8, each [count]; a note's text instead
+ *      packed (deflate): ts, score (hundredths), rank, expires, previous expiry, each u32[count]
+ *        split into its four byte planes; then change|reason, previous reason, cause, u8[count];
+ *        a note's text instead
  *   ... u32 CRC-32 of everything before it
  *
  * Little-endian, each section padded to 4 bytes. The packed columns are mostly runs (one ts,
- * the same reason, no rank) and deflate to a few bytes per change; the target columns stay
- * raw so that a search scans them at memory speed and unpacks only the blocks that match.
+ * the same reason, no rank); times are kept as offsets from the block's ts and each number
+ * split into byte planes, so their high bytes are runs too and deflate leaves a few bytes
+ * per change. The target columns stay raw so that a search scans them at memory speed and
+ * unpacks only the blocks that match.
  */
 
 const MAGIC = 0x48464357; // "WCFH"
@@ -27,7 +30,9 @@ const VERSION = 1;
 export const HEADER = 40;
 const TRAILER = 4;
 /** Bytes per change in the packed columns before deflate. */
-const PACKED_ROW = 22;
+const PACKED_ROW = 23;
+/** A time stored as an offset from the block's ts: 2^31 is the block's own second. */
+const OFFSET = 2 ** 31;
 /** More changes than any apply can make (twice the largest maximum_rules, removals and additions). */
 const MAX_COUNT = 1 << 23;
 
@@ -59,7 +64,7 @@ export function encodeBlock(meta: BlockMeta, events?: EventColumns): Buffer {
     packed = deflateRawSync(Buffer.from(meta.note ?? '', 'utf8'));
   } else {
     raw = events.kind === 'addresses' ? addressTargets(events) : Buffer.from(events.names.join('\n'), 'latin1');
-    packed = deflateRawSync(packColumns(events), { level: 6 });
+    packed = deflateRawSync(packColumns(events, Math.floor(meta.ts)), { level: 9 });
   }
   const rawLen = pad4(raw.length);
   const total = HEADER + rawLen + pad4(packed.length) + TRAILER;
@@ -90,14 +95,26 @@ function addressTargets(e: EventColumns): Buffer {
   return out;
 }
 
-function packColumns(e: EventColumns): Buffer {
+/** A time as an offset from the block's ts (the special values 0 and PERMANENT kept as they are). */
+const toOffset = (t: number, ts: number) => (t === NO_EXPIRY || t === PERMANENT ? t : (Math.min(OFFSET - 2, Math.max(1 - OFFSET, t - ts)) + OFFSET) >>> 0);
+const fromOffset = (v: number, ts: number) => (v === NO_EXPIRY || v === PERMANENT ? v : v - OFFSET + ts);
+
+function packColumns(e: EventColumns, ts: number): Buffer {
   const n = e.length;
   const out = Buffer.alloc(PACKED_ROW * n);
+  const times = (col: Uint32Array) => col.subarray(0, n).map((t) => toOffset(t, ts));
   let o = 0;
-  for (const col of [e.ts, e.scores, e.ranks, e.expires, e.prevExpires, e.codes, e.prev]) {
-    const bytes = Buffer.from(col.buffer, col.byteOffset, col.BYTES_PER_ELEMENT * n);
-    bytes.copy(out, o);
-    o += bytes.length;
+  for (const col of [times(e.ts), e.scores, e.ranks, times(e.expires), times(e.prevExpires)]) {
+    // Byte planes: every low byte, then every second byte, ...
+    for (let plane = 0; plane < 4; plane++) {
+      const shift = 8 * plane;
+      for (let i = 0; i < n; i++) out[o + i] = (col[i]! >>> shift) & 0xff;
+      o += n;
+    }
+  }
+  for (const col of [e.codes, e.prev, e.causes]) {
+    out.set(col.subarray(0, n), o);
+    o += n;
   }
   return out;
 }
@@ -123,12 +140,14 @@ export interface Block {
 
 export interface Unpacked {
   ts: Uint32Array;
-  scores: Float32Array;
+  /** Hundredths (NO_SCORE: none). */
+  scores: Uint32Array;
   ranks: Uint32Array;
   expires: Uint32Array;
   prevExpires: Uint32Array;
   codes: Uint8Array;
   prev: Uint8Array;
+  causes: Uint8Array;
 }
 
 /** A block's packed columns; undefined when they are not what its header says (a damaged file). */
@@ -141,16 +160,22 @@ export function unpack(b: Block): Unpacked | undefined {
     return undefined;
   }
   if (buf.length !== PACKED_ROW * n) return undefined;
-  const a = new ArrayBuffer(buf.length);
-  new Uint8Array(a).set(buf);
+  const column = (k: number) => {
+    const col = new Uint32Array(n);
+    const base = 4 * n * k;
+    for (let i = 0; i < n; i++) col[i] = (buf[base + i]! | (buf[base + n + i]! << 8) | (buf[base + 2 * n + i]! << 16) | (buf[base + 3 * n + i]! << 24)) >>> 0;
+    return col;
+  };
+  const times = (col: Uint32Array) => col.map((v) => fromOffset(v, b.ts));
   return {
-    ts: new Uint32Array(a, 0, n),
-    scores: new Float32Array(a, 4 * n, n),
-    ranks: new Uint32Array(a, 8 * n, n),
-    expires: new Uint32Array(a, 12 * n, n),
-    prevExpires: new Uint32Array(a, 16 * n, n),
-    codes: new Uint8Array(a, 20 * n, n),
-    prev: new Uint8Array(a, 21 * n, n),
+    ts: times(column(0)),
+    scores: column(1),
+    ranks: column(2),
+    expires: times(column(3)),
+    prevExpires: times(column(4)),
+    codes: buf.subarray(20 * n, 21 * n),
+    prev: buf.subarray(21 * n, 22 * n),
+    causes: buf.subarray(22 * n, 23 * n),
   };
 }
 

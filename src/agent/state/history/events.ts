@@ -25,7 +25,10 @@ export interface HistoryEvent {
   readonly previous?: { readonly reason: HistoryReason; readonly expires: number | null };
 }
 
-const grow = <T extends Uint32Array | Uint8Array | Float32Array>(a: T, n: number): T => {
+/** No score, as the score column stores it (scores are kept to the hundredth: what every output shows). */
+export const NO_SCORE = 0xffffffff;
+
+const grow = <T extends Uint32Array | Uint8Array>(a: T, n: number): T => {
   const b = new (a.constructor as new (n: number) => T)(n);
   b.set(a);
   return b;
@@ -44,7 +47,9 @@ export class EventColumns {
   /** change << 6 | reason. */
   codes = new Uint8Array(16);
   prev = new Uint8Array(16);
-  scores = new Float32Array(16);
+  causes = new Uint8Array(16);
+  /** Hundredths of the score; NO_SCORE = none. */
+  scores = new Uint32Array(16);
   /** 0 = none. */
   ranks = new Uint32Array(16);
   expires = new Uint32Array(16);
@@ -61,6 +66,7 @@ export class EventColumns {
       this.ts = grow(this.ts, n);
       this.codes = grow(this.codes, n);
       this.prev = grow(this.prev, n);
+      this.causes = grow(this.causes, n);
       this.scores = grow(this.scores, n);
       this.ranks = grow(this.ranks, n);
       this.expires = grow(this.expires, n);
@@ -71,11 +77,11 @@ export class EventColumns {
 
   /**
    * One change. `expires`/`prevExpires`: epoch s, null = permanent, undefined = none to tell.
-   * The target is `start`/`prefix` for addresses, `name` for names.
+   * The target is `start`/`prefix` for addresses, `name` for names; `cause` defaults to the batch's.
    */
   push(
     target: { start: number; prefix: number } | string,
-    e: { ts: number; change: Change; reason: HistoryReason; score?: number | null; rank?: number | null; expires?: number | null; prev?: HistoryReason; prevExpires?: number | null },
+    e: { ts: number; change: Change; reason: HistoryReason; cause?: Cause; score?: number | null; rank?: number | null; expires?: number | null; prev?: HistoryReason; prevExpires?: number | null },
   ): void {
     const i = this.room();
     if (typeof target === 'string') this.names.push(target);
@@ -86,10 +92,29 @@ export class EventColumns {
     this.ts[i] = e.ts;
     this.codes[i] = (CHANGE_CODE[e.change] << 6) | REASON_CODE[e.reason];
     this.prev[i] = e.prev === undefined ? NO_PREVIOUS : REASON_CODE[e.prev];
-    this.scores[i] = e.score ?? NaN;
+    this.causes[i] = e.cause === undefined ? NO_CAUSE : CAUSE_CODE[e.cause];
+    this.scores[i] = scoreCode(e.score);
     this.ranks[i] = e.rank ?? 0;
     this.expires[i] = expiryCode(e.expires);
     this.prevExpires[i] = expiryCode(e.prevExpires);
+  }
+
+  /** Append change `i` of `from` (the same kind) as it is. */
+  copyFrom(from: EventColumns, i: number): void {
+    const j = this.room();
+    if (from.kind === 'names') this.names.push(from.names[i]!);
+    else {
+      this.starts[j] = from.starts[i]!;
+      this.prefixes[j] = from.prefixes[i]!;
+    }
+    this.ts[j] = from.ts[i]!;
+    this.codes[j] = from.codes[i]!;
+    this.prev[j] = from.prev[i]!;
+    this.causes[j] = from.causes[i]!;
+    this.scores[j] = from.scores[i]!;
+    this.ranks[j] = from.ranks[i]!;
+    this.expires[j] = from.expires[i]!;
+    this.prevExpires[j] = from.prevExpires[i]!;
   }
 
   change(i: number): Change {
@@ -99,6 +124,19 @@ export class EventColumns {
   reason(i: number): HistoryReason {
     return HISTORY_REASONS[this.codes[i]! & 0x3f] ?? 'unknown';
   }
+}
+
+/** The batch's cause (an event with a cause of its own, such as an expiry, says it). */
+export const NO_CAUSE = 0xff;
+
+function scoreCode(s: number | null | undefined): number {
+  if (s === null || s === undefined || !Number.isFinite(s)) return NO_SCORE;
+  return Math.min(NO_SCORE - 1, Math.max(0, Math.round(s * 100)));
+}
+
+/** A score column's value as a number. */
+export function scoreOf(code: number): number | null {
+  return code === NO_SCORE ? null : code / 100;
 }
 
 function expiryCode(e: number | null | undefined): number {
@@ -115,5 +153,3 @@ export function expiryOf(code: number): number | null | undefined {
 export function causeOf(code: number): Cause {
   return CAUSES[code] ?? 'cycle';
 }
-
-export { CAUSE_CODE };

@@ -37,17 +37,16 @@ export class History {
   }
 
   /**
-   * The changes from `prev` to `next` (applied sets of the firewall backend `plugin`), as up to
-   * two blocks: the entries whose kernel timeout ran out since the last write (cause `expiry`),
-   * then the write's own changes. Undefined (nothing appended) for `onlyIfChanged` when only expiries changed.
+   * The changes from `prev` to `next` (applied sets of the firewall backend `plugin`) as one
+   * block: the entries whose kernel timeout ran out since the last write (cause `expiry`), then
+   * the write's own changes. Undefined (nothing appended) for `onlyIfChanged` when only expiries changed.
    */
   addresses(plugin: string, prev: AppliedView, next: AppliedView, o: { cause: Cause; ctx: DiffContext; flags?: number | undefined; onlyIfChanged?: boolean | undefined }): ChangeCounts | undefined {
-    const { changed, expired } = diffApplied(prev, next, o.ctx);
+    const { events, changes } = diffApplied(prev, next, o.ctx);
     // Expiries alone are left for the next write to record (each at its own time, the same either way).
-    if (o.onlyIfChanged && changed.length === 0) return undefined;
-    this.append({ kind: 'addresses', cause: 'expiry', ts: o.ctx.now, plugin }, expired);
-    this.append({ kind: 'addresses', cause: o.cause, ts: o.ctx.now, plugin, flags: o.flags ?? 0 }, changed);
-    const counts = countChanges([expired, changed]);
+    if (o.onlyIfChanged && changes === 0) return undefined;
+    this.append({ kind: 'addresses', cause: o.cause, ts: o.ctx.now, plugin, flags: o.flags ?? 0 }, events);
+    const counts = countChanges([events]);
     this.log('addresses', o.cause, counts);
     return counts;
   }
@@ -107,7 +106,7 @@ export class History {
     let keep = Math.floor((events.length * this.writer.limit * 0.9) / bytes);
     for (;;) {
       const part = new EventColumns(events.kind);
-      for (let i = 0; i < keep; i++) copyEvent(events, i, part);
+      for (let i = 0; i < keep; i++) part.copyFrom(events, i);
       const block = encodeBlock({ ...meta, flags: (meta.flags ?? 0) | FLAG_PARTIAL }, part);
       if (block.length <= this.writer.limit || keep === 0) return block;
       keep = Math.floor(keep * 0.8);
@@ -122,18 +121,6 @@ export class History {
       `enforced ${what} changed (${cause}): ${c.added} added, ${c.removed} removed, ${c.updated} updated`,
     );
   }
-}
-
-function copyEvent(from: EventColumns, i: number, to: EventColumns): void {
-  const j = to.length;
-  to.push(from.kind === 'names' ? from.names[i]! : { start: from.starts[i]!, prefix: from.prefixes[i]! }, { ts: 0, change: 'added', reason: 'score' });
-  to.ts[j] = from.ts[i]!;
-  to.codes[j] = from.codes[i]!;
-  to.prev[j] = from.prev[i]!;
-  to.scores[j] = from.scores[i]!;
-  to.ranks[j] = from.ranks[i]!;
-  to.expires[j] = from.expires[i]!;
-  to.prevExpires[j] = from.prevExpires[i]!;
 }
 
 function countChanges(batches: readonly EventColumns[]): ChangeCounts {

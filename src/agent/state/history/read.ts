@@ -2,7 +2,7 @@ import { fromNumber } from '../../../net/ipv4.js';
 import { readStateFile, UnsafeStateFile } from '../../../util/untrusted-file.js';
 import { FLAG_PARTIAL, noteText, readBlocks, unpack, type Block, type Unpacked } from './block.js';
 import { CHANGES, HISTORY_REASONS, type Cause, type HistoryReason } from './codes.js';
-import { expiryOf, NO_PREVIOUS, type HistoryEvent } from './events.js';
+import { causeOf, expiryOf, NO_CAUSE, NO_PREVIOUS, scoreOf, type HistoryEvent } from './events.js';
 import { historyFiles } from './files.js';
 
 /** What a search looks for: an address or network (its range), or a name. */
@@ -113,17 +113,17 @@ function collect(b: Block, hits: readonly number[], out: HistoryEvent[]): void {
 
 function eventAt(b: Block, u: Unpacked, i: number, entry: string): HistoryEvent {
   const code = u.codes[i]!;
-  const score = u.scores[i]!;
   const prev = u.prev[i]!;
+  const cause = u.causes[i]!;
   const expires = expiryOf(u.expires[i]!);
   return {
     ts: u.ts[i]!,
     entry,
     change: CHANGES[code >> 6] ?? 'updated',
     reason: HISTORY_REASONS[code & 0x3f] ?? 'unknown',
-    score: Number.isNaN(score) ? null : score,
+    score: scoreOf(u.scores[i]!),
     rank: u.ranks[i] === 0 ? null : u.ranks[i]!,
-    cause: b.cause,
+    cause: cause === NO_CAUSE ? b.cause : causeOf(cause),
     ...(expires !== undefined ? { expires } : {}),
     ...(prev !== NO_PREVIOUS ? { previous: { reason: HISTORY_REASONS[prev] ?? 'unknown', expires: expiryOf(u.prevExpires[i]!) ?? null } } : {}),
   };

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { encodeBlock, readBlocks, unpack } from '../../../../../src/agent/state/history/block.js';
-import { EventColumns, PERMANENT } from '../../../../../src/agent/state/history/events.js';
+import { EventColumns, NO_CAUSE, NO_SCORE, PERMANENT } from '../../../../../src/agent/state/history/events.js';
 import { historyFiles, historyStats, HistoryWriter } from '../../../../../src/agent/state/history/files.js';
 import { findInHistory } from '../../../../../src/agent/state/history/read.js';
 
@@ -43,8 +43,9 @@ describe('history blocks', () => {
     expect([...r.prefixes!]).toEqual([32, 24, 32, 32]);
     const u = unpack(r)!;
     expect([...u.ts]).toEqual([1000, 1000, 900, 1000]);
-    expect(u.scores[0]).toBeCloseTo(9.5);
-    expect(Number.isNaN(u.scores[1]!)).toBe(true);
+    // Hundredths of the score; none for the removal.
+    expect([...u.scores]).toEqual([950, NO_SCORE, NO_SCORE, NO_SCORE]);
+    expect([...u.causes]).toEqual([NO_CAUSE, NO_CAUSE, NO_CAUSE, NO_CAUSE]);
     expect([...u.ranks]).toEqual([3, 0, 0, 0]);
     expect([...u.expires]).toEqual([5000, 0, 0, PERMANENT]);
     expect([...u.prevExpires]).toEqual([0, PERMANENT, 900, 1200]);
