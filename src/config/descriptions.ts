@@ -148,7 +148,7 @@ export const CONFIG_KEY_DOCS = {
   history_max_mb: {
     section: 'daemon',
     meaning:
-      'MiB the change history (`history-*.bin` in `state_dir`) may take; the oldest changes are dropped first. The default keeps about 30 days of a host at 10,000 entries; see [the change history](history.md)',
+      'MiB the change history (`history-*.bin` in `state_dir`) may take; the oldest changes are dropped first (the default keeps a month of a host at 10,000 entries with room to spare, about a day and a half at a million); see [the change history](history.md)',
   },
   watch_interval_seconds: {
     section: 'daemon',

@@ -28,7 +28,7 @@ export const HARD_LIMITS = {
   sync_time: 10_080, // one week in minutes
 } as const;
 
-/** The change history's default bound: about 30 days of a host at 10,000 entries, with room to spare (docs/history.md). */
+/** The change history's default bound: a month of a host at 10,000 entries, with room to spare (measured in docs/history.md). */
 export const DEFAULT_HISTORY_MAX_MB = 8;
 
 export const configSchema = z
