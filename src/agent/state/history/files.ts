@@ -142,11 +142,15 @@ function syncDir(dir: string): void {
   }
 }
 
-/** Every sound block of the history, oldest first, with the files that could not be read. */
-export function readHistory(dir: string): { blocks: Block[]; unreadable: string[] } {
-  const blocks: Block[] = [];
+/**
+ * The sound blocks of each history file, one file's bytes at a time (read as any state file
+ * is: no link followed, regular files only), oldest file first, or newest first with `newest`;
+ * `visit` answers true to stop. Answers the files that could not be read, named with why.
+ */
+export function eachHistoryFile(dir: string, visit: (blocks: Block[], bytes: number) => boolean | void, o: { newest?: boolean } = {}): string[] {
   const unreadable: string[] = [];
-  for (const f of historyFiles(dir)) {
+  const files = historyFiles(dir);
+  for (const f of o.newest ? files.reverse() : files) {
     let buf: Buffer | undefined;
     try {
       buf = readStateFile(f.path);
@@ -154,9 +158,9 @@ export function readHistory(dir: string): { blocks: Block[]; unreadable: string[
       unreadable.push(err instanceof UnsafeStateFile ? `${f.path}: ${err.reason}` : f.path);
       continue;
     }
-    if (buf) blocks.push(...readBlocks(buf).blocks);
+    if (buf && visit(readBlocks(buf).blocks, buf.length) === true) break;
   }
-  return { blocks, unreadable };
+  return unreadable;
 }
 
 /** The history's size on disk and the time of its oldest block (epoch s; undefined when it is empty), without reading it through. */

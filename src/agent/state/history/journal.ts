@@ -1,11 +1,10 @@
 import { errorMessage } from '../../../errors.js';
 import type { Logger } from '../../../log.js';
-import { encodeBlock, FLAG_PARTIAL, FLAG_RECORD_KEPT, readBlocks, type BlockMeta } from './block.js';
+import { encodeBlock, FLAG_PARTIAL, FLAG_RECORD_KEPT, type BlockMeta } from './block.js';
 import { REASON_CODE, type Cause, type HistoryReason } from './codes.js';
 import { diffApplied, type AppliedView, type DiffContext } from './diff.js';
 import { EventColumns } from './events.js';
-import { historyFiles, HistoryWriter } from './files.js';
-import { readStateFile } from '../../../util/untrusted-file.js';
+import { eachHistoryFile, HistoryWriter } from './files.js';
 
 export const MIB = 1024 * 1024;
 
@@ -69,18 +68,17 @@ export class History {
    * (the daemon's on_stop flush): the kernel holds none of the record, and the restore adds it all.
    */
   lastFlushKeptRecord(plugin: string): boolean {
-    for (const f of historyFiles(this.dir).reverse()) {
-      let buf: Buffer | undefined;
-      try {
-        buf = readStateFile(f.path);
-      } catch {
-        continue;
-      }
-      const blocks = buf ? readBlocks(buf).blocks.filter((b) => b.kind === 'addresses' && b.plugin === plugin.slice(0, 8) && b.count > 0) : [];
-      const last = blocks.at(-1);
-      if (last) return (last.flags & FLAG_RECORD_KEPT) !== 0;
-    }
-    return false;
+    let kept = false;
+    eachHistoryFile(
+      this.dir,
+      (blocks) => {
+        const last = blocks.filter((b) => b.kind === 'addresses' && b.plugin === plugin.slice(0, 8) && b.count > 0).at(-1);
+        if (last) kept = (last.flags & FLAG_RECORD_KEPT) !== 0;
+        return last !== undefined;
+      },
+      { newest: true },
+    );
+    return kept;
   }
 
   private append(meta: BlockMeta, events?: EventColumns): void {

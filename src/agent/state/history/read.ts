@@ -1,9 +1,8 @@
 import { fromNumber } from '../../../net/ipv4.js';
-import { readStateFile, UnsafeStateFile } from '../../../util/untrusted-file.js';
-import { FLAG_PARTIAL, noteText, readBlocks, unpack, type Block, type Unpacked } from './block.js';
+import { FLAG_PARTIAL, noteText, unpack, type Block, type Unpacked } from './block.js';
 import { CHANGES, HISTORY_REASONS, type Cause, type HistoryReason } from './codes.js';
 import { causeOf, expiryOf, NO_CAUSE, NO_PREVIOUS, scoreOf, type HistoryEvent } from './events.js';
-import { historyFiles } from './files.js';
+import { eachHistoryFile } from './files.js';
 
 /** What a search looks for: an address or network (its range), or a name. */
 export type HistoryTarget = { readonly kind: 'addresses'; readonly start: number; readonly end: number } | { readonly kind: 'names'; readonly name: string };
@@ -44,21 +43,12 @@ export function findInHistory(dir: string, target: HistoryTarget): HistoryFound 
   const events: HistoryEvent[] = [];
   const notes: HistoryNote[] = [];
   const partial: number[] = [];
-  const unreadable: string[] = [];
   let oldest: number | undefined;
   let plugin: string | undefined;
   let bytes = 0;
-  for (const f of historyFiles(dir)) {
-    let buf: Buffer | undefined;
-    try {
-      buf = readStateFile(f.path);
-    } catch (err) {
-      unreadable.push(err instanceof UnsafeStateFile ? `${f.path}: ${err.reason}` : f.path);
-      continue;
-    }
-    if (!buf) continue;
-    bytes += buf.length;
-    for (const b of readBlocks(buf).blocks) {
+  const unreadable = eachHistoryFile(dir, (blocks, size) => {
+    bytes += size;
+    for (const b of blocks) {
       oldest ??= b.ts;
       if (b.flags & FLAG_PARTIAL) partial.push(b.ts);
       if (b.kind === 'note') {
@@ -70,7 +60,7 @@ export function findInHistory(dir: string, target: HistoryTarget): HistoryFound 
       const hits = target.kind === 'addresses' ? addressHits(b, target) : nameHits(b, target.name);
       if (hits.length) collect(b, hits, events);
     }
-  }
+  });
   // Blocks are in the order written; an expiry is stamped with its own (earlier) time.
   events.sort((a, b) => a.ts - b.ts);
   return { events, notes, oldest, partial, plugin, unreadable, bytes };
