@@ -117,6 +117,7 @@ describe('history', () => {
       [['history', '203.0.113.9', '--since', 'yesterday'], '--since:'],
       [['history', '203.0.113.9', '--since', '2000', '--until', '1000'], '--until:'],
       [['explain', '203.0.113.9', '--at', 'noon'], '--at:'],
+      [['explain', '203.0.113.9', '--at', '1000', '--refresh'], '--refresh:'],
       [['explain', '203.0.113.9', '--at', String(Math.floor(Date.now() / 1000) + 86_400)], '--at:'],
     ] as const) {
       const r = await runCli([...args, '--config', path]);

@@ -109,13 +109,17 @@ describe('the change history with the nftables backend', () => {
     sim.removeIndicator(TARGET);
   });
 
-  it('the daemon: a decision poll, the on_stop flush and the restore of the next start, each with its cause', async () => {
+  it('the daemon: a decision poll, a repair, the on_stop flush and the restore of the next start, each with its cause', async () => {
     const { path } = config({ decision_poll_seconds: 1, on_stop: 'flush' });
     const d = new DaemonProcess(path);
     running.push(d);
     await d.waitForLog(/^cycle done/);
     sim.setDecision(MANUAL, 1); // a manual block, picked up by the poll between cycles
     await d.waitForLog(/^manual decisions changed: applied without a full cycle/);
+    expect(await kernelSet(lab.host, 'nftables')).toContain(MANUAL);
+    // Another tool empties the ruleset: the watcher puts the set back, and the history notes it.
+    await lab.host.exec('nft', ['flush', 'ruleset']);
+    await d.waitForLog(/put back with the last applied set/);
     expect(await kernelSet(lab.host, 'nftables')).toContain(MANUAL);
     expect(await d.stop()).toBe(0);
     expect(await kernelSet(lab.host, 'nftables').catch(() => [])).not.toContain(MANUAL);
@@ -126,8 +130,12 @@ describe('the change history with the nftables backend', () => {
     expect(await kernelSet(lab.host, 'nftables')).toContain(MANUAL);
     const h = await history(MANUAL, path);
     expect(h.events.map((e) => `${e.change} (${e.reason}) ${e.cause}`)).toEqual(['added (manual) poll', 'removed (flushed) flush', 'added (manual) restore']);
-    // The restore's note: what it put back into the emptied kernel.
-    expect(h.notes.map((n) => [n.reason, n.cause])).toContainEqual(['restored', 'restore']);
+    // The notes of the repair and of the restore (what it put back into the emptied kernel).
+    expect(h.notes.map((n) => [n.reason, n.cause])).toEqual([
+      ['repaired', 'repair'],
+      ['restored', 'restore'],
+    ]);
+    expect(h.notes[1]!.text).toMatch(/^the last applied set \(\d+ entries\) applied at start-up; \d+ were not in the kernel/);
     await d2.stop();
     sim.setDecision(MANUAL, -1);
   });

@@ -23,6 +23,8 @@ export interface HistoryEvent {
   readonly expires?: number | null;
   /** Removed or updated: what it was blocked for before, and until when. */
   readonly previous?: { readonly reason: HistoryReason; readonly expires: number | null };
+  /** The place of its batch in the history (orders it against a note of the same second). */
+  readonly seq?: number;
 }
 
 /** No score, as the score column stores it (scores are kept to the hundredth: what every output shows). */

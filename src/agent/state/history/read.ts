@@ -14,6 +14,8 @@ export interface HistoryNote {
   readonly reason: HistoryReason;
   readonly text: string;
   readonly plugin: string;
+  /** The place of its block in the history (see HistoryEvent.seq). */
+  readonly seq: number;
 }
 
 export interface HistoryFound {
@@ -46,19 +48,21 @@ export function findInHistory(dir: string, target: HistoryTarget): HistoryFound 
   let oldest: number | undefined;
   let plugin: string | undefined;
   let bytes = 0;
+  let seq = 0;
   const unreadable = eachHistoryFile(dir, (blocks, size) => {
     bytes += size;
     for (const b of blocks) {
+      seq++;
       oldest ??= b.ts;
       if (b.flags & FLAG_PARTIAL) partial.push(b.ts);
       if (b.kind === 'note') {
-        if (target.kind === 'addresses') notes.push({ ts: b.ts, cause: b.cause, reason: HISTORY_REASONS[b.noteReason] ?? 'unknown', text: noteText(b), plugin: b.plugin });
+        if (target.kind === 'addresses') notes.push({ ts: b.ts, cause: b.cause, reason: HISTORY_REASONS[b.noteReason] ?? 'unknown', text: noteText(b), plugin: b.plugin, seq });
         continue;
       }
       if (b.kind === 'addresses') plugin = b.plugin;
       if (b.kind !== target.kind) continue;
       const hits = target.kind === 'addresses' ? addressHits(b, target) : nameHits(b, target.name);
-      if (hits.length) collect(b, hits, events);
+      if (hits.length) collect(b, hits, events, seq);
     }
   });
   // Blocks are in the order written; an expiry is stamped with its own (earlier) time.
@@ -94,11 +98,11 @@ function nameHits(b: Block, name: string): number[] {
   return hits.filter((i) => i < b.count);
 }
 
-function collect(b: Block, hits: readonly number[], out: HistoryEvent[]): void {
+function collect(b: Block, hits: readonly number[], out: HistoryEvent[], seq: number): void {
   const u = unpack(b);
   if (!u) return; // damaged inside a sound CRC: cannot happen by accident; ignored like a torn block
   const names = b.kind === 'names' ? b.names!.toString('latin1').split('\n') : undefined;
-  for (const i of hits) out.push(eventAt(b, u, i, names ? names[i]! : fromNumber(b.starts![i]!, b.prefixes![i]!).text));
+  for (const i of hits) out.push({ ...eventAt(b, u, i, names ? names[i]! : fromNumber(b.starts![i]!, b.prefixes![i]!).text), seq });
 }
 
 function eventAt(b: Block, u: Unpacked, i: number, entry: string): HistoryEvent {

@@ -2,7 +2,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { stateAt, verdictAt, type Target } from '../../../../src/agent/inspect/history.js';
+import { historyOf, stateAt, verdictAt, type Target } from '../../../../src/agent/inspect/history.js';
+import { REASON_CODE } from '../../../../src/agent/state/history/codes.js';
 import { encodeBlock } from '../../../../src/agent/state/history/block.js';
 import { EventColumns } from '../../../../src/agent/state/history/events.js';
 import { HistoryWriter } from '../../../../src/agent/state/history/files.js';
@@ -95,5 +96,19 @@ describe('the verdict at a moment', () => {
   it('an entry in force now with no change kept has been in force since before the history', async () => {
     const v = await verdictAt(dir(), addr('198.51.100.1'), 150, async () => [{ entry: '198.51.100.1', reason: 'manual', expires: null }]);
     expect(v).toMatchObject({ blocked: true, by: { entry: '198.51.100.1', since: null } });
+  });
+
+  it('a note (a repair) concerns the entries in force when it was written, by its place in the history within one second', () => {
+    const d = mkdtempSync(join(tmpdir(), 'wcf-notes-'));
+    dirs.push(d);
+    const w = new HistoryWriter(d, 1 << 20);
+    const one = (change: 'added' | 'removed', reason: 'manual' | 'flushed') => batch((e) => e.push(net('203.0.113.9'), { ts: 100, change, reason }));
+    const note = (text: string) => encodeBlock({ kind: 'note', cause: 'repair', ts: 100, plugin: 'nftables', noteReason: REASON_CODE.repaired, note: text });
+    w.append(note('before it came'));
+    w.append(encodeBlock({ kind: 'addresses', cause: 'poll', ts: 100, plugin: 'nftables' }, one('added', 'manual')));
+    w.append(note('while it was in force'));
+    w.append(encodeBlock({ kind: 'addresses', cause: 'flush', ts: 100, plugin: 'nftables' }, one('removed', 'flushed')));
+    w.append(note('after it left'));
+    expect(historyOf(d, addr('203.0.113.9')).relevantNotes.map((n) => n.text)).toEqual(['while it was in force']);
   });
 });
