@@ -61,7 +61,7 @@ function printText(target: Target, v: AtVerdict): void {
   if (v.blocked === null) {
     out.push(
       v.from === undefined
-        ? `${name} at ${isoTime(v.at)}: unknown: the change history is empty`
+        ? `${name} at ${isoTime(v.at)}: unknown: the change history is ${v.unreadable.length ? 'unreadable' : 'empty'}`
         : `${name} at ${isoTime(v.at)}: unknown: the change history does not reach back that far (it begins at ${isoTime(v.from)}, ${duration(v.from - v.at)} later; history_max_mb bounds how far back it goes)`,
     );
   } else {

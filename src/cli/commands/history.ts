@@ -77,7 +77,7 @@ export async function historyCommand(value: string, opts: GlobalOptions & { sinc
   }
   const out: string[] = [];
   for (const u of r.unreadable) out.push(`warning: ${escapeControls(u)}: not read`);
-  if (r.oldest === undefined) out.push(`${targetText(target)}: the change history is empty (nothing applied since it began, or history files missing)`);
+  if (r.oldest === undefined) out.push(`${targetText(target)}: ${r.unreadable.length ? 'the change history could not be read' : 'the change history is empty (nothing applied since it began, or history files missing)'}`);
   else {
     const rows = [
       ...r.events.map((e) => ({ ts: e.ts, row: [isoTime(e.ts), escapeControls(e.entry), `${e.change} (${reasonText(e.reason)})`, num(e.score), e.rank === null ? '-' : String(e.rank), e.cause] })),

@@ -6,6 +6,7 @@ import { encodeBlock, readBlocks, unpack } from '../../../../../src/agent/state/
 import { EventColumns, NO_CAUSE, NO_SCORE, PERMANENT } from '../../../../../src/agent/state/history/events.js';
 import { historyFiles, historyStats, HistoryWriter } from '../../../../../src/agent/state/history/files.js';
 import { findInHistory } from '../../../../../src/agent/state/history/read.js';
+import { callAsNobody } from '../../../../helpers/unprivileged.js';
 
 const dirs: string[] = [];
 afterEach(() => {
@@ -119,6 +120,14 @@ describe('history files', () => {
     const found = findInHistory(dir, ALL);
     expect(found.oldest).toBe(oldest.at(-1));
     expect(found.events.at(-1)!.ts).toBe(1399);
+  });
+
+  it('a state dir the reader may not list is said to be unreadable, not an empty history', async () => {
+    const dir = tmp(); // 0700, root's
+    new HistoryWriter(dir, 1 << 20).append(block(5, 1000));
+    const found = await callAsNobody<{ events: unknown[]; oldest?: number; unreadable: string[] }>('src/agent/state/history/read.ts', 'findInHistory', [dir, ALL]);
+    expect(found.events).toEqual([]);
+    expect(found.unreadable).toEqual([`${dir}: cannot list (EACCES)`]);
   });
 
   it('a block larger than the whole bound is refused (the history then keeps a part of it)', () => {
