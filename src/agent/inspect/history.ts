@@ -87,7 +87,9 @@ export function historyOf(dir: string, target: Target, range: { since?: number; 
   const found = findInHistory(dir, historyTargetOf(target));
   const entries = byEntry(found.events);
   const within = (ts: number) => (range.since === undefined || ts >= range.since) && (range.until === undefined || ts <= range.until);
-  const relevantNotes = found.notes.filter((n) => within(n.ts) && [...entries].some(([entry, list]) => stateAt(entry, list, n.ts).inForce));
+  // In force when the note was written: the changes before it, by their order in the history (a second holds several).
+  const before = (n: HistoryNote, list: readonly HistoryEvent[]) => list.filter((e) => e.ts < n.ts || (e.ts === n.ts && (e.seq ?? 0) < n.seq));
+  const relevantNotes = found.notes.filter((n) => within(n.ts) && [...entries].some(([entry, list]) => stateAt(entry, before(n, list), n.ts).inForce));
   return { ...found, events: found.events.filter((e) => within(e.ts)), relevantNotes };
 }
 

@@ -21,13 +21,18 @@ export interface HistoryFile {
   readonly size: number;
 }
 
-/** The history files of `dir`, oldest first (only regular files: a link or a FIFO under that name is not one). */
+/**
+ * The history files of `dir`, oldest first (only regular files: a link or a FIFO under that name
+ * is not one); none when `dir` does not exist. Throws when it cannot be listed (no permission):
+ * an empty history must not be claimed for one that cannot be read.
+ */
 export function historyFiles(dir: string): HistoryFile[] {
   let names: string[];
   try {
     names = readdirSync(dir);
-  } catch {
-    return [];
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
+    throw err;
   }
   const out: HistoryFile[] = [];
   for (const name of names) {
@@ -149,7 +154,12 @@ function syncDir(dir: string): void {
  */
 export function eachHistoryFile(dir: string, visit: (blocks: Block[], bytes: number) => boolean | void, o: { newest?: boolean } = {}): string[] {
   const unreadable: string[] = [];
-  const files = historyFiles(dir);
+  let files: HistoryFile[];
+  try {
+    files = historyFiles(dir);
+  } catch (err) {
+    return [`${dir}: cannot list (${(err as NodeJS.ErrnoException).code ?? 'error'})`];
+  }
   for (const f of o.newest ? files.reverse() : files) {
     let buf: Buffer | undefined;
     try {
@@ -165,7 +175,12 @@ export function eachHistoryFile(dir: string, visit: (blocks: Block[], bytes: num
 
 /** The history's size on disk and the time of its oldest block (epoch s; undefined when it is empty), without reading it through. */
 export function historyStats(dir: string): { bytes: number; files: number; oldest: number | undefined } {
-  const files = historyFiles(dir);
+  let files: HistoryFile[];
+  try {
+    files = historyFiles(dir);
+  } catch {
+    return { bytes: 0, files: 0, oldest: undefined };
+  }
   const bytes = files.reduce((s, f) => s + f.size, 0);
   let oldest: number | undefined;
   for (const f of files) {
