@@ -56,15 +56,15 @@ export function fileBytesFor(maxBytes: number): number {
   return Math.max(MIN_FILE_BYTES, Math.floor(maxBytes / 8));
 }
 
+/** Files whose blocks are known sound, with the size they had then (shared by every writer of the process). */
+const SOUND = new Map<string, number>();
+
 /**
  * Appends blocks within the size bound. The first append of a process reads the newest file
  * through once: after a crash its last block may be torn, and a block appended behind a torn
  * one could never be read; such a file is left as it is (its sound blocks stay readable) and
  * the block goes to a new file.
  */
-/** Files whose blocks are known sound, with the size they had then (shared by every writer of the process). */
-const SOUND = new Map<string, number>();
-
 export class HistoryWriter {
   private readonly sound = SOUND;
 
