@@ -111,4 +111,12 @@ describe('the verdict at a moment', () => {
     w.append(note('after it left'));
     expect(historyOf(d, addr('203.0.113.9')).relevantNotes.map((n) => n.text)).toEqual(['while it was in force']);
   });
+
+  it('--since and --until keep the changes between them, both ends included', () => {
+    const d = dir();
+    const ts = (range: { since?: number; until?: number }) => historyOf(d, addr('203.0.113.9'), range).events.map((e) => e.ts);
+    expect(ts({})).toEqual([100, 200, 300, 400]);
+    expect(ts({ since: 200, until: 300 })).toEqual([200, 300]);
+    expect(ts({ since: 301 })).toEqual([400]);
+  });
 });
