@@ -45,7 +45,8 @@ export function createApi(config: AgentConfig, logger: Logger): ThreatIntelApi {
 }
 
 export function openState(config: AgentConfig, logger: Logger): StateStore {
-  return new StateStore(config.state_dir, logger);
+  // A dry run beside a real backend (--dry-run) is not what the host enforces: the history leaves it out.
+  return new StateStore(config.state_dir, logger, { maxMb: config.history_max_mb, dryRun: config.plugin === 'dry-run' });
 }
 
 /** The plugin named by config (or --dry-run); `auto` probes nftables, then ipset, then iptables. */

@@ -19,6 +19,8 @@ const commands = {
   file: () => import('./commands/file.js'),
   explainName: () => import('./commands/explain-name.js'),
   explain: () => import('./commands/explain.js'),
+  explainAt: () => import('./commands/explain-at.js'),
+  history: () => import('./commands/history.js'),
   overrides: () => import('./commands/overrides.js'),
 };
 
@@ -73,14 +75,27 @@ export function buildProgram(): Command {
     .addOption(configOption())
     .option('--json', 'print one JSON object on stdout (for an address: address, blocked, verdict, rule, records, manual, in_kernel, kernel, hits)')
     .option('--refresh', 'addresses: pull from the API first (applies nothing, writes nothing)')
+    .option('--at <time>', 'the verdict at that moment (epoch seconds or ISO 8601), from the change history in state_dir')
     // Digits, dots and a slash only: an address (a malformed one is a usage error naming it); anything else is a name.
     .action(async (target: string, o) =>
       setExit(
-        /^[\d./]+$/.test(target.trim())
-          ? await (await commands.explain()).explainCommand(target, o)
-          : await (await commands.explainName()).explainNameCommand(target, o),
+        o.at !== undefined
+          ? await (await commands.explainAt()).explainAtCommand(target, o)
+          : /^[\d./]+$/.test(target.trim())
+            ? await (await commands.explain()).explainCommand(target, o)
+            : await (await commands.explainName()).explainNameCommand(target, o),
       ),
     );
+
+  program
+    .command('history')
+    .description('when was this address, network or host name blocked or unblocked here, and why: its changes from the change history in state_dir, oldest first; touches nothing')
+    .argument('<target>', 'an IPv4 address (also the networks that covered it) or network (also the addresses inside it), or a host name (also the names above and below it)')
+    .addOption(configOption())
+    .option('--since <time>', 'only changes from then on (epoch seconds or ISO 8601)')
+    .option('--until <time>', 'only changes up to then (epoch seconds or ISO 8601)')
+    .option('--json', 'print {"target", "events": [{ts, entry, change, reason, score, rank, cause}], "notes", "history"} on stdout')
+    .action(async (target: string, o) => setExit(await (await commands.history()).historyCommand(target, o)));
 
   program
     .command('status')

@@ -145,6 +145,11 @@ export const CONFIG_KEY_DOCS = {
     section: 'daemon',
     meaning: 'daemon: on SIGTERM `keep` the rules or `flush` them (and, with `url_feed`, the names at the resolver)',
   },
+  history_max_mb: {
+    section: 'daemon',
+    meaning:
+      'MiB the change history (`history-*.bin` in `state_dir`) may take; the oldest changes are dropped first (the default keeps a month of a host at 10,000 entries with room to spare, about a day and a half at a million); see [the change history](history.md)',
+  },
   watch_interval_seconds: {
     section: 'daemon',
     meaning:

@@ -28,6 +28,9 @@ export const HARD_LIMITS = {
   sync_time: 10_080, // one week in minutes
 } as const;
 
+/** The change history's default bound: a month of a host at 10,000 entries, with room to spare (measured in docs/history.md). */
+export const DEFAULT_HISTORY_MAX_MB = 8;
+
 export const configSchema = z
   .strictObject({
     agid: z.string().check(z.minLength(1), z.maxLength(200)),
@@ -90,6 +93,8 @@ export const configSchema = z
     report_max_kb: z._default(intIn(4, 1_048_576), 256),
     shrink_guard_ratio: z._default(numberIn(0, 1), 0.5),
     on_stop: z._default(z.enum(['keep', 'flush']), 'keep'),
+    // The change history in state_dir (history-*.bin): the oldest changes are dropped to stay within this.
+    history_max_mb: z._default(numberIn(1, 65_536), DEFAULT_HISTORY_MAX_MB),
     // Daemon: seconds between cheap checks of the agent's objects where no change event exists; 0 = no watching.
     watch_interval_seconds: z._default(intIn(0, 3600), 5),
     metrics_listen: z.optional(nonEmpty()),

@@ -10,6 +10,8 @@ import { startMetricsServer, type HealthProbes, type MetricsServer } from './ser
 import { loadOverrides } from '../agent/state/overrides-store.js';
 import { countOverrides } from '../policy/overrides.js';
 import { previousSettings } from '../agent/cycle/cycle.js';
+import { registerHistoryGauges } from './history-gauges.js';
+import { historyStats } from '../agent/state/history/files.js';
 
 export { AgentMetrics } from './registry.js';
 import type { CounterRead, SideCounters } from './registry.js';
@@ -77,6 +79,8 @@ export function setupDaemonMetrics(config: AgentConfig, logger: Logger, minuteMs
   let server: MetricsServer | undefined;
   let firstOpen = true;
   let lastReadError: string | undefined;
+  let stateDir = config.state_dir; // the configuration in force (a reload may move it)
+  registerHistoryGauges(metrics.registry, () => historyStats(stateDir));
 
   return {
     metrics,
@@ -89,6 +93,7 @@ export function setupDaemonMetrics(config: AgentConfig, logger: Logger, minuteMs
         metrics.observeSettings(previousSettings(parts).settings, minuteMs);
       }
       firstOpen = false;
+      stateDir = parts.config.state_dir;
       const plugin = instrumentPlugin(parts.plugin, metrics);
       metrics.setOverridesReader(() => countOverrides(loadOverrides(parts.config.state_dir), Math.floor(Date.now() / 1000)));
       metrics.setCounterReader(

@@ -40,6 +40,13 @@ export interface DomainSelection {
   readonly addresses: UrlAddress[];
   /** Distinct hosts in the URL feed. */
   readonly hosts: number;
+  /**
+   * Per host of the URL cache (by its id): 0 selected or no URL, else why it was left out (index
+   * in DOMAIN_SKIPS + 1); and its best decayed score. The change history says from these why a
+   * name left the resolver.
+   */
+  readonly outcomes?: Uint8Array;
+  readonly bestScores?: Float64Array;
 }
 
 /** Per host: the best URL by decayed score now, URL count, decision flags. */
@@ -96,6 +103,11 @@ export function selectDomains(input: DomainSelectionInput): DomainSelection {
   const manual: number[] = [];
   const scored: number[] = [];
   const addresses: UrlAddress[] = [];
+  const outcomes = new Uint8Array(urls.hosts.length);
+  const skip = (h: number, why: DomainSkip) => {
+    skipped[why]++;
+    outcomes[h] = DOMAIN_SKIPS.indexOf(why) + 1;
+  };
   const expiry = (h: number): number | null => {
     const age = now - t.bestTs[h]!;
     const secs = scoring.secondsUntilBelow(t.bestS[h]!, Math.max(0, age), threshold);
@@ -110,21 +122,21 @@ export function selectDomains(input: DomainSelectionInput): DomainSelection {
       continue;
     }
     if (kind === HOST_KIND.publicSuffix) {
-      skipped.public_suffix++;
+      skip(h, 'public_suffix');
       continue;
     }
     const veto = input.policy.veto(urls.hosts[h]!);
     if (veto) {
-      skipped[veto]++;
+      skip(h, veto);
       continue;
     }
     if (t.white[h] === 1) {
-      skipped.whitelist++;
+      skip(h, 'whitelist');
       continue;
     }
     if (t.black[h] === 1) manual.push(h);
     else if (passes) scored.push(h);
-    else skipped.threshold++;
+    else skip(h, 'threshold');
   }
   const byName = (a: number, b: number) => (urls.hosts[a]! < urls.hosts[b]! ? -1 : urls.hosts[a]! > urls.hosts[b]! ? 1 : 0);
   manual.sort(byName);
@@ -140,6 +152,8 @@ export function selectDomains(input: DomainSelectionInput): DomainSelection {
     domains.push({ name: urls.hosts[h]!, reason: 'score', score: t.best[h]!, expiresAt: expiry(h), urls: t.count[h]! });
   }
   skipped.cap = manual.length + scored.length - domains.length;
+  const capCode = DOMAIN_SKIPS.indexOf('cap') + 1;
+  for (const h of [...manual, ...scored].slice(cap)) outcomes[h] = capCode;
   addresses.sort((a, b) => (a.ip < b.ip ? -1 : a.ip > b.ip ? 1 : 0));
-  return { domains, skipped, addresses, hosts: urls.hosts.length };
+  return { domains, skipped, addresses, hosts: urls.hosts.length, outcomes, bestScores: t.best };
 }

@@ -174,10 +174,13 @@ export function selectEntries(input: SelectionInput): Selection {
     columns.push(starts[i]!, prefixes[i]!, 'score', scoreOf[i]!, expiryOf(scoring, scores[i]!, tss[i]!, now, threshold));
   }
   const explained = input.explainFor ? explainRecords(input, feed, input.explainFor, { manual, manualSkips, isManual, scoreOf, scored, vetoed }) : undefined;
+  // What the cap left out, best first: the rank an entry that left for the cap would have had.
+  const cutScores = new Float32Array(scored.length - fromScore);
+  for (let k = fromScore; k < scored.length; k++) cutScores[k - fromScore] = scoreOf[scored[k]!]!;
   // Working arrays of the feed's size, freed now rather than at the next collection.
   releaseArray(scoreOf);
   releaseArray(isManual);
-  return selectionOf(columns, skipped, explained);
+  return selectionOf(columns, skipped, explained, { firstRank: kept + fromScore + 1, scores: cutScores });
 }
 
 /** What selectEntries decided, as explainRecords reads it back. */

@@ -110,6 +110,7 @@ class ColumnSelection implements Selection {
     readonly columns: SelectedColumns,
     readonly skipped: Record<SkipReason, number>,
     readonly explained?: ExplainedRecord[],
+    readonly cut?: CutScores,
   ) {}
 
   get entries(): SelectedEntry[] {
@@ -117,8 +118,29 @@ class ColumnSelection implements Selection {
   }
 }
 
-export function selectionOf(columns: SelectedColumns, skipped: Record<SkipReason, number>, explained?: ExplainedRecord[]): Selection {
-  return new ColumnSelection(columns, skipped, explained);
+export function selectionOf(columns: SelectedColumns, skipped: Record<SkipReason, number>, explained?: ExplainedRecord[], cut?: CutScores): Selection {
+  return new ColumnSelection(columns, skipped, explained, cut);
+}
+
+/** The decayed scores of what passed every check but the cap, best first; the first of them would have had rank `firstRank`. */
+export interface CutScores {
+  readonly firstRank: number;
+  readonly scores: Float32Array;
+}
+
+/** The rank a score entry left out by the cap would have had: after every cut score above it. */
+export function rankOfCut(cut: CutScores, score: number): number {
+  const s = cut.scores;
+  let lo = 0;
+  let hi = s.length;
+  // Math.fround: the scores are kept as 32-bit floats.
+  const x = Math.fround(score);
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (s[mid]! > x) lo = mid + 1;
+    else hi = mid;
+  }
+  return cut.firstRank + lo;
 }
 
 export interface Selection {
@@ -129,4 +151,6 @@ export interface Selection {
   readonly skipped: Record<SkipReason, number>;
   /** Only with `explainFor`: every manual block, then every feed record, overlapping it. */
   readonly explained?: ExplainedRecord[];
+  /** Made by selectEntries: what the cap left out (the change history ranks an entry that left for it). */
+  readonly cut?: CutScores;
 }

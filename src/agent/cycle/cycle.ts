@@ -24,9 +24,7 @@ import { applyDnsStep, finishDnsPlan, startUrlPull, type DnsStepRecord } from '.
 import { reassertMissing } from './reassert.js';
 import { releaseAfterLargePull } from '../../util/release-memory.js';
 import type { CycleDeps, CycleOutcome, PlanResult, PlanState } from './types.js';
-
-
-
+import { cycleFacts } from './history-facts.js';
 
 const rejectedFormulas = new Set<string>();
 
@@ -121,6 +119,7 @@ export async function computePlan(deps: Omit<CycleDeps, 'state'> & { state: Plan
     base,
     settingProblems: resolved.problems,
     dns,
+    leaving: cycleFacts({ feeds, scoring, threshold: resolved.settings.score_threshold, protectedSet: ps, minPrefix: config.min_prefix, cut: selected.cut, scoredAt: now }),
     pulled: {
       full: feeds.full,
       cursor: feeds.cursor,

@@ -7,6 +7,7 @@ import { checkShrink } from './shrink-guard.js';
 import { selectionWithOverrides } from './overrides-apply.js';
 import type { StateStore } from '../state/store.js';
 import type { PhaseClock } from './timings.js';
+import { historyChange, localAllows } from './history-facts.js';
 
 /**
  * The cycle's write (one job of the daemon's writer): the local overrides merged in as they are
@@ -32,7 +33,11 @@ export async function enforcePlan(
   const e = await enforce(deps, plugin, plan, now);
   recordOwned(state, plugin.name, e.apply, now);
   clock.lap('apply');
-  state.saveApplied({ ts: now, plugin: plugin.name, entries: e.entries });
+  const savedAt = (deps.now ?? epochNow)();
+  const change = plan.settings.running
+    ? historyChange('cycle', savedAt, () => plan.leaving?.(savedAt, localAllows(config, savedAt)) ?? { protectedSet })
+    : { cause: 'cycle' as const, now: savedAt, all: 'running_off' as const };
+  state.saveApplied({ ts: now, plugin: plugin.name, entries: e.entries }, change);
   clock.lap('save');
   if (e.apply) deps.onApplied?.(plan, mergedAt);
   return e;

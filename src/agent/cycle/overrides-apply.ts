@@ -9,10 +9,13 @@ import { filterProtected, type ProtectedSet } from '../../policy/protect.js';
 import type { Selection } from '../../policy/selected-columns.js';
 import { capRules, type SelectedEntry } from '../../policy/types.js';
 import type { AppliedEntry } from '../state/applied-entry.js';
-import { toApplied as columnsToApplied, type AppliedColumns } from '../state/applied-columns.js';
+import { AppliedColumns, toApplied as columnsToApplied } from '../state/applied-columns.js';
 import { loadOverrides } from '../state/overrides-store.js';
 import { liveEntries, localProtectedSet, logRemoved } from './protect-applied.js';
 import type { AppliedSet, StateStore } from '../state/store.js';
+import type { LeaveFacts } from '../../policy/leave-reasons.js';
+import type { Cause } from '../state/history/codes.js';
+import { historyChange } from './history-facts.js';
 
 /**
  * The local overrides on their way into the kernel: merged into a cycle's
@@ -98,20 +101,27 @@ export interface LocalApplyResult {
   allowed: number;
 }
 
+/** What the change history is told of a local apply: what made it, and what else it knows of why entries left (a decision poll: the decisions). */
+export interface LocalApplyCause {
+  readonly cause: Extract<Cause, 'override' | 'poll'>;
+  readonly facts?: Pick<LeaveFacts, 'whitelist' | 'isManual'>;
+}
+
 /**
  * Apply `base` (a selection without overrides) with the current overrides,
  * without pulling anything: the protected set is computed locally and without
  * DNS (the API by its last known addresses), so this takes well under a
  * second. The caller holds the agent lock. Writes the applied set like a cycle.
  */
-export async function applyLocal(deps: LocalApplyDeps, base: readonly SelectedEntry[], now: number): Promise<LocalApplyResult> {
+export async function applyLocal(deps: LocalApplyDeps, base: readonly SelectedEntry[], now: number, why: LocalApplyCause = { cause: 'override' }): Promise<LocalApplyResult> {
   const { config, state, plugin, logger, settings } = deps;
   if (!settings.running) {
     logger.info('running is disabled in the stored configuration: local overrides are kept and applied when it is enabled');
     return { applied: 0, allowed: 0 };
   }
   const protectedSet = await localProtectedSet(config, state, logger, { offline: true });
-  const merged = mergeOverrides({ entries: base, overrides: loadOverrides(config.state_dir), protectedSet, minPrefix: config.min_prefix, maximumRules: settings.maximum_rules, now });
+  const overrides = loadOverrides(config.state_dir);
+  const merged = mergeOverrides({ entries: base, overrides, protectedSet, minPrefix: config.min_prefix, maximumRules: settings.maximum_rules, now });
   logRefused(logger, merged);
   // The same last filter as every other write (the base may predate a change of the protected set).
   const { kept, removed } = filterProtected(merged.entries, protectedSet, (e) => e.cidr);
@@ -122,6 +132,9 @@ export async function applyLocal(deps: LocalApplyDeps, base: readonly SelectedEn
     live.map((e) => ({ cidr: e.cidr, timeoutSeconds: timeoutUntil(e.expiresAt, now) })),
     { capacity: settings.maximum_rules, appliedBefore },
   );
-  state.saveApplied({ ts: now, plugin: plugin.name, entries: live.map(toApplied) });
+  const applied = new AppliedColumns(live.length);
+  for (const e of live) applied.push(e.cidr.start, e.cidr.prefix, e.reason, e.expiresAt, e.score);
+  const allows = activeOverrides(overrides, now);
+  state.saveApplied({ ts: now, plugin: plugin.name, entries: applied }, historyChange(why.cause, now, () => ({ protectedSet, allows, minPrefix: config.min_prefix, ...why.facts })));
   return { applied: live.length, apply, allowed: merged.allowed };
 }

@@ -7,6 +7,8 @@ import type { AppliedEntry } from '../state/applied-entry.js';
 import type { StateStore } from '../state/store.js';
 import type { AppliedRecordColumns } from '../state/applied-record.js';
 import { logRemoved } from './protect-applied.js';
+import { historyChange, localAllows } from './history-facts.js';
+import type { Cause } from '../state/history/codes.js';
 
 export interface ReapplyOptions {
   readonly plugin: FirewallPlugin;
@@ -18,7 +20,7 @@ export interface ReapplyOptions {
   /** The maximum_rules in force (sets are sized for it). */
   readonly capacity: number;
   /** What the log lines call this write: `restore`, `re-assert`, `sync failed`. */
-  readonly why: string;
+  readonly why: 'restore' | 're-assert' | 'sync failed';
   /** Write only when the protected set took something out (after a failed pull the kernel already holds the rest). */
   readonly onlyWhenRemoved?: boolean;
   /** The entries as they go to the kernel (the start-up restore adds the local overrides). */
@@ -77,12 +79,22 @@ export async function reapplyLast(o: ReapplyOptions): Promise<Reapplied | undefi
   if (o.onlyWhenRemoved && removed.length === 0) return { last, kept, removed: 0 };
   const entries = o.shape ? o.shape(kept) : kept;
   const result = await o.plugin.apply(toFirewall(entries, o.now), { capacity: o.capacity, appliedBefore: true, callerLogsRepairs: o.callerLogsRepairs });
-  if (removed.length) {
-    o.state.saveApplied({ ts: last.ts, plugin: o.plugin.name, entries: kept });
-    logRemoved(o.logger, removed, o.why);
+  // The record is what the kernel holds: saved when the protected set took something out, and
+  // (the restore) when the local overrides changed what goes back; expiries alone wait for the next write.
+  if (removed.length || o.shape) {
+    const allows = localAllows({ state_dir: o.state.dir }, o.now);
+    const change = historyChange(CAUSE[o.why], o.now, () => ({ protectedSet: o.protectedSet, allows }), { previous: last.columns, onlyIfChanged: removed.length === 0 });
+    o.state.saveApplied({ ts: last.ts, plugin: o.plugin.name, entries }, change);
+  }
+  if (removed.length) logRemoved(o.logger, removed, o.why);
+  if (o.why === 'restore') {
+    const missing = result.added > 0 ? `; ${result.added} were not in the kernel (a reboot, a flush or another tool removed them)` : '';
+    o.state.noteHistory(o.plugin.name, 'restore', o.now, 'restored', `the last applied set (${entries.length} entries) applied at start-up${missing}`);
   }
   return { last, kept, removed: removed.length, result };
 }
+
+const CAUSE: Record<ReapplyOptions['why'], Cause> = { restore: 'restore', 're-assert': 'repair', 'sync failed': 'cycle' };
 
 /**
  * When a cycle applied nothing (its pull failed, or the guard held it back),

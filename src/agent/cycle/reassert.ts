@@ -31,6 +31,7 @@ export async function reassertMissing(
     const r = await reapplyLast({ plugin, state, logger, protectedSet: await protectedSet, now, capacity: settings.maximum_rules, why: 're-assert', callerLogsRepairs: true });
     if (!r) return undefined;
     const entries = r.kept;
+    if (r.result?.repaired.length) state.noteHistory(plugin.name, 'repair', now, 'repaired', `put back before the pull: ${r.result.repaired.join(', ')}`);
     logger.warn(
       { missing, repaired: r.result?.repaired, entries: entries.length },
       `firewall objects were missing; re-asserted the last applied set (${entries.length} entries) before the pull`,

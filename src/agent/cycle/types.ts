@@ -11,6 +11,7 @@ import type { CycleRecord, ReportRecord, StateStore } from '../state/store.js';
 import type { PulledFeeds } from './pull-all.js';
 import type { PhaseClock, PhaseTimings } from './timings.js';
 import type { DnsPlan, DnsStepRecord } from './url-feed-front.js';
+import type { CycleFacts } from './history-facts.js';
 
 /**
  * The shapes a sync cycle takes and gives, apart from the code that runs it, so that
@@ -72,6 +73,8 @@ export interface PlanResult {
   settingProblems: string[];
   /** The URL feed's part (names for the resolver), when `url_feed` is on. */
   dns?: DnsPlan | undefined;
+  /** Why an applied entry would leave, from this pull (the change history asks at the write, while the feed is held). */
+  leaving?: CycleFacts;
 }
 
 export interface CycleOutcome {

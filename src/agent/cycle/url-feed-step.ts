@@ -11,6 +11,7 @@ import { selectDomains, type DomainReason, type DomainSelection } from '../../po
 import type { Scoring } from '../../score/decay.js';
 import { DnsStateStore } from '../state/url-feed-state.js';
 import { checkShrink } from './shrink-guard.js';
+import { namesHistory, recordNames } from './names-history.js';
 
 /** What a cycle learnt from the URL feed, and what it would enforce. */
 export interface DnsPlan {
@@ -103,8 +104,9 @@ export async function applyDnsStep(
   const plugin = createDnsPlugin(o.config, { logger: o.logger, dryRun: o.dryRun });
   await flushPreviousDnsPlugin(o, store, plugin.name);
   const key = plugin.name === 'dry-run' ? 'dryRunApplied' : 'applied';
+  const history = namesHistory(o.config, o.logger, plugin.name);
   if (!running) {
-    await plugin.flush();
+    await recordNames(history, plugin, { now: o.now, cause: 'cycle', all: 'running_off' }, () => plugin.flush());
     store.update({ [key]: { ts: o.now, plugin: plugin.name, names: 0, byReason: { manual: 0, score: 0 } } });
     return { plugin: plugin.name, applied: 0, byReason: { manual: 0, score: 0 } };
   }
@@ -115,7 +117,7 @@ export async function applyDnsStep(
   store.update({ pendingShrink: verdict.pending });
   if (!verdict.allow) throw new GuardError(`names: ${verdict.message!}`);
   if ('message' in verdict && verdict.message) o.logger.warn(`names: ${verdict.message}`);
-  const result = await plugin.apply(names);
+  const result = await recordNames(history, plugin, { now: o.now, cause: 'cycle', plan }, () => plugin.apply(names));
   const counts = byReason(plan);
   store.update({ [key]: { ts: o.now, plugin: plugin.name, names: result.total, byReason: counts } });
   o.logger.info({ plugin: plugin.name, added: result.added, removed: result.removed, total: result.total }, 'resolver blocks applied');
@@ -136,7 +138,8 @@ async function flushPreviousDnsPlugin(o: { config: AgentConfig; logger: Logger; 
     return;
   }
   try {
-    await createDnsPlugin(o.config, { logger: o.logger, dryRun: false, only: prev.plugin }).flush();
+    const old = createDnsPlugin(o.config, { logger: o.logger, dryRun: false, only: prev.plugin });
+    await recordNames(namesHistory(o.config, o.logger, old.name), old, { now: o.now, cause: 'flush', all: 'backend_changed' }, () => old.flush());
     o.logger.info({ previous: prev.plugin, now: current }, 'dns_plugin changed: removed the names the previous resolver backend applied');
     store.update({ applied: { ts: o.now, plugin: prev.plugin, names: 0, byReason: { manual: 0, score: 0 } } });
   } catch (err) {
@@ -148,7 +151,7 @@ async function flushPreviousDnsPlugin(o: { config: AgentConfig; logger: Logger; 
 export async function flushDns(o: { config: AgentConfig; logger: Logger; dryRun: boolean; now: number }): Promise<string | undefined> {
   if (!o.config.url_feed) return undefined;
   const plugin = createDnsPlugin(o.config, { logger: o.logger, dryRun: o.dryRun });
-  await plugin.flush();
+  await recordNames(namesHistory(o.config, o.logger, plugin.name), plugin, { now: o.now, cause: 'flush', all: 'flushed' }, () => plugin.flush());
   new DnsStateStore(o.config.state_dir, o.logger).update({ [plugin.name === 'dry-run' ? 'dryRunApplied' : 'applied']: { ts: o.now, plugin: plugin.name, names: 0, byReason: { manual: 0, score: 0 } }, pendingShrink: undefined });
   return plugin.name;
 }

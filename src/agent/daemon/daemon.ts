@@ -161,6 +161,7 @@ export class Daemon {
       onRepair: (objects, at) => {
         const prev = state.small.repairs;
         this.safeUpdate({ repairs: { count: (prev?.count ?? 0) + 1, lastAt: at, objects: [...objects] } });
+        state.noteHistory(plugin.name, 'repair', at, 'repaired', `put back after another tool removed them: ${objects.join(', ')}`);
         this.opts.onRepair?.(objects);
       },
     });
@@ -285,6 +286,7 @@ export class Daemon {
     if (this.parts.config.on_stop === 'flush') {
       try {
         await this.parts.plugin.flush();
+        this.parts.state.historyOfStopFlush(this.parts.plugin.name);
         this.logger.info('on_stop=flush: removed the agent rules');
       } catch (err) {
         this.logger.error(`on_stop flush failed: ${errorMessage(err)}`);

@@ -6,6 +6,7 @@ import { feedItemCap, pullFeed } from '../../feed/pull.js';
 import type { FirewallPlugin } from '../../firewall/index.js';
 import type { Logger } from '../../log.js';
 import { rebaseOnDecisions, sameDecisions } from '../../policy/decisions-rebase.js';
+import { RangeSet } from '../../net/ipv4.js';
 import type { SelectedEntry } from '../../policy/types.js';
 import { mergePolled, newestTs, pollStart } from './decision-cursor.js';
 import { loadDecisionsCache, saveDecisionsCache } from '../state/decisions-cache.js';
@@ -93,7 +94,8 @@ export async function pollDecisions(
       maximumRules: settings.maximum_rules,
       now,
     });
-    const r = await applyLocal(deps, rebased, now);
+    const white = new RangeSet([...whitelist.values()].map((w) => w.cidr));
+    const r = await applyLocal(deps, rebased, now, { cause: 'poll', facts: { whitelist: white, isManual: (start, prefix) => manualBlocks.find(start, prefix) !== -1 } });
     // What plan --offline and the next poll compare against; the formula is the last cycle's.
     save();
     logger.info(

@@ -18,6 +18,8 @@ export class AppliedColumns {
   private reasons: Uint8Array;
   /** Epoch seconds; NaN = no expiry. */
   private expires: Float64Array;
+  /** The decayed score at the apply (NaN = none), made only by a write that knows it (the change history reads it). */
+  private scores: Float32Array | undefined;
   length = 0;
 
   constructor(capacity: number) {
@@ -29,13 +31,21 @@ export class AppliedColumns {
   }
 
   /** Past the capacity given to the constructor, the columns double (a record read back whose size was not known). */
-  push(start: number, prefix: number, reason: Reason, expiresAt: number | null): void {
+  push(start: number, prefix: number, reason: Reason, expiresAt: number | null, score?: number | null): void {
     if (this.length === this.starts.length) this.grow(this.length * 2);
     const i = this.length++;
     this.starts[i] = start;
     this.prefixes[i] = prefix;
     this.reasons[i] = REASON_CODE[reason];
     this.expires[i] = expiresAt ?? NaN;
+    if (score !== undefined && score !== null) (this.scores ??= new Float32Array(this.starts.length).fill(NaN))[i] = score;
+    else if (this.scores) this.scores[i] = NaN;
+  }
+
+  /** The decayed score the entry was applied with, when the write knew it. */
+  score(i: number): number | null {
+    const s = this.scores?.[i];
+    return s === undefined || Number.isNaN(s) ? null : s;
   }
 
   /** The CIDR text as one flat string (the report holds a million of them: a template's rope of pieces costs half as much again). */
@@ -65,7 +75,12 @@ export class AppliedColumns {
     reasons.set(this.reasons);
     const expires = new Float64Array(capacity);
     expires.set(this.expires);
-    Object.assign(this, { starts, prefixes, reasons, expires });
+    let scores: Float32Array | undefined;
+    if (this.scores) {
+      scores = new Float32Array(capacity).fill(NaN);
+      scores.set(this.scores);
+    }
+    Object.assign(this, { starts, prefixes, reasons, expires, scores });
   }
 }
 
@@ -97,7 +112,7 @@ export function toApplied(selected: SelectedColumns, now: number): { firewall: E
     const expiresAt = selected.expiresAt(i);
     if (expiresAt !== null && expiresAt <= now) continue;
     firewall.push(starts[i]!, prefixes[i]!, timeoutUntil(expiresAt, now));
-    applied.push(starts[i]!, prefixes[i]!, selected.reason(i), expiresAt);
+    applied.push(starts[i]!, prefixes[i]!, selected.reason(i), expiresAt, selected.score(i));
   }
   return { firewall, applied };
 }

@@ -24,7 +24,7 @@ export async function flushPreviousBackends(
     try {
       const old = await open(name);
       await old.flush();
-      state.saveApplied({ ts: Math.floor(Date.now() / 1000), plugin: name, entries: [] });
+      state.saveApplied({ ts: Math.floor(Date.now() / 1000), plugin: name, entries: [] }, { cause: 'flush', all: 'backend_changed' });
       logger.warn({ previous: name, current: current.name }, `backend changed from ${name} to ${current.name}: removed the ${name} objects`);
     } catch (err) {
       logger.error({ previous: name }, `backend changed, but the old ${name} objects could not be removed: ${errorMessage(err)}`);

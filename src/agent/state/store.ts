@@ -5,76 +5,18 @@ import { StateError } from '../../errors.js';
 import type { Logger } from '../../log.js';
 import { releaseArray } from '../../util/release.js';
 import { IndicatorMap } from '../../feed/indicator.js';
-import type { Settings, SettingSources } from '../../config/server.js';
-import type { Reason, SkipReason } from '../../policy/types.js';
+import type { Reason } from '../../policy/types.js';
 import { appliedRecordShape, decodeAppliedColumns, decodeAppliedRecord, encodeAppliedRecord, usableAppliedEntry, type AppliedRecordColumns } from './applied-record.js';
 import { AppliedColumns } from './applied-columns.js';
 import { AppliedCounts, fileVersion } from './applied-count.js';
 import { writeFileAtomic } from '../../util/atomic-file.js';
 import { readStateFile, UnsafeStateFile } from '../../util/untrusted-file.js';
-import type { LastKnownApi } from '../../host/protected-set.js';
-
-/** Outcome of the last cycle, shown by `status` and reported to the API. */
-export interface CycleRecord {
-  ts: number;
-  ok: boolean;
-  code: number;
-  errorCode?: string | undefined;
-  message?: string | undefined;
-  durationMs: number;
-  plugin: string;
-  applied: number;
-  /** `url` is absent in records written before the URL feed existed. */
-  byReason: Record<Exclude<Reason, 'url'>, number> & { url?: number };
-  skipped: Record<SkipReason, number>;
-  fullPull: boolean;
-  running: boolean;
-}
-
-/** What the last state report carried (it is bounded: report_max_kb). */
-export interface ReportRecord {
-  at: number;
-  /** Applied entries listed in it. */
-  entries: number;
-  /** Applied entries at the time. */
-  total: number;
-  /** Its size in bytes. */
-  bytes: number;
-  /** Fewer entries than applied. */
-  shortened: boolean;
-  /** Bytes of a first report the server refused as too large (413), when it did. */
-  refused?: number | undefined;
-  /** Whether the server stored it. */
-  ok: boolean;
-}
-
-/** Small persisted state: `state.json` in the state dir. */
-export interface SmallState {
-  cursor?: number;
-  lastFullPullAt?: number;
-  settings?: Settings;
-  sources?: SettingSources;
-  lastCycle?: CycleRecord;
-  lastSuccessAt?: number;
-  nextSyncAt?: number;
-  /** Shrink guard: size of a held-back shrinking pull, to compare with the next one. */
-  pendingShrink?: { at: number; size: number };
-  /** Most score-feed indicators seen in one cycle (bounds how much a later pull may receive). */
-  largestFeed?: number;
-  /**
-   * The firewall objects the agent created and marked as its own (the markers in the kernel
-   * are what ownership is decided on; this is the record for people and `status --json`).
-   */
-  owned?: { plugin: string; objects: string[]; since: number };
-  /** Wall and monotonic clocks at the start of the last cycle, to detect clock steps. */
-  clock?: { wall: number; mono: number; boot: string | undefined };
-  /** The API server's addresses when they last resolved: protected while resolution fails. */
-  apiLastKnown?: LastKnownApi;
-  /** Repairs the daemon's watcher made between cycles: how many, the last one's time and what was missing. */
-  repairs?: { count: number; lastAt: number; objects: string[] };
-  /** The last state report: how many of the applied entries it listed. */
-  report?: ReportRecord;
-}
+import { DEFAULT_HISTORY_MAX_MB } from '../../config/schema.js';
+import { History, MIB } from './history/journal.js';
+import { AppliedHistory, type AppliedChange } from './history/applied-history.js';
+import type { Cause, HistoryReason } from './history/codes.js';
+import type { SmallState } from './small-state.js';
+export type { CycleRecord, ReportRecord, SmallState } from './small-state.js';
 
 /** The last set applied successfully: re-applied at start-up before any network call. */
 export interface AppliedSet {
@@ -135,8 +77,12 @@ export class StateStore {
   private smallState: SmallState;
   /** Entries of each applied record as last read or written here, with the file version they belong to. */
   private readonly appliedCounts = new AppliedCounts();
+  /** The change history (history-*.bin): every write of an applied record is recorded there first. */
+  readonly history: History;
+  private readonly appliedHistory: AppliedHistory;
 
-  constructor(dir: string, logger: Logger) {
+  /** `history`: history_max_mb, and whether the dry-run backend is the configured one (its writes are then the host's). */
+  constructor(dir: string, logger: Logger, history: { maxMb?: number; dryRun?: boolean } = {}) {
     this.dir = dir;
     this.logger = logger;
     try {
@@ -144,6 +90,8 @@ export class StateStore {
     } catch (err) {
       throw new StateError(`cannot create state_dir ${dir}: ${(err as Error).message}`, { cause: err });
     }
+    this.history = new History(dir, logger, Math.floor((history.maxMb ?? DEFAULT_HISTORY_MAX_MB) * MIB));
+    this.appliedHistory = new AppliedHistory(this.history, history.dryRun ?? true);
     // Read now, so a corrupt file is found here and not mid-cycle.
     this.smallState = this.readSmall();
   }
@@ -267,7 +215,9 @@ export class StateStore {
       columns = d.columns;
       return d.record;
     }));
-    return raw && columns ? { ts: raw.ts, plugin: raw.plugin, columns } : undefined;
+    if (!raw || !columns) return undefined;
+    this.appliedHistory.remember(join(this.dir, `applied-${plugin}.json`), columns);
+    return { ts: raw.ts, plugin: raw.plugin, columns };
   }
 
   private appliedRecord(plugin: string, raw: unknown): ReturnType<typeof appliedRecordShape> {
@@ -286,6 +236,16 @@ export class StateStore {
     return this.appliedCounts.count(join(this.dir, `applied-${plugin}.json`), () => this.loadApplied(plugin)?.entries.length);
   }
 
+  /** A note in the change history about the whole set of `plugin` (a restore at start-up, a repair). */
+  noteHistory(plugin: string, cause: Cause, ts: number, reason: HistoryReason, text: string): void {
+    this.appliedHistory.note(plugin, cause, ts, reason, text);
+  }
+
+  /** The daemon's on_stop flush, in the change history: the kernel emptied, the record kept for the restore. */
+  historyOfStopFlush(plugin: string): void {
+    this.appliedHistory.flushKeepingRecord(plugin, join(this.dir, `applied-${plugin}.json`), () => this.loadAppliedColumns(plugin)?.columns);
+  }
+
   /** The running totals of the kernel's hit counters (see hit-totals.ts); empty when none were saved. */
   loadHitTotals(): HitTotals {
     return parseHitTotals(this.readJson(HIT_TOTALS_FILE));
@@ -295,10 +255,17 @@ export class StateStore {
     this.writeJson(HIT_TOTALS_FILE, { v: 1, entries: totals });
   }
 
-  /** Entries as objects (read back, filtered) or as a cycle's columns. */
-  saveApplied(set: Omit<AppliedSet, 'entries'> & { entries: readonly AppliedSet['entries'][number][] | AppliedColumns }): void {
+  /**
+   * Entries as objects (read back, filtered) or as a cycle's columns; `change` says which path
+   * wrote them and why entries left, for the change history. False when not written (see AppliedChange.onlyIfChanged).
+   */
+  saveApplied(set: Omit<AppliedSet, 'entries'> & { entries: readonly AppliedSet['entries'][number][] | AppliedColumns }, change?: AppliedChange): boolean {
     const name = `applied-${set.plugin}.json`;
-    this.appliedCounts.writing(join(this.dir, name), set.entries.length, () => this.writeJson(name, encodeAppliedRecord(set.ts, set.plugin, set.entries)));
+    const path = join(this.dir, name);
+    if (!this.appliedHistory.beforeWrite(set.plugin, path, set.entries, change, () => this.loadAppliedColumns(set.plugin)?.columns)) return false;
+    this.appliedCounts.writing(path, set.entries.length, () => this.writeJson(name, encodeAppliedRecord(set.ts, set.plugin, set.entries)));
+    this.appliedHistory.afterWrite(path, set.entries);
+    return true;
   }
 }
 

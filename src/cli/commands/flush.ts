@@ -26,7 +26,7 @@ export async function flushCommand(opts: GlobalOptions & { dryRun?: boolean }): 
     const before = await anythingOwned(plugin);
     // Even when nothing seems there: a flush is idempotent, and removes a stray hook too.
     await plugin.flush();
-    state.saveApplied({ ts: Math.floor(Date.now() / 1000), plugin: plugin.name, entries: [] });
+    state.saveApplied({ ts: Math.floor(Date.now() / 1000), plugin: plugin.name, entries: [] }, { cause: 'flush', all: 'flushed' });
     state.update({ owned: undefined });
     for (const what of before.foreign) process.stderr.write(`left ${what}: it was not created by wcf-agent\n`);
     process.stderr.write(

@@ -138,7 +138,7 @@ export function commandsPage(program: Command, info: PageInfo): string {
     macro.tp(
       '\\fI/var/lib/wcf\\-agent/\\fR',
       inline(
-        'The default `state_dir`: `state.json`, the feed caches, `applied-<plugin>.json` (the last applied set, restored at start-up), `hit-totals.json`, `overrides.json`, `daemon.pid`, `agent.lock` and the daemon\'s `control.sock`.',
+        'The default `state_dir`: `state.json`, the feed caches, `applied-<plugin>.json` (the last applied set, restored at start-up), `history-*.bin` (the change history `history` and `explain --at` read, within `history_max_mb`), `hit-totals.json`, `overrides.json`, `daemon.pid`, `agent.lock` and the daemon\'s `control.sock`.',
       ),
     ),
     macro.tp('\\fI/lib/systemd/system/wcf\\-agent.service\\fR', inline('The systemd unit: `run`, with `check-config` before it; `systemctl reload` sends SIGHUP.')),

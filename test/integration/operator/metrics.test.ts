@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator, type Simulator } from '../../simulator/index.js';
@@ -75,6 +75,14 @@ describe('metrics endpoint of `run`', () => {
     }
     expect(m.get('wcf_agent_firewall_counters_read_ok')).toBe(1);
     expect(m.get('wcf_agent_local_overrides{action="allow"}')).toBe(0);
+    // The change history: its bytes on disk, and its oldest change (the cycle's).
+    const historyBytes = readdirSync(join(dir, 'state'))
+      .filter((f) => /^history-\d+\.bin$/.test(f))
+      .reduce((sum, f) => sum + statSync(join(dir, 'state', f)).size, 0);
+    expect(historyBytes).toBeGreaterThan(0);
+    expect(m.get('wcf_agent_history_bytes')).toBe(historyBytes);
+    expect(m.get('wcf_agent_history_oldest_timestamp_seconds')).toBeGreaterThan(now - 60);
+    expect(m.get('wcf_agent_history_oldest_timestamp_seconds')).toBeLessThanOrEqual(now);
 
     // Local overrides: counted at scrape time; a local block's entry is counted with reason local.
     expect((await runCli(['block', '198.51.100.77', '--for', '1h', '--config', path])).exitCode).toBe(0);
