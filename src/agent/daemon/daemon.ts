@@ -158,6 +158,7 @@ export class Daemon {
         });
       },
       truth: this.truth,
+      cycleRunning: () => this.cycling.size > 0,
       onRepair: (objects, at) => {
         const prev = state.small.repairs;
         this.safeUpdate({ repairs: { count: (prev?.count ?? 0) + 1, lastAt: at, objects: [...objects] } });

@@ -33,6 +33,8 @@ export interface WatcherOptions {
   readonly protect: (entries: EntryColumns) => Promise<EntryColumns>;
   /** What the checks found, for /readyz, `status` and the metrics (the daemon's one record of it). */
   readonly truth: KernelTruth;
+  /** Whether a cycle of this daemon is in flight: a verification waits for its end (see look()). */
+  readonly cycleRunning?: () => boolean;
   /** The clock (epoch ms); tests move it. */
   readonly now?: () => number;
 }
@@ -41,6 +43,8 @@ export interface WatcherOptions {
 const COALESCE_MS = 100;
 /** A freshly started event source listens within milliseconds; the check that covers its start waits this long. */
 const MONITOR_SETTLE_MS = 300;
+/** How often a verification held back by a cycle in flight looks again. */
+const CYCLE_RETRY_MS = 1000;
 
 /**
  * Between cycles, puts the agent's objects and entries back within seconds when
@@ -200,6 +204,9 @@ export class Watcher {
     }
     const wait = this.schedule.waitMs();
     if (wait > 0) return wait;
+    // Not beside a cycle: at a million entries the networks' read (200 MB of nft) on top of the
+    // cycle's own peak is what would cost the host; the suspicion stays until the cycle has ended.
+    if (this.opts.cycleRunning?.()) return CYCLE_RETRY_MS;
     this.schedule.started();
     let found: EntryCheck;
     const started = this.now();
