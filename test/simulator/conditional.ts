@@ -56,11 +56,12 @@ export class Conditional {
     const mode = this.mode;
     if (!mode) return undefined;
     const hash = createHash('sha1').update(body.replace(HEADER_TS, '')).digest('hex').slice(0, 24);
-    let v = this.versions.get(key);
-    const changed = !v || v.hash !== hash;
-    if (changed) {
+    const was = this.versions.get(key);
+    const changed = !was || was.hash !== hash;
+    let v = was;
+    if (!v || changed) {
       if (this.versions.size > 100_000) this.versions.clear();
-      v = { hash, since: Math.max(now, (v?.since ?? 0) + 1), first: v?.first ?? hash };
+      v = { hash, since: Math.max(now, (was?.since ?? 0) + 1), first: was?.first ?? hash };
       this.versions.set(key, v);
     }
     const etag = `"${mode === 'fixed-etag' ? v.first : v.hash}"`;
