@@ -2,10 +2,9 @@
 // loopback, where a cache or a clock could freeze them or run them backwards: a cache whose ETag
 // never changes, a record stamped in the future, and two feeds answered a moment apart while an
 // address moves from one to the other. The dry-run backend's rules file is the firewall here.
-import { readFileSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startSimulator, type CallEntry, type Simulator } from '../simulator/index.js';
-import { fastFailConfig, runCli, waitFor } from '../helpers/cli.js';
+import { dryRunEntries, fastFailConfig, runCli, waitFor } from '../helpers/cli.js';
 import { DaemonProcess } from '../helpers/daemon.js';
 
 const sims: Simulator[] = [];
@@ -28,11 +27,7 @@ function start(path: string, minuteMs: number): DaemonProcess {
   return d;
 }
 
-const firewall = (rules: string) =>
-  readFileSync(rules, 'utf8')
-    .split('\n')
-    .filter((l) => l.startsWith('add '))
-    .map((l) => l.split(' ')[2]!);
+const firewall = dryRunEntries;
 
 const decisionCalls = (calls: readonly CallEntry[]) => calls.filter((c) => c.method === 'GET' && c.path.endsWith('/ips') && (c.query.filter === '2' || c.query.filter === '3'));
 

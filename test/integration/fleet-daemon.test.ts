@@ -3,10 +3,9 @@
 // interval, a withdrawal at the next cycle, the start-up delay, conditional requests (304) and
 // compression where the server offers it.
 // The dry-run backend's rules file is the firewall here, as in daemon.test.ts.
-import { readFileSync } from 'node:fs';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator, type CallEntry, type Simulator } from '../simulator/index.js';
-import { fastFailConfig, runCli, waitFor } from '../helpers/cli.js';
+import { dryRunEntries, fastFailConfig, runCli, waitFor } from '../helpers/cli.js';
 import { DaemonProcess } from '../helpers/daemon.js';
 
 let sim: Simulator;
@@ -38,11 +37,7 @@ function start(path: string, env: Record<string, string> = {}): DaemonProcess {
   return d;
 }
 
-const firewall = (rules: string) =>
-  readFileSync(rules, 'utf8')
-    .split('\n')
-    .filter((l) => l.startsWith('add '))
-    .map((l) => l.split(' ')[2]!);
+const firewall = dryRunEntries;
 
 const decisionPolls = (calls: readonly CallEntry[]) => calls.filter((c) => c.method === 'GET' && c.path.endsWith('/ips') && (c.query.filter === '2' || c.query.filter === '3'));
 
@@ -202,7 +197,9 @@ describe('conditional requests', () => {
     await pollsAnswered(1);
     sim.clearRequests();
     await pollsAnswered(2);
-    const polls = decisionPolls(sim.calls);
+    // Those that sent a validator (a poll whose start has just moved asks a new URL, and has none to send).
+    const polls = decisionPolls(sim.calls).filter((p) => p.validators);
+    expect(polls.length).toBeGreaterThanOrEqual(2);
     for (const p of polls) expect(p.status, JSON.stringify(polls.map((x) => [x.query.filter, x.status]))).toBe(304);
     // The whitelist's poll answers 304 as before; the manual blocks' brings the new record. Both must be read for the poll to apply it.
     await decide('192.0.2.87', 1);

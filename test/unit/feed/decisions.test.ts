@@ -3,18 +3,11 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { mergeDecisions, newestDecisions, type DecisionFeeds } from '../../../src/feed/decisions.js';
-import { IndicatorMap } from '../../../src/feed/indicator.js';
+import type { IndicatorMap } from '../../../src/feed/indicator.js';
+import { indicatorMap } from '../../helpers/indicator-map.js';
 
-function map(rows: [string, number][]): IndicatorMap {
-  const m = new IndicatorMap();
-  for (const [ip, ts] of rows) {
-    const [a, b, c, d] = ip.split('.').map(Number) as [number, number, number, number];
-    m.upsertParts(((a << 24) >>> 0) + (b << 16) + (c << 8) + d, 32, ts, 1);
-  }
-  return m;
-}
 const rows = (m: IndicatorMap) => [...m].map((i) => `${i.cidr.text}@${i.ts}`).sort();
-const feeds = (blocks: [string, number][], white: [string, number][]): DecisionFeeds => ({ manualBlocks: map(blocks), whitelist: map(white) });
+const feeds = (blocks: [string, number][], white: [string, number][]): DecisionFeeds => ({ manualBlocks: indicatorMap(blocks), whitelist: indicatorMap(white) });
 const shown = (f: DecisionFeeds) => ({ blocks: rows(f.manualBlocks), white: rows(f.whitelist) });
 
 describe('a poll merged onto what is known', () => {

@@ -7,7 +7,7 @@ import { startupDelayMs } from '../../../../src/agent/daemon/startup-delay.js';
 import { cursorLimit, newestTs, pollStart, SETTLED_SECONDS } from '../../../../src/agent/daemon/decision-cursor.js';
 import { capReportList, reportEntryBytes } from '../../../../src/agent/cycle/report-cap.js';
 import { AppliedColumns } from '../../../../src/agent/state/applied-columns.js';
-import { IndicatorMap } from '../../../../src/feed/indicator.js';
+import { indicatorMap as map } from '../../../helpers/indicator-map.js';
 import { TextBuilder } from '../../../../src/util/text-builder.js';
 import { ValidatorCache } from '../../../../src/api/validators.js';
 import { AgentMetrics } from '../../../../src/metrics/registry.js';
@@ -37,15 +37,6 @@ describe('start-up delay', () => {
     );
   });
 });
-
-function map(rows: [string, number][]): IndicatorMap {
-  const m = new IndicatorMap();
-  for (const [ip, ts] of rows) {
-    const [a, b, c, d] = ip.split('.').map(Number) as [number, number, number, number];
-    m.upsertParts(((a << 24) >>> 0) + (b << 16) + (c << 8) + d, 32, ts, 1);
-  }
-  return m;
-}
 
 describe('decision polls', () => {
   it('start at the newest record until the server clock has passed it, then after it', () => {
