@@ -17,7 +17,7 @@ import { CycleDeadline, RequestDeadline } from './deadline.js';
 import { HttpTransport, type TransportResponse } from './http.js';
 import { ValidatorCache, conditionalAnswer } from './validators.js';
 import { ACCEPT_ENCODING, encodeBody, readBody, takesGzipBodies } from './content-coding.js';
-import { CycleDeadlineError, describeNetworkError, isRetryable, serverMessage, tlsVerifyCode } from './failures.js';
+import { CycleDeadlineError, describeNetworkError, isRetryable, notModifiedUnkept, serverMessage, tlsVerifyCode } from './failures.js';
 
 export { tlsVerifyCode };
 
@@ -222,7 +222,8 @@ export class ApiClient {
     }
     const where = `${method} ${route}`;
     const url = this.url(route, options.query);
-    if (options.conditional) Object.assign(headers, this.validators.conditions(url));
+    const validators = options.conditional ? this.validators.conditions(url) : {};
+    Object.assign(headers, validators);
     const cycle = options.afterCycleDeadline ? undefined : this.cycleDeadline.signal;
     if (cycle?.aborted) throw new CycleDeadlineError(`${where}: not sent, ${errorMessage(cycle.reason)}`);
     const deadlineMs = this.opts.requestDeadlineMs ?? 2 * this.opts.requestTimeoutMs;
@@ -266,6 +267,8 @@ export class ApiClient {
         this.opts.logger.info({ route }, 'the API refused a gzip-encoded request body (415): sending request bodies plain from now on');
         return this.once(route, schema, options, wire);
       }
+      // A 304 is "unchanged" only where an answer is kept to stand for it; else a clear error.
+      if (res.statusCode === 304 && !(options.conditional && this.validators.has(url))) throw notModifiedUnkept(where, Object.keys(validators).length > 0);
       if (options.conditional) return conditionalAnswer(this.validators, url, res, text, date, (status, body, d) => this.interpret(status, body, d, where, schema, options));
       return this.interpret(res.statusCode, text, date, where, schema, options);
     } finally {

@@ -51,8 +51,11 @@ export function encodeBody(body: string | Uint8Array, gzip: boolean): { body: st
  * (retried like one); a connection lost midway is a network error.
  */
 export async function readBody(res: TransportResponse, where: string, max: number, deadline: RequestDeadline): Promise<string> {
-  const coding = contentCoding(res.headers['content-encoding'], where, res.body);
-  const declared = Number(res.headers['content-length']);
+  // A 304 or 204 has no body, whatever its headers say: a cache may copy the stored answer's
+  // Content-Encoding and Content-Length onto its 304, and there is nothing to decode or bound.
+  const bodiless = res.statusCode === 304 || res.statusCode === 204;
+  const coding = bodiless ? 'identity' : contentCoding(res.headers['content-encoding'], where, res.body);
+  const declared = bodiless ? NaN : Number(res.headers['content-length']);
   if (Number.isFinite(declared) && declared > max) {
     res.body.destroy();
     throw new ApiResponseError(`${where}: response of ${declared} bytes exceeds max_response_mb`);

@@ -59,3 +59,15 @@ export function describeNetworkError(err: unknown): string {
   const msg = err instanceof Error ? err.message : String(err);
   return escapeControls(code && !msg.includes(code) ? `${code}: ${msg}` : msg);
 }
+
+/**
+ * A 304 with no answer kept to stand for it: the request sent no validator (a cache in front of
+ * the API answering as if for another client), or the answer its validator named has been
+ * dropped since. Nothing is taken as "unchanged"; retried, and a retry sends no validator.
+ */
+export function notModifiedUnkept(where: string, sentValidators: boolean): ApiResponseError {
+  const why = sentValidators ? 'the answer its validator named is no longer kept' : 'this request sent no validator';
+  return new ApiResponseError(`${where}: the server answered 304 Not Modified, but no earlier answer is kept to stand for it (${why}); a cache or proxy in front of the API may be answering for another request`, {
+    retryable: true,
+  });
+}

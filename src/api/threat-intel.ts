@@ -2,7 +2,6 @@ import * as z from '../config/zod.js';
 import type { ApiClient } from './client.js';
 import {
   AGENT_QUERY,
-  FEED_FILTER,
   IPS_QUERY,
   ROUTES,
   acceptFeedPage,
@@ -45,16 +44,17 @@ export class ThreatIntelApi {
   }
 
   /**
-   * GET /ips: one page of the IPv4 feed. The decision feeds' pages are asked for conditionally
-   * (small and asked again every poll and cycle: a 304 when the server offers validators);
-   * the score feed's are not (a full pull's thousand pages would only churn the kept answers).
+   * GET /ips: one page of the IPv4 feed. `conditional`: send the validators of the answer kept for
+   * this URL, and take a 304 as that answer again. Only the decision polls between cycles ask for
+   * it (small, asked again every poll); a cycle's pulls never do, so that a cache in front of the
+   * API whose validators are wrong (a tag that never changes) cannot hold a cycle to an old answer.
    */
-  async feedPage(filter: FeedFilter, ts: number, limit: number): Promise<FeedPage> {
+  async feedPage(filter: FeedFilter, ts: number, limit: number, options: { conditional?: boolean } = {}): Promise<FeedPage> {
     const r = await this.client.call(ROUTES.ips, feedPageSchema, {
       query: { [IPS_QUERY.limit]: limit, [IPS_QUERY.filter]: filter, [IPS_QUERY.ts]: ts, [IPS_QUERY.full]: 'no' },
       accept: acceptFeedPage,
       bulk: true,
-      conditional: filter === FEED_FILTER.manualBlock || filter === FEED_FILTER.whitelist,
+      conditional: options.conditional === true,
     });
     // A 304 gives back the page kept from before, whose header `ts` is the server's clock of
     // then; the 304's Date header is its clock now (polls start from it: decision-cursor.ts).

@@ -38,6 +38,11 @@ export class ValidatorCache {
     return { ...(e.etag ? { 'if-none-match': e.etag } : {}), ...(e.lastModified ? { 'if-modified-since': e.lastModified } : {}) };
   }
 
+  /** Whether an answer is kept for `url` (what a 304 for it would stand for). */
+  has(url: string): boolean {
+    return this.entries.has(url);
+  }
+
   /** The answer kept for a 304. */
   get(url: string): Validated | undefined {
     const e = this.entries.get(url);

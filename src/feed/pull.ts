@@ -5,7 +5,7 @@ import { IndicatorMap, toIndicator } from './indicator.js';
 import { escapeControls } from '../util/terminal-text.js';
 
 export interface FeedSource {
-  feedPage(filter: FeedFilter, ts: number, limit: number): Promise<FeedPage>;
+  feedPage(filter: FeedFilter, ts: number, limit: number, options?: { conditional?: boolean }): Promise<FeedPage>;
 }
 
 export interface PullOptions {
@@ -24,6 +24,8 @@ export interface PullOptions {
   /** The agent's clock, epoch s (items stamped far beyond it do not move the cursor). */
   now?: number;
   onPage?: (pages: number, items: number) => void;
+  /** Ask with the validators of the answers kept from before (the decision polls only: ThreatIntelApi.feedPage). */
+  conditional?: boolean;
 }
 
 export interface PullResult {
@@ -83,7 +85,7 @@ export async function pullFeed(api: FeedSource, o: PullOptions): Promise<PullRes
     if (received >= maxItems) {
       throw new ApiResponseError(`GET /ips: still paging after ${received} items in ${pages} pages (limit ${maxItems}: a few times maximum_rules or twice the largest feed seen); refusing to continue`);
     }
-    const page = await api.feedPage(o.filter, ts, limit);
+    const page = await api.feedPage(o.filter, ts, limit, { conditional: o.conditional === true });
     pages++;
     header ??= page.header;
     const body = page.body;

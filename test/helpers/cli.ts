@@ -76,6 +76,14 @@ export async function waitFor<T>(check: () => T | Promise<T>, what: string, time
   }
 }
 
+/** The entries in the dry-run backend's rules file (`add SET ENTRY` lines), as written. */
+export function dryRunEntries(rules: string): string[] {
+  return readFileSync(rules, 'utf8')
+    .split('\n')
+    .filter((l) => l.startsWith('add '))
+    .map((l) => l.split(' ')[2]!);
+}
+
 /** The addresses the last cycle applied, from `<state_dir>/applied-<plugin>.json` (what `sync --json` no longer lists), sorted. */
 export function appliedIps(stateDir: string, plugin = 'dry-run'): string[] {
   const set = JSON.parse(readFileSync(join(stateDir, `applied-${plugin}.json`), 'utf8')) as { entries: { cidr: string }[] };

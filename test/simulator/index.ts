@@ -17,7 +17,7 @@ import { renderUser } from './render.js';
 import { API_PREFIX, RequestLog, SimServer, type CallEntry, type RequestEntry, type ServerStats } from './server.js';
 import { Clock, FeedStore, type Decision, type FeedItemLite } from './store.js';
 import { FileStore, type AddedFile, type FileRecord } from './files.js';
-import { CONDITIONAL_MODES, Conditional, type ConditionalMode } from './conditional.js';
+import { CONDITIONAL_MODES, Conditional, NOT_MODIFIED_QUIRKS, type ConditionalMode, type NotModifiedQuirk } from './conditional.js';
 import { MAX_BODY_BYTES } from './http-util.js';
 import { UrlData, UrlStore, type UrlRecord } from './urls.js';
 
@@ -27,7 +27,7 @@ export { FAULT_MODES, type FaultMode, type FaultOptions } from './faults.js';
 export type { CallEntry, RequestEntry } from './server.js';
 export type { Decision, FeedItemLite } from './store.js';
 export type { UrlRecord } from './urls.js';
-export type { ConditionalMode } from './conditional.js';
+export type { ConditionalMode, NotModifiedQuirk } from './conditional.js';
 export { TAG_BLACKLISTED, TAG_WHITELISTED } from './urls.js';
 export type { AddedFile, FileRecord } from './files.js';
 export { DEFAULT_EVAL, DEFAULT_EXEC_PYTHON } from './render.js';
@@ -56,8 +56,13 @@ export interface SimulatorOptions {
   deletedAgentResponse?: DeletedAgentResponse;
   /** Capacity of the `requests` ring (default 10000). */
   requestLogSize?: number;
-  /** Conditional answers on GET /ips and GET /feedback?agid= (default none, as the spec shows none). */
+  /**
+   * Conditional answers on GET /ips and GET /feedback?agid= (default none, as the spec shows none);
+   * `fixed-etag` plays a cache that keeps each URL's first tag for ever (conditional.ts).
+   */
   conditional?: ConditionalMode | null;
+  /** With `conditional`: 304s labelled `Content-Encoding: gzip`, or sent to requests without a validator (conditional.ts). */
+  notModifiedQuirk?: NotModifiedQuirk | null;
   /** Largest request body taken (default 1 MiB, counted on the wire); larger ones are answered 413. */
   maxBodyBytes?: number;
   /**
@@ -97,8 +102,10 @@ export interface Simulator {
   /** Closes all sockets promptly, even those of slow or streaming requests. */
   close(): Promise<void>;
   setFault(mode: FaultMode | null, options?: FaultOptions): void;
-  /** Turn conditional answers on (`etag`, `last-modified`, `both`) or off (null). */
+  /** Turn conditional answers on (`etag`, `last-modified`, `both`, `fixed-etag`) or off (null). */
   setConditional(mode: ConditionalMode | null): void;
+  /** Turn a 304 quirk on (`gzip-label`, `unasked`) or off (null). */
+  setNotModifiedQuirk(quirk: NotModifiedQuirk | null): void;
   /** Turn gzip answers and gzip request bodies on or off. */
   setCompression(on: boolean): void;
   /** Answers of the `trickle` fault being sent now. */
@@ -164,7 +171,8 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
   const calls = new RequestLog<CallEntry>(opts.requestLogSize ?? 10_000);
   const stats: ServerStats = { requests: 0, handlerNs: 0n, bytesIn: 0, bytesOut: 0 };
   if (opts.conditional && !CONDITIONAL_MODES.includes(opts.conditional)) throw new TypeError(`conditional must be one of ${CONDITIONAL_MODES.join(', ')}`);
-  const conditional = new Conditional(opts.conditional ?? null);
+  if (opts.notModifiedQuirk && !NOT_MODIFIED_QUIRKS.includes(opts.notModifiedQuirk)) throw new TypeError(`notModifiedQuirk must be one of ${NOT_MODIFIED_QUIRKS.join(', ')}`);
+  const conditional = new Conditional(opts.conditional ?? null, opts.notModifiedQuirk ?? null);
   const compression = { on: opts.compression ?? false };
   const token = opts.token ?? 'sim-token';
 
@@ -208,6 +216,10 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
     setConditional(mode) {
       if (mode !== null && !CONDITIONAL_MODES.includes(mode)) throw new TypeError(`conditional must be one of ${CONDITIONAL_MODES.join(', ')} or null`);
       conditional.mode = mode;
+    },
+    setNotModifiedQuirk(quirk) {
+      if (quirk !== null && !NOT_MODIFIED_QUIRKS.includes(quirk)) throw new TypeError(`notModifiedQuirk must be one of ${NOT_MODIFIED_QUIRKS.join(', ')} or null`);
+      conditional.quirk = quirk;
     },
     setCompression(on) {
       compression.on = on;

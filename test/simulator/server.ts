@@ -29,6 +29,8 @@ export interface RequestEntry {
   at: number;
   /** HTTP status sent; 0 when the request got no answer (reset, client gone). */
   status: number;
+  /** The request carried a validator (`If-None-Match` or `If-Modified-Since`). */
+  validators: boolean;
 }
 
 /** An answered API call with its bytes: the request and its answer, headers included. */
@@ -174,7 +176,8 @@ export class SimServer {
         }
       }
       if (param === undefined && !API_ROUTES.has(route)) return sendMessage(res, 404, 'not found');
-      const entry: RequestEntry = { method, path, query: Object.fromEntries(url.searchParams), at: ctx.clock.now(), status: 0 };
+      const validators = req.headers['if-none-match'] !== undefined || req.headers['if-modified-since'] !== undefined;
+      const entry: RequestEntry = { method, path, query: Object.fromEntries(url.searchParams), at: ctx.clock.now(), status: 0, validators };
       ctx.requests.push(entry);
       res.on('finish', () => {
         entry.status = res.statusCode;

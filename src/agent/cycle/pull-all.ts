@@ -2,6 +2,7 @@ import type { Logger } from '../../log.js';
 import { FEED_FILTER, feedServerTime, type FeedHeader } from '../../api/wire.js';
 import type { IndicatorMap } from '../../feed/indicator.js';
 import { pullFeed, type FeedSource } from '../../feed/pull.js';
+import { newestDecisions } from '../../feed/decisions.js';
 
 export interface PullAllInput {
   api: FeedSource;
@@ -62,6 +63,8 @@ export async function pullAll(input: PullAllInput): Promise<PulledFeeds> {
   type Pulled = Awaited<ReturnType<typeof pullFeed>>;
   const [main, manual, white] = settled.map((r) => (r as PromiseFulfilledResult<Pulled>).value) as [Pulled, Pulled, Pulled];
 
+  // The two decision feeds are answered a moment apart: an address that moved between them in that moment is in both, and its newer record is its decision.
+  const decisions = newestDecisions({ manualBlocks: manual.items, whitelist: white.items });
   let feed = main.items;
   if (cache) {
     feed = cache.items;
@@ -73,8 +76,8 @@ export async function pullAll(input: PullAllInput): Promise<PulledFeeds> {
     cursor: Math.max(main.cursor, cache?.cursor ?? 0),
     full: cache === undefined,
     header: main.header,
-    manualBlocks: manual.items,
-    whitelist: white.items,
+    manualBlocks: decisions.manualBlocks,
+    whitelist: decisions.whitelist,
     decisionsServerTs: earlier(feedServerTime(manual.header), feedServerTime(white.header)),
     pages: main.pages + manual.pages + white.pages,
     invalid: main.invalid + manual.invalid + white.invalid,

@@ -8,7 +8,8 @@ import type { Logger } from '../../log.js';
 import { rebaseOnDecisions, sameDecisions } from '../../policy/decisions-rebase.js';
 import { RangeSet } from '../../net/ipv4.js';
 import type { SelectedEntry } from '../../policy/types.js';
-import { mergePolled, newestTs, pollStart } from './decision-cursor.js';
+import { mergeDecisions } from '../../feed/decisions.js';
+import { cursorLimit, newestTs, pollStart } from './decision-cursor.js';
 import { loadDecisionsCache, saveDecisionsCache } from '../state/decisions-cache.js';
 import { applyLocal } from '../cycle/overrides-apply.js';
 import { localProtectedSet } from '../cycle/protect-applied.js';
@@ -33,7 +34,9 @@ export interface PollResult {
  * One poll of the two manual-decision feeds (filter 2 blocks, filter 3 whitelist) between
  * cycles, asking each only for records newer than the newest it holds (see decision-cursor.ts):
  * a decision set through `POST /ips` gives its record a new `ts`, so a new block or whitelist
- * entry is in the answer, and a poll that finds nothing costs a page header. A withdrawn
+ * entry is in the answer, and a poll that finds nothing costs a page header (or a 304: polls send
+ * the validators of the answers kept from the last poll; a cycle's full pulls never do). The
+ * newest record of an address wins across both feeds (feed/decisions.ts). A withdrawn
  * decision leaves the feed instead of coming back newer: the full pulls of each cycle notice it.
  * When the decisions differ from what the last cycle (or poll) applied, the last selection is
  * rebased on them and applied with the local overrides, through the protected set, without
@@ -55,7 +58,7 @@ export async function pollDecisions(
   // Nothing to rebase on before the first successful cycle, which pulls the decisions itself.
   if (!previous) return { next: undefined, serverTs };
   const clock = Math.max(serverTs ?? 0, previous.serverTs ?? 0) || undefined;
-  const common = { pageSize: config.page_size, logger, now, maxItems: config.max_feed_items ?? feedItemCap(settings.maximum_rules, state.small.largestFeed) };
+  const common = { pageSize: config.page_size, logger, now, maxItems: config.max_feed_items ?? feedItemCap(settings.maximum_rules, state.small.largestFeed), conditional: true };
   const deadline = api.client.cycleDeadline;
   // Bounded like a cycle's calls, by the poll interval: a slow answer must not hold up the next cycle.
   deadline.start(Math.max(10, config.decision_poll_seconds) * 1000);
@@ -70,12 +73,12 @@ export async function pollDecisions(
   }
   const answered = [feedServerTime(manual.header), feedServerTime(white.header)];
   const nextServerTs = answered.every((t) => t !== undefined) ? Math.min(...(answered as number[])) : serverTs;
-  const manualBlocks = mergePolled(previous.manualBlocks, manual.items, white.items);
-  const whitelist = mergePolled(previous.whitelist, white.items, manual.items);
+  const { manualBlocks, whitelist } = mergeDecisions(previous, { manualBlocks: manual.items, whitelist: white.items });
   const save = () => saveDecisionsCache(state.dir, { manualBlocks, whitelist, header: previous.formulas, decisionsServerTs: nextServerTs }, previous.at);
   if (sameDecisions(previous.manualBlocks, manualBlocks) && sameDecisions(previous.whitelist, whitelist)) {
     // Records re-stamped without a change of decision: kept, so the next poll starts after them.
-    if (newestTs(manualBlocks, now) > newestTs(previous.manualBlocks, now) || newestTs(whitelist, now) > newestTs(previous.whitelist, now)) {
+    const upTo = cursorLimit(nextServerTs, now);
+    if (newestTs(manualBlocks, upTo) > newestTs(previous.manualBlocks, upTo) || newestTs(whitelist, upTo) > newestTs(previous.whitelist, upTo)) {
       await write(async () => {
         save();
         return undefined;

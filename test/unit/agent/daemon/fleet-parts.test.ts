@@ -1,12 +1,13 @@
 // The pure rules behind a fleet-friendly agent: the start-up delay, where a decision poll starts
-// and how its answer merges, the report's cap, and the answers kept for conditional requests.
+// (its answer's merge: test/unit/feed/decisions.test.ts), the report's cap, and the answers kept
+// for conditional requests.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { startupDelayMs } from '../../../../src/agent/daemon/startup-delay.js';
-import { mergePolled, pollStart, SETTLED_SECONDS } from '../../../../src/agent/daemon/decision-cursor.js';
+import { cursorLimit, newestTs, pollStart, SETTLED_SECONDS } from '../../../../src/agent/daemon/decision-cursor.js';
 import { capReportList, reportEntryBytes } from '../../../../src/agent/cycle/report-cap.js';
 import { AppliedColumns } from '../../../../src/agent/state/applied-columns.js';
-import { IndicatorMap } from '../../../../src/feed/indicator.js';
+import { indicatorMap as map } from '../../../helpers/indicator-map.js';
 import { TextBuilder } from '../../../../src/util/text-builder.js';
 import { ValidatorCache } from '../../../../src/api/validators.js';
 import { AgentMetrics } from '../../../../src/metrics/registry.js';
@@ -37,35 +38,31 @@ describe('start-up delay', () => {
   });
 });
 
-function map(rows: [string, number][]): IndicatorMap {
-  const m = new IndicatorMap();
-  for (const [ip, ts] of rows) {
-    const [a, b, c, d] = ip.split('.').map(Number) as [number, number, number, number];
-    m.upsertParts(((a << 24) >>> 0) + (b << 16) + (c << 8) + d, 32, ts, 1);
-  }
-  return m;
-}
-const ips = (m: IndicatorMap) => [...m].map((i) => i.cidr.text).sort();
-
 describe('decision polls', () => {
   it('start at the newest record until the server clock has passed it, then after it', () => {
     const known = map([['192.0.2.1', NOW - 100], ['192.0.2.2', NOW - 10]]);
     expect(pollStart(known, undefined, NOW)).toBe(NOW - 10);
     expect(pollStart(known, NOW - 10 + SETTLED_SECONDS - 1, NOW)).toBe(NOW - 10);
     expect(pollStart(known, NOW - 10 + SETTLED_SECONDS, NOW)).toBe(NOW - 9);
-    // A record stamped far ahead of this host's clock does not move the start.
-    expect(pollStart(map([['192.0.2.3', NOW + 10 * 86_400], ['192.0.2.4', NOW - 50]]), NOW, NOW)).toBe(NOW - 49);
   });
 
-  it('merge new records; an address that moved to the other feed leaves this one', () => {
-    const blocks = map([['192.0.2.1', 10], ['192.0.2.2', 10]]);
-    const white = map([['198.51.100.1', 10]]);
-    const newBlocks = map([['198.51.100.1', 20]]);
-    const newWhite = map([['192.0.2.2', 20]]);
-    expect(ips(mergePolled(blocks, newBlocks, newWhite))).toEqual(['192.0.2.1', '198.51.100.1']);
-    expect(ips(mergePolled(white, newWhite, newBlocks))).toEqual(['192.0.2.2']);
-    // An older record in the other feed's answer does not take a newer decision away.
-    expect(ips(mergePolled(map([['192.0.2.5', 30]]), new IndicatorMap(), map([['192.0.2.5', 29]])))).toEqual(['192.0.2.5']);
+  it("never start past the server's clock: a record stamped beyond it does not move the start, however near", () => {
+    // 550 s ahead: inside the 600 s skew a feed pull allows, still not a place to start from.
+    const known = map([['192.0.2.3', NOW + 550], ['192.0.2.4', NOW - 50]]);
+    expect(pollStart(known, NOW, NOW)).toBe(NOW - 49);
+    expect(pollStart(map([['192.0.2.3', NOW + 10 * 86_400], ['192.0.2.4', NOW - 50]]), NOW, NOW)).toBe(NOW - 49);
+    // Once the server's clock has passed it, it is a record like any other.
+    expect(pollStart(known, NOW + 552, NOW + 552)).toBe(NOW + 551);
+    // Without the server's clock, this host's stands for it (and the start stays inclusive).
+    expect(pollStart(known, undefined, NOW)).toBe(NOW - 50);
+    // The server's clock behind this host's: the server's counts, not this host's.
+    expect(pollStart(map([['192.0.2.5', NOW - 20], ['192.0.2.6', NOW - 100]]), NOW - 30, NOW)).toBe(NOW - 99);
+  });
+
+  it('the cursor limit is the server clock when known, else this host\'s', () => {
+    expect(cursorLimit(NOW - 30, NOW)).toBe(NOW - 30);
+    expect(cursorLimit(undefined, NOW)).toBe(NOW);
+    expect(newestTs(map([['192.0.2.1', 10], ['192.0.2.2', 30]]), 29)).toBe(10);
   });
 });
 
