@@ -52,7 +52,8 @@ export function enforcingOf(live: LiveStatus, running: boolean): Enforcing {
   // Every object there says nothing of what the set holds: a flushed set blocks nothing.
   const check = fw.check;
   if (check && check.missing > 0) return { enforcing: false, why: `the kernel lacks entries the agent applied (${check.missing} of ${check.checked} not found: a set flushed or entries deleted by another process)` };
-  if (check) return { enforcing: true, why: `${check.checked} applied entries in the kernel (checked now)` };
+  if (check && fw.entries === null) return { enforcing: true, why: `${check.checked} applied entries in the kernel (each one checked; the set is not listed past ${LIST_UP_TO.toLocaleString('en')} entries)` };
+  if (check) return { enforcing: true, why: `${fw.entries} entries in the kernel` };
   if (fw.entries === null && fw.appliedNotListed !== undefined) return { enforcing: true, why: `${fw.appliedNotListed} entries applied (not listed from the kernel past ${LIST_UP_TO.toLocaleString('en')} entries)` };
   return { enforcing: true, why: `${fw.entries ?? '?'} entries in the kernel` };
 }

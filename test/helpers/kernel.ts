@@ -51,16 +51,18 @@ export async function kernelEntries(ns: Netns, plugin: KernelPlugin, names: Owne
       .map((l) => canonical(l.split(' ')[3]!))
       .sort();
   }
-  // Two sets: single addresses (hash) and networks (interval, `<set>-net`).
+  // Two sets: single addresses (hash) and networks (`<set>-nets`, keyed on the address and the family: `{concat: [net, "ipv4"]}`).
   const text = (e: unknown): string => {
-    const v = (e as { elem?: { val: unknown } }).elem?.val ?? e;
+    let v = (e as { elem?: { val: unknown } }).elem?.val ?? e;
+    const concat = (v as { concat?: unknown[] } | null)?.concat;
+    if (Array.isArray(concat) && concat[1] === 'ipv4') v = concat[0];
     if (typeof v === 'string') return v;
     const p = (v as { prefix?: { addr: string; len: number } }).prefix;
     if (p) return p.len === 32 ? p.addr : `${p.addr}/${p.len}`;
     return JSON.stringify(v);
   };
   const all: string[] = [];
-  for (const set of [names.set, `${names.set}-net`]) {
+  for (const set of [names.set, `${names.set}-nets`]) {
     const out = await readOrEmpty(ns, 'nft', ['-j', 'list', 'set', 'inet', names.table, set]);
     if (out === undefined) continue;
     const json = JSON.parse(out) as { nftables: { set?: { elem?: unknown[] } }[] };

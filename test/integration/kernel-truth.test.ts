@@ -37,7 +37,7 @@ afterAll(async () => {
 /** Elements of the agent's two sets, counted from `nft list set` (independent of the agent). */
 async function kernelCount(): Promise<number> {
   let n = 0;
-  for (const set of ['wcf-blocklist', 'wcf-blocklist-net']) {
+  for (const set of ['wcf-blocklist', 'wcf-blocklist-nets']) {
     const { stdout } = await execa('ip', ['netns', 'exec', ns.name, 'nft', '-j', 'list', 'set', 'inet', 'wcf_agent', set]);
     const doc = JSON.parse(stdout) as { nftables: Array<{ set?: { elem?: unknown[] } }> };
     for (const item of doc.nftables) n += item.set?.elem?.length ?? 0;

@@ -53,7 +53,7 @@ async function teardown(): Promise<void> {
 type Variant = { name: string; load(): Promise<void>; unload(): Promise<void>; dropped(): Promise<number> };
 
 const entries = kernelColumns([{ cidr: toCidr(BLOCKED)!, timeout: undefined }]);
-const layout = { table: 'wcf_agent', set: 'wcf-blocklist', nets: 'wcf-blocklist-net', drops: 'wcf-blocklist-drops', hooks: ['input' as const], action: 'DROP' as const, logBlocked: false, direction: 'inbound' as const };
+const layout = { table: 'wcf_agent', set: 'wcf-blocklist', nets: 'wcf-blocklist-nets', drops: 'wcf-blocklist-drops', hooks: ['input' as const], action: 'DROP' as const, logBlocked: false, direction: 'inbound' as const };
 
 function nftVariant(counting: boolean): Variant {
   const text = renderNftRecreate(layout, entries);

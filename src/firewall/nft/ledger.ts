@@ -12,11 +12,10 @@ import { EntryColumns } from '../entry-columns.js';
  *
  * - nothing recorded yet in this process (start-up, or a reload with other names);
  * - an apply that failed or was cut short (the kernel may hold part of it);
- * - a verification found networks the agent did not write (see verify.ts);
  * - a full read is due (fullReadEveryMs after the last), as a backstop for
  *   anything missed, and the one way entries another process *added* to the
- *   agent's set of addresses are noticed (the verification of verify.ts sees
- *   what is missing, not what is extra).
+ *   agent's sets are noticed (the verification of verify.ts sees what is
+ *   missing, not what is extra).
  *
  * A transaction by another process is not a doubt by itself: the watcher then
  * verifies the elements (verify.ts) and, when some are missing, marks exactly
@@ -47,10 +46,9 @@ export class NftLedger {
   private readAtMs = 0;
   private readMs = 0;
   private doubt: string | undefined = 'nothing recorded yet';
-  /** Addresses a verification found missing (by slice): put back by the next apply. */
+  /** Addresses and networks a verification found missing (by slice): put back by the next apply. */
   private missingHosts: EntryColumns | undefined;
-  /** A verification found the networks' set wrong: the next apply refills it. */
-  private netsWrong = false;
+  private missingNets: EntryColumns | undefined;
   /** The rules carry the handles expectedHandles predicts (false after an unexpected probe result). */
   handlesKnown = true;
 
@@ -78,17 +76,10 @@ export class NftLedger {
     this.doubt ??= why;
   }
 
-  /** A verification found these addresses (a superset of the missing ones), or the networks, not as recorded. */
-  suspect(hosts: EntryColumns, netsWrong: boolean): void {
-    if (hosts.length > 0) {
-      if (!this.missingHosts) this.missingHosts = hosts;
-      else {
-        const merged = new EntryColumns(this.missingHosts.length + hosts.length);
-        for (const c of [this.missingHosts, hosts]) for (let i = 0; i < c.length; i++) merged.push(c.starts[i]!, c.prefixes[i]!, c.timeoutAt(i));
-        this.missingHosts = merged;
-      }
-    }
-    this.netsWrong ||= netsWrong;
+  /** A verification found these addresses and networks (a superset of the missing ones) not as recorded. */
+  suspect(hosts: EntryColumns, nets: EntryColumns): void {
+    this.missingHosts = merged(this.missingHosts, hosts);
+    this.missingNets = merged(this.missingNets, nets);
   }
 
   /**
@@ -105,7 +96,7 @@ export class NftLedger {
     }
     this.doubt = undefined;
     this.missingHosts = undefined;
-    this.netsWrong = false;
+    this.missingNets = undefined;
   }
 
   forget(why: string): void {
@@ -113,19 +104,19 @@ export class NftLedger {
     this.nets = undefined;
     this.doubt = why;
     this.missingHosts = undefined;
-    this.netsWrong = false;
+    this.missingNets = undefined;
   }
 
   /**
    * The recorded sets and how many seconds their timeouts have run down since; undefined when
-   * not recorded. Addresses a verification found missing are left out of `hosts` (so the delta
-   * adds them again); `netsWrong`: the networks' set must be refilled.
+   * not recorded. What a verification found missing is left out (so the delta adds it again);
+   * `repairs`: how many addresses and networks that is.
    */
-  current(): { hosts: EntryColumns; nets: EntryColumns; ageS: number; netsWrong: boolean; repairs: number } | undefined {
+  current(): { hosts: EntryColumns; nets: EntryColumns; ageS: number; repairs: { hosts: number; nets: number } } | undefined {
     if (!this.hosts || !this.nets) return undefined;
-    const missing = this.missingHosts;
-    const hosts = missing ? without(this.hosts, missing) : this.hosts;
-    return { hosts, nets: this.nets, ageS: (this.now() - this.atMs) / 1000, netsWrong: this.netsWrong, repairs: this.hosts.length - hosts.length };
+    const hosts = this.missingHosts ? without(this.hosts, this.missingHosts) : this.hosts;
+    const nets = this.missingNets ? without(this.nets, this.missingNets) : this.nets;
+    return { hosts, nets, ageS: (this.now() - this.atMs) / 1000, repairs: { hosts: this.hosts.length - hosts.length, nets: this.nets.length - nets.length } };
   }
 
   /** The recorded sets as they are (no verification's marks), for a verification; undefined when not trusted. */
@@ -138,6 +129,15 @@ export class NftLedger {
   get size(): number {
     return (this.hosts?.length ?? 0) + (this.nets?.length ?? 0);
   }
+}
+
+/** `more` added to `to` (undefined: none yet). */
+function merged(to: EntryColumns | undefined, more: EntryColumns): EntryColumns | undefined {
+  if (more.length === 0) return to;
+  if (!to) return more;
+  const out = new EntryColumns(to.length + more.length);
+  for (const c of [to, more]) for (let i = 0; i < c.length; i++) out.push(c.starts[i]!, c.prefixes[i]!, c.timeoutAt(i));
+  return out;
 }
 
 /** `c` without the CIDRs in `drop`. */

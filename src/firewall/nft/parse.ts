@@ -48,6 +48,11 @@ export function parseNftSetJson(json: string): NftSetParsed {
         // A timed element in its last second reports `expires 0`; it is still there.
         remaining = t === undefined ? undefined : Math.max(t, 1);
       }
+      // The networks' set's key is the address and the family (`{concat: [address, "ipv4"]}`, see NftParts).
+      if (val && typeof val === 'object' && 'concat' in val) {
+        const c = (val as { concat: unknown }).concat;
+        val = Array.isArray(c) && c.length === 2 && c[1] === 'ipv4' ? c[0] : undefined;
+      }
       const cidrs: Cidr[] = [];
       if (typeof val === 'string') {
         const c = toCidr(val);
@@ -104,6 +109,8 @@ export function parseNftSetText(text: string): NftSetParsed | undefined {
     for (const raw of block.split(',')) {
       const words = raw.trim().split(/\s+/);
       if (words[0] === '') continue;
+      // The networks' set's key is the address and the family: `46.0.0.0/24 . ipv4` (see NftParts).
+      if (words[1] === '.' && words[2] === 'ipv4') words.splice(1, 2);
       let timeoutMs: number | undefined;
       let expiresMs: number | undefined;
       let known = true;
@@ -155,7 +162,7 @@ export function parseNftScriptElements(text: string): Map<string, number | undef
       inside = false; // the next set's elements may follow
       continue;
     }
-    const m = /^([^\s,]+)(?: timeout (\d+)s)?,?$/.exec(line);
+    const m = /^([^\s,]+)(?: \. ipv4)?(?: timeout (\d+)s)?,?$/.exec(line);
     const cidr = m ? toCidr(m[1]!) : undefined;
     if (cidr) out.set(cidr.text, m![2] === undefined ? undefined : Number(m![2]));
   }

@@ -17,7 +17,7 @@ import { lookupNft } from './lookup.js';
 import { ownedObjects } from './objects.js';
 import { cheapOwnership, nftStructure } from './owner.js';
 import { nftLayout, parseNftHits, splitByShape, type NftLayout, type NftParts, type NftSetParsed } from './text.js';
-import { verifyNft } from './verify.js';
+import { VERIFY_SLICE, verifyNft } from './verify.js';
 import { netsNeedRefill, runTransactions, transactions, written, type SetChange } from './write.js';
 
 /**
@@ -143,13 +143,13 @@ export class NftablesPlugin extends KernelPlugin implements FirewallPlugin {
     const n = ledgerDiff(recorded.nets, recorded.ageS, wanted.nets);
     const sum = { added: h.added + n.added, updated: h.updated + n.updated, removed: h.removed + n.removed };
     const size = wanted.hosts.length + wanted.nets.length;
-    if (recorded.repairs > 0) repairs.note(`entries of nft set ${this.layout.set}`);
-    if (recorded.netsWrong) repairs.note(`entries of nft set ${this.layout.nets}`);
-    const mode = recorded.netsWrong && sum.added + sum.updated + sum.removed === 0 ? 'delta' : chooseMode(sum, recorded.hosts.length + recorded.nets.length, size, false);
+    if (recorded.repairs.hosts > 0) repairs.note(`entries of nft set ${this.layout.set}`);
+    if (recorded.repairs.nets > 0) repairs.note(`entries of nft set ${this.layout.nets}`);
+    const mode = chooseMode(sum, recorded.hosts.length + recorded.nets.length, size, false);
     if (mode !== 'none') {
       const changes: SetChange[] = [
         { set: this.layout.set, add: h.add, del: h.del },
-        recorded.netsWrong || netsNeedRefill(n.add, n.del) ? { set: this.layout.nets, add: n.add, del: n.del, refill: wanted.nets } : { set: this.layout.nets, add: n.add, del: n.del },
+        netsNeedRefill(n.add, n.del) ? { set: this.layout.nets, add: n.add, del: n.del, refill: wanted.nets } : { set: this.layout.nets, add: n.add, del: n.del },
       ];
       const runs = await runTransactions(this.runner, transactions(this.layout, changes), written(changes), nftTimeoutMs);
       this.log.debug({ runs, ...sum }, 'nft: delta from the recorded sets');
@@ -218,13 +218,9 @@ export class NftablesPlugin extends KernelPlugin implements FirewallPlugin {
     const started = this.now();
     const trusted = this.ledger.trusted();
     const parts = trusted ?? { ...this.wantedParts(entries), ageS: 0 };
-    const found = await verifyNft(this.runner, this.layout, parts.hosts, parts.nets, parts.ageS, nftTimeoutMs(Math.min(parts.hosts.length, 20_000) + parts.nets.length));
-    if (trusted) {
-      if (found.hostsSuspect.length > 0 || found.netsMissing > 0) this.ledger.suspect(found.hostsSuspect, found.netsMissing > 0);
-      // A network the agent never wrote: only a read tells what else changed; the next apply reads.
-      if (found.netsExtra > 0) this.ledger.distrust(`${found.netsExtra} networks in nft set ${this.layout.nets} the agent did not write`);
-    }
-    return { checked: found.checked, missing: found.hostsSuspect.length + found.netsMissing, extra: found.netsExtra, ms: this.now() - started };
+    const found = await verifyNft(this.runner, this.layout, parts.hosts, parts.nets, parts.ageS, nftTimeoutMs(VERIFY_SLICE));
+    if (trusted) this.ledger.suspect(found.hostsSuspect, found.netsSuspect);
+    return { checked: found.checked, missing: found.hostsSuspect.length + found.netsSuspect.length, extra: 0, ms: this.now() - started };
   }
 
   /** Entries overlapping `query` without listing the set of addresses (see lookup.ts). */

@@ -1,7 +1,7 @@
 import { FirewallError } from '../../errors.js';
 import { hitsSetName, sides } from '../direction.js';
 import type { CommandRunner } from '../../exec/runner.js';
-import { HOSTS_FLAGS, NETS_FLAGS, NFT_DROPS_DEF, NFT_REFUSE_CHAIN, nftChainRules, type NftLayout } from './text.js';
+import { HOSTS_FLAGS, NETS_FLAGS, NETS_TYPEOF, NFT_DROPS_DEF, NFT_REFUSE_CHAIN, nftChainRules, type NftLayout } from './text.js';
 
 /**
  * A look at the agent's table that reads no set element. nft 1.0.x fetches
@@ -45,7 +45,7 @@ export function chainOrder(l: NftLayout): string[] {
 export function setOrder(l: NftLayout): Array<[string, string]> {
   return [
     [l.set, `{ type ipv4_addr; flags ${HOSTS_FLAGS}; }`],
-    [l.nets, `{ type ipv4_addr; flags ${NETS_FLAGS}; }`],
+    [l.nets, `{ typeof ${NETS_TYPEOF}; flags ${NETS_FLAGS}; }`],
     [l.drops, NFT_DROPS_DEF],
     ...sides(l.direction).map((s): [string, string] => [hitsSetName(l.set, s), '{ type ipv4_addr; flags dynamic,timeout; }']),
   ];

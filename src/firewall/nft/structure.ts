@@ -12,8 +12,12 @@ type Json = NftItem;
  * read back compares with the one expected as a plain list of strings.
  */
 function statementKey(e: Json): string {
-  const m = e.match as { left?: { payload?: { field?: unknown }; meta?: { key?: unknown } }; right?: unknown; op?: unknown } | undefined;
-  if (m) return `match ${String(m.op)} ${String(m.left?.payload?.field ?? m.left?.meta?.key)} ${JSON.stringify(m.right)}`;
+  const m = e.match as { left?: { payload?: { field?: unknown }; meta?: { key?: unknown }; concat?: unknown }; right?: unknown; op?: unknown } | undefined;
+  if (m) {
+    const field = (x: { payload?: { field?: unknown }; meta?: { key?: unknown } } | undefined) => String(x?.payload?.field ?? x?.meta?.key);
+    const left = Array.isArray(m.left?.concat) ? `concat(${(m.left.concat as Array<Parameters<typeof field>[0]>).map(field).join(',')})` : field(m.left);
+    return `match ${String(m.op)} ${left} ${JSON.stringify(m.right)}`;
+  }
   const set = e.set as { op?: unknown; elem?: { payload?: { field?: unknown }; meta?: { key?: unknown } }; set?: unknown } | undefined;
   if (set) return `set ${String(set.op)} ${String(set.elem?.payload?.field ?? set.elem?.meta?.key)} ${String(set.set)}`;
   const limit = e.limit as { rate?: unknown; per?: unknown } | undefined;
@@ -38,7 +42,8 @@ function expectedSideKeys(l: NftLayout, side: Side): string[] {
   const f = sideField(side);
   const keys: string[] = [];
   for (const set of [l.set, l.nets]) {
-    const match = side === 'in' ? `match == ${f} "@${set}"; match != iif "lo"` : `match == ${f} "@${set}"`;
+    const key = set === l.nets ? `concat(${f},nfproto)` : f;
+    const match = side === 'in' ? `match == ${key} "@${set}"; match != iif "lo"` : `match == ${key} "@${set}"`;
     if (l.logBlocked) keys.push(`${match}; limit ${LOG_LIMIT_PER_MINUTE}/minute; log ${LOG_PREFIX}`);
     const verdict = l.action === 'REJECT' ? `jump ${NFT_REFUSE_CHAIN}` : 'drop';
     const drops = `set update nfproto @${l.drops}`;
@@ -109,7 +114,9 @@ export function checkNftStructure(json: string, l: NftLayout): NftStructure {
       mark(s.comment);
       const flags = Array.isArray(s.flags) ? [...(s.flags as string[])].sort().join(',') : '';
       const want = name === l.set ? HOSTS_FLAGS : NETS_FLAGS;
-      if (s.type !== 'ipv4_addr' || flags !== want) problems.push(`nft set ${name} has type ${String(s.type)} flags ${flags || '-'}`);
+      const type = Array.isArray(s.type) ? s.type.join(' . ') : String(s.type);
+      const wantType = name === l.set ? 'ipv4_addr' : 'ipv4_addr . nf_proto';
+      if (type !== wantType || flags !== want) problems.push(`nft set ${name} has type ${type} flags ${flags || '-'}`);
     } else if ('chain' in item) {
       const c = item.chain as Json;
       const name = String(c.name);

@@ -6,7 +6,7 @@ import { NAMES } from './common.js';
 /** `nft -j list set` of the addresses' set and of the networks' set: CIDR -> {timeout, expires} ({} = permanent). */
 export async function nftElements(ns: Netns): Promise<Map<string, { timeout?: number; expires?: number }>> {
   const items: Array<{ set?: { elem?: unknown[] } }> = [];
-  for (const set of [NAMES.setName, `${NAMES.setName}-net`]) {
+  for (const set of [NAMES.setName, `${NAMES.setName}-nets`]) {
     const doc = JSON.parse(await ns.exec('nft', ['-j', 'list', 'set', 'inet', NAMES.tableName, set])) as { nftables: Array<{ set?: { elem?: unknown[] } }> };
     items.push(...doc.nftables);
   }
@@ -14,7 +14,10 @@ export async function nftElements(ns: Netns): Promise<Map<string, { timeout?: nu
   for (const item of items) {
     for (const raw of item.set?.elem ?? []) {
       const el = (raw as { elem?: { val: unknown; timeout?: number; expires?: number } }).elem;
-      const val = el ? el.val : raw;
+      let val = el ? el.val : raw;
+      // The networks' set is keyed on the address and the family: `{concat: [net, "ipv4"]}`.
+      const concat = (val as { concat?: unknown[] } | null)?.concat;
+      if (Array.isArray(concat) && concat[1] === 'ipv4') val = concat[0];
       const text =
         typeof val === 'string' ? val : `${(val as { prefix: { addr: string; len: number } }).prefix.addr}/${(val as { prefix: { len: number } }).prefix.len}`;
       out.set(text, el ? { timeout: el.timeout, expires: el.expires } : {});

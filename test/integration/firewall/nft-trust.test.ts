@@ -115,7 +115,7 @@ describe('nftables: the watcher notices changes to the agent’s elements and pu
     for (const change of [
       ['delete', 'element', 'inet', NAMES.tableName, NAMES.setName, `{ ${selection[5]!.cidr.text} }`],
       ['flush', 'set', 'inet', NAMES.tableName, NAMES.setName],
-      ['flush', 'set', 'inet', NAMES.tableName, `${NAMES.setName}-net`],
+      ['flush', 'set', 'inet', NAMES.tableName, `${NAMES.setName}-nets`],
     ]) {
       const before = repairs.length;
       runner.calls.length = 0;

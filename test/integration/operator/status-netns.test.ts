@@ -108,7 +108,7 @@ describe('status with a large nftables set', () => {
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  it('past 20,000 applied entries: enforcing from the objects, the applied count named, the set not listed', { timeout: 120_000 }, async () => {
+  it('past 20,000 applied entries: every applied entry checked in the kernel without listing the set; a flushed set is not enforcing', { timeout: 120_000 }, async () => {
     const c = writeConfig({ agid: sim.agid, base_url: sim.url, token: sim.token, plugin: 'nftables', netns: lab.host.name, retries: 0, jitter_seconds: 0, maximum_rules: 30_000, score_threshold: 1 });
     dir = c.dir;
     const sync = await runCli(['sync', '--once', '--json', '--config', c.path]);
@@ -119,8 +119,14 @@ describe('status with a large nftables set', () => {
     const j = await runCli(['status', '--json', '--config', c.path]);
     expect(j.exitCode, j.stderr).toBe(0);
     const s = JSON.parse(j.stdout) as StatusJson;
-    expect(s).toMatchObject({ enforcing: true, applied, enforcing_reason: `${applied} entries applied (not listed from the kernel past 20,000 entries)` });
+    expect(s).toMatchObject({ enforcing: true, applied, enforcing_reason: `${applied} applied entries in the kernel (each one checked; the set is not listed past 20,000 entries)` });
     expect(s.firewall.entries).toBeNull();
+    // Every object there, the set emptied by another process: not enforcing, and said why.
+    await lab.host.exec('nft', ['flush', 'set', 'inet', 'wcf_agent', 'wcf-blocklist']);
+    const flushed = JSON.parse((await runCli(['status', '--json', '--config', c.path])).stdout) as StatusJson;
+    expect(flushed.enforcing).toBe(false);
+    expect(flushed.enforcing_reason).toMatch(/^the kernel lacks entries the agent applied \(\d+ of \d+ not found: a set flushed or entries deleted by another process\)$/);
+    expect((await runCli(['sync', '--once', '--config', c.path])).exitCode).toBe(0);
     // A hook deleted is still seen: the objects are always checked.
     for (const [cmd, ...args] of DELETE_HOOK.nftables.commands) await lab.host.exec(cmd!, args);
     const after = JSON.parse((await runCli(['status', '--json', '--config', c.path])).stdout) as StatusJson;

@@ -76,7 +76,7 @@ async function asUser(ns: Netns, caps: string[], args: string[]) {
 /** Elements of the agent's two nftables sets: single addresses and networks. */
 async function nftSet(ns: Netns): Promise<number> {
   let n = 0;
-  for (const set of ['wcf-blocklist', 'wcf-blocklist-net']) {
+  for (const set of ['wcf-blocklist', 'wcf-blocklist-nets']) {
     const j = JSON.parse(await ns.exec('nft', ['-j', 'list', 'set', 'inet', 'wcf_agent', set])) as { nftables: { set?: { elem?: unknown[] } }[] };
     n += j.nftables.find((o) => o.set)?.set?.elem?.length ?? 0;
   }

@@ -92,7 +92,7 @@ describe('doctor checks', () => {
     // forward chain blocks nothing yet, so each missing part is named.
     expect(await objectsCheck(plugin('nftables', runner({ [nftProbe]: probe(), [hitsIn]: absent('Error: No such file or directory'), [nftList]: marked })))).toMatchObject({
       status: 'warn',
-      message: expect.stringMatching(/^nft table inet wcf_agent present, nft set inet wcf_agent wcf-blocklist present, nft set inet wcf_agent wcf-blocklist-net absent, nft set inet wcf_agent wcf-blocklist-drops absent, nft set inet wcf_agent wcf-blocklist-in absent, .*absent.*: incomplete$/),
+      message: expect.stringMatching(/^nft table inet wcf_agent present, nft set inet wcf_agent wcf-blocklist present, nft set inet wcf_agent wcf-blocklist-nets absent, nft set inet wcf_agent wcf-blocklist-drops absent, nft set inet wcf_agent wcf-blocklist-in absent, .*absent.*: incomplete$/),
     });
     // An admin's table of that name (no marker, other contents): a failure naming it.
     const foreign = JSON.stringify({ nftables: [{ table: { family: 'inet', name: 'wcf_agent' } }, { set: { family: 'inet', table: 'wcf_agent', name: 'admins', type: 'ipv4_addr' } }] });

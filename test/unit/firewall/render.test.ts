@@ -14,7 +14,7 @@ const entry = (cidr: string, timeout?: number): KernelEntry => ({ cidr: toCidr(c
 /** Kernel entries as the renderers take them, and back. */
 const cols = (list: readonly KernelEntry[]): EntryColumns => kernelColumns(list, list.length);
 const objs = (c: EntryColumns): KernelEntry[] => kernelList(c);
-const layout: NftLayout = { table: 'wcf_agent', set: 'wcf-blocklist', nets: 'wcf-blocklist-net', drops: 'wcf-blocklist-drops', hooks: ['input', 'forward'], action: 'DROP', logBlocked: false, direction: 'inbound' };
+const layout: NftLayout = { table: 'wcf_agent', set: 'wcf-blocklist', nets: 'wcf-blocklist-nets', drops: 'wcf-blocklist-drops', hooks: ['input', 'forward'], action: 'DROP', logBlocked: false, direction: 'inbound' };
 
 describe('kernelTimeout', () => {
   it('rounds up, never returns 0 (ipset: permanent), clamps to the kernel maximum', () => {
@@ -249,12 +249,12 @@ describe('nft rendering', () => {
         '\t\t\t198.51.100.7 timeout 300s',
         '\t\t}',
         '\t}',
-        '\tset wcf-blocklist-net {',
-        '\t\ttype ipv4_addr',
+        '\tset wcf-blocklist-nets {',
+        '\t\ttypeof ip saddr . meta nfproto',
         '\t\tflags interval,timeout',
         '\t\tcomment "wcf-agent"',
         '\t\telements = {',
-        '\t\t\t192.0.2.0/24',
+        '\t\t\t192.0.2.0/24 . ipv4',
         '\t\t}',
         '\t}',
         '\tset wcf-blocklist-drops {',
@@ -281,18 +281,18 @@ describe('nft rendering', () => {
         '\t\tip saddr @wcf-blocklist iif != "lo" limit rate 10/minute log prefix "wcf-agent: "',
         '\t\tip saddr @wcf-blocklist iif != "lo" update @wcf-blocklist-in { ip saddr } update @wcf-blocklist-drops { meta nfproto } counter jump refuse',
         '\t\tip saddr @wcf-blocklist iif != "lo" update @wcf-blocklist-drops { meta nfproto } counter jump refuse',
-        '\t\tip saddr @wcf-blocklist-net iif != "lo" limit rate 10/minute log prefix "wcf-agent: "',
-        '\t\tip saddr @wcf-blocklist-net iif != "lo" update @wcf-blocklist-in { ip saddr } update @wcf-blocklist-drops { meta nfproto } counter jump refuse',
-        '\t\tip saddr @wcf-blocklist-net iif != "lo" update @wcf-blocklist-drops { meta nfproto } counter jump refuse',
+        '\t\tip saddr . meta nfproto @wcf-blocklist-nets iif != "lo" limit rate 10/minute log prefix "wcf-agent: "',
+        '\t\tip saddr . meta nfproto @wcf-blocklist-nets iif != "lo" update @wcf-blocklist-in { ip saddr } update @wcf-blocklist-drops { meta nfproto } counter jump refuse',
+        '\t\tip saddr . meta nfproto @wcf-blocklist-nets iif != "lo" update @wcf-blocklist-drops { meta nfproto } counter jump refuse',
         '\t}',
         '\tchain forward {',
         '\t\ttype filter hook forward priority -5; policy accept;',
         '\t\tip saddr @wcf-blocklist iif != "lo" limit rate 10/minute log prefix "wcf-agent: "',
         '\t\tip saddr @wcf-blocklist iif != "lo" update @wcf-blocklist-in { ip saddr } update @wcf-blocklist-drops { meta nfproto } counter jump refuse',
         '\t\tip saddr @wcf-blocklist iif != "lo" update @wcf-blocklist-drops { meta nfproto } counter jump refuse',
-        '\t\tip saddr @wcf-blocklist-net iif != "lo" limit rate 10/minute log prefix "wcf-agent: "',
-        '\t\tip saddr @wcf-blocklist-net iif != "lo" update @wcf-blocklist-in { ip saddr } update @wcf-blocklist-drops { meta nfproto } counter jump refuse',
-        '\t\tip saddr @wcf-blocklist-net iif != "lo" update @wcf-blocklist-drops { meta nfproto } counter jump refuse',
+        '\t\tip saddr . meta nfproto @wcf-blocklist-nets iif != "lo" limit rate 10/minute log prefix "wcf-agent: "',
+        '\t\tip saddr . meta nfproto @wcf-blocklist-nets iif != "lo" update @wcf-blocklist-in { ip saddr } update @wcf-blocklist-drops { meta nfproto } counter jump refuse',
+        '\t\tip saddr . meta nfproto @wcf-blocklist-nets iif != "lo" update @wcf-blocklist-drops { meta nfproto } counter jump refuse',
         '\t}',
         '}',
         '',
@@ -309,14 +309,18 @@ describe('nft rendering', () => {
 
   // Added as a table block, never `add element`: nft 1.0.x reads every interval set on the host back before an `add element`.
   const block = (set: string, flags: string, elements: string) =>
-    `table inet wcf_agent {\n\tcomment "wcf-agent"\n\tset ${set} {\n\t\ttype ipv4_addr\n\t\tflags ${flags}\n\t\tcomment "wcf-agent"\n\t\telements = {\n${elements}\n\t\t}\n\t}\n}\n`;
+    `table inet wcf_agent {\n\tcomment "wcf-agent"\n\tset ${set} {\n\t\t${set.endsWith('-nets') ? 'typeof ip saddr . meta nfproto' : 'type ipv4_addr'}\n\t\tflags ${flags}\n\t\tcomment "wcf-agent"\n\t\telements = {\n${elements}\n\t\t}\n\t}\n}\n`;
 
   it('renders a refill as flush set + the elements added as a table block', () => {
     expect(renderNftRefill(layout, cols([entry('192.0.2.1'), entry('192.0.2.2', 5)]))).toBe(
       'flush set inet wcf_agent wcf-blocklist\n' + block('wcf-blocklist', 'timeout', '\t\t\t192.0.2.1,\n\t\t\t192.0.2.2 timeout 5s'),
     );
-    expect(renderNftRefill(layout, cols([entry('10.0.0.0/8', 5)]), 'wcf-blocklist-net')).toBe(
-      'flush set inet wcf_agent wcf-blocklist-net\n' + block('wcf-blocklist-net', 'interval,timeout', '\t\t\t10.0.0.0/8 timeout 5s'),
+    // The networks' set is keyed on the address and the family (see NftParts).
+    expect(renderNftRefill(layout, cols([entry('10.0.0.0/8', 5)]), 'wcf-blocklist-nets')).toBe(
+      'flush set inet wcf_agent wcf-blocklist-nets\n' + block('wcf-blocklist-nets', 'interval,timeout', '\t\t\t10.0.0.0/8 . ipv4 timeout 5s'),
+    );
+    expect(renderNftDelta(layout, cols([]), cols([entry('10.0.0.0/8')]), 'wcf-blocklist-nets')).toBe(
+      block('wcf-blocklist-nets', 'interval,timeout', '\t\t\t10.0.0.0/8 . ipv4') + 'delete element inet wcf_agent wcf-blocklist-nets {\n\t10.0.0.0/8 . ipv4\n}\n',
     );
     expect(renderNftRefill(layout, cols([]))).toBe('flush set inet wcf_agent wcf-blocklist\n');
   });

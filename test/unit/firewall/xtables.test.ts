@@ -90,13 +90,15 @@ const nftProblems = (json: string, l: Parameters<typeof checkNftStructure>[1]) =
 
 describe('checkNftStructure', () => {
   const layout = { table: 't', set: 's', nets: 's-net', drops: 's-drops', hooks: ['input'] as const, action: 'DROP' as const, logBlocked: false, direction: 'inbound' as const };
+  // The networks' set is keyed on the address and the family (`ip saddr . meta nfproto`).
+  const key = (set: string) => (set === '@s-net' ? { concat: [{ payload: { protocol: 'ip', field: 'saddr' } }, { meta: { key: 'nfproto' } }] } : { payload: { protocol: 'ip', field: 'saddr' } });
   const doc = (extra: object[] = [], rules?: object[]) =>
     JSON.stringify({
       nftables: [
         { metainfo: {} },
         { table: { family: 'inet', name: 't' } },
         { set: { name: 's', type: 'ipv4_addr', flags: ['timeout'] } },
-        { set: { name: 's-net', type: 'ipv4_addr', flags: ['interval', 'timeout'] } },
+        { set: { name: 's-net', type: ['ipv4_addr', 'nf_proto'], flags: ['interval', 'timeout'] } },
         { set: { name: 's-drops', type: 'nf_proto', stmt: [{ counter: null }] } },
         { set: { name: 's-in', type: 'ipv4_addr', flags: ['timeout'], stmt: [{ counter: null }] } },
         { chain: { name: 'input', type: 'filter', hook: 'input', prio: -5, policy: 'accept' } },
@@ -106,7 +108,7 @@ describe('checkNftStructure', () => {
               rule: {
                 chain: 'input',
                 expr: [
-                  { match: { op: '==', left: { payload: { protocol: 'ip', field: 'saddr' } }, right: set } },
+                  { match: { op: '==', left: key(set), right: set } },
                   { match: { op: '!=', left: { meta: { key: 'iif' } }, right: 'lo' } },
                   { set: { op: 'update', elem: { payload: { protocol: 'ip', field: 'saddr' } }, set: '@s-in' } },
                   { set: { op: 'update', elem: { meta: { key: 'nfproto' } }, set: '@s-drops' } },
@@ -119,7 +121,7 @@ describe('checkNftStructure', () => {
               rule: {
                 chain: 'input',
                 expr: [
-                  { match: { op: '==', left: { payload: { protocol: 'ip', field: 'saddr' } }, right: set } },
+                  { match: { op: '==', left: key(set), right: set } },
                   { match: { op: '!=', left: { meta: { key: 'iif' } }, right: 'lo' } },
                   { set: { op: 'update', elem: { meta: { key: 'nfproto' } }, set: '@s-drops' } },
                   { counter: {} },

@@ -1,0 +1,269 @@
+/**
+ * Benchmark: what wcf-agent says against what the kernel holds, at scale (nftables).
+ *
+ *   npx tsx scripts/bench/standalone/truth.ts repair [--sizes 10000,100000,1000000]
+ *   npx tsx scripts/bench/standalone/truth.ts churn [--sizes 100000,1000000] [--cycles 3]
+ *
+ * `repair`: per size, a daemon restores an N-entry set from its state dir (85% addresses, 15%
+ * /24 networks; no server: the API address refuses connections, so no cycle ever writes), then
+ * another process changes the agent's objects or elements, one kind of change per daemon (a fresh
+ * daemon each time, so the flapping guard never spaces the repairs out), and the time from that
+ * command's return until the daemon logs the repair is measured. Also the cost of one
+ * verification of the entries with nothing missing (another process's harmless transaction
+ * prompts it): its duration, the CPU of the agent and its children over it (utime + stime of the
+ * agent and of its waited-for children, from /proc), and the peak RSS of the agent and its
+ * children, sampled every 100 ms.
+ *
+ * `churn`: per size, a daemon against the bundled simulator (every indicator selected, a cycle
+ * every 20 s) runs `--cycles` cycles quiet, then as many while another process adds a rule to a
+ * table of its own once a second; prints each phase's cycle times (median, max) and the peak RSS
+ * of the agent and its children (sampled every 200 ms).
+ *
+ * Runs as root inside network namespaces it creates and removes (never the machine's own
+ * ruleset). Builds nothing: run `npm run build` first.
+ */
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { execa, type ResultPromise } from 'execa';
+import { onExit } from '../netns.js';
+import { treeSampler } from '../scale.js';
+import { startSimulatorProcess } from '../simulator.js';
+
+const CLI = join(import.meta.dirname, '..', '..', '..', 'dist', 'cli.js');
+const NODE = process.execPath;
+
+function arg(name: string, fallback: string): string {
+  const i = process.argv.indexOf(`--${name}`);
+  return i !== -1 && process.argv[i + 1] ? process.argv[i + 1]! : fallback;
+}
+
+let nsCount = 0;
+async function netns(): Promise<{ name: string; exec: (file: string, args: string[], input?: string) => Promise<string> }> {
+  const name = `wcfbt-${process.pid}-${++nsCount}`;
+  await execa('ip', ['netns', 'add', name]);
+  onExit(() => execFileSync('ip', ['netns', 'del', name], { stdio: 'ignore' }));
+  return { name, exec: async (file, args, input) => (await execa('ip', ['netns', 'exec', name, file, ...args], { env: { LC_ALL: 'C' }, input: input ?? '' })).stdout };
+}
+
+const dotted = (n: number) => `${n >>> 24}.${(n >>> 16) & 255}.${(n >>> 8) & 255}.${n & 255}`;
+/** The i-th address and network of the prepared set (45.0.0.0/8 addresses, 46.0.0.0/8 and up /24 networks). */
+const host = (i: number) => dotted((45 << 24) + i);
+const network = (i: number) => `${dotted((46 << 24) + i * 256)}/24`;
+
+/** A config and a state dir holding an applied set of `size` entries. */
+function prepare(size: number, ns: string, extra: Record<string, unknown> = {}): { config: string; hosts: number; nets: number } {
+  const dir = mkdtempSync(join(tmpdir(), 'wcf-bench-truth-'));
+  mkdirSync(join(dir, 'state'), { mode: 0o700 });
+  const now = Math.floor(Date.now() / 1000);
+  const nets = Math.round(size * 0.15);
+  const hosts = size - nets;
+  const entries: Array<{ cidr: string; reason: string; expiresAt: number }> = [];
+  for (let i = 0; i < hosts; i++) entries.push({ cidr: host(i), reason: 'score', expiresAt: now + 86_400 });
+  for (let i = 0; i < nets; i++) entries.push({ cidr: network(i), reason: 'score', expiresAt: now + 86_400 });
+  writeFileSync(join(dir, 'state', 'applied-nftables.json'), JSON.stringify({ ts: now, plugin: 'nftables', entries }));
+  const config = {
+    agid: 'bench', token: 'bench-token', base_url: 'http://127.0.0.1:9/api/v1', state_dir: join(dir, 'state'), plugin: 'nftables', netns: ns,
+    retries: 0, jitter_seconds: 0, maximum_rules: Math.max(size, 1000), watch_interval_seconds: 5, log_format: 'json', ...extra,
+  };
+  writeFileSync(join(dir, 'config.json'), JSON.stringify(config), { mode: 0o600 });
+  return { config: join(dir, 'config.json'), hosts, nets };
+}
+
+interface Line {
+  at: number;
+  rec: Record<string, unknown>;
+}
+
+interface Daemon {
+  child: ResultPromise;
+  lines: Line[];
+  next(re: RegExp, after: number, ms?: number): Promise<Line>;
+  stop(): Promise<void>;
+}
+
+function startDaemon(configPath: string, env: Record<string, string> = {}): Daemon {
+  const child = execa(NODE, [CLI, 'run', '--config', configPath], { reject: false, buffer: false, env: { WCF_AGENT_MINUTE_MS: '60000', WCF_LOG_LEVEL: 'debug', ...env } });
+  onExit(() => child.kill('SIGKILL'));
+  const lines: Line[] = [];
+  let buf = '';
+  let exited = false;
+  void child.then(() => (exited = true));
+  child.stderr!.on('data', (d: Buffer) => {
+    buf += d.toString();
+    let nl;
+    while ((nl = buf.indexOf('\n')) !== -1) {
+      const text = buf.slice(0, nl);
+      buf = buf.slice(nl + 1);
+      try {
+        lines.push({ at: performance.now(), rec: JSON.parse(text) as Record<string, unknown> });
+      } catch {
+        // not a log line
+      }
+    }
+  });
+  return {
+    child,
+    lines,
+    async next(re, after, ms = 600_000) {
+      const deadline = Date.now() + ms;
+      for (;;) {
+        const hit = lines.find((l) => l.at >= after && re.test(String(l.rec.msg)));
+        if (hit) return hit;
+        if (exited || Date.now() > deadline) throw new Error(`timed out waiting for ${re}:\n${lines.slice(-10).map((l) => JSON.stringify(l.rec).slice(0, 300)).join('\n')}`);
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    },
+    async stop() {
+      child.kill('SIGTERM');
+      await child;
+    },
+  };
+}
+
+/** CPU seconds of `pid` and its waited-for children so far (utime + stime + cutime + cstime). */
+function cpuSeconds(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14])) / 100;
+}
+
+/** The daemon's event source child (xtables-monitor or nft monitor), by its parent. */
+async function monitorPid(parent: number): Promise<number> {
+  const { stdout } = await execa('pgrep', ['-P', String(parent), '-f', 'xtables-monitor -e|nft monitor'], { reject: false });
+  const pid = Number(stdout.split('\n')[0]);
+  if (!pid) throw new Error('no event source running');
+  return pid;
+}
+
+const REPAIRED = /put back with the last applied set/;
+const CHECKED = /^checked the agent’s entries in the kernel$/;
+
+interface Kind {
+  name: string;
+  change(ns: Awaited<ReturnType<typeof netns>>, d: Daemon): Promise<void>;
+}
+
+const KINDS: Kind[] = [
+  { name: 'one address deleted', change: (ns) => ns.exec('nft', ['delete', 'element', 'inet', 'wcf_agent', 'wcf-blocklist', `{ ${host(12345 % 5000)} }`]).then(() => undefined) },
+  { name: 'one network deleted', change: (ns) => ns.exec('nft', ['delete', 'element', 'inet', 'wcf_agent', 'wcf-blocklist-nets', `{ ${network(7)} . ipv4 }`]).then(() => undefined) },
+  { name: 'set of addresses flushed', change: (ns) => ns.exec('nft', ['flush', 'set', 'inet', 'wcf_agent', 'wcf-blocklist']).then(() => undefined) },
+  { name: 'set of networks flushed', change: (ns) => ns.exec('nft', ['flush', 'set', 'inet', 'wcf_agent', 'wcf-blocklist-nets']).then(() => undefined) },
+  { name: 'table deleted', change: (ns) => ns.exec('nft', ['delete', 'table', 'inet', 'wcf_agent']).then(() => undefined) },
+  { name: 'accept inserted before the drop', change: (ns) => ns.exec('nft', ['insert', 'rule', 'inet', 'wcf_agent', 'input', 'accept']).then(() => undefined) },
+  {
+    name: 'address deleted beside a change elsewhere',
+    change: (ns) => ns.exec('nft', ['-f', '-'], `add table inet other\nadd chain inet other d\ndelete element inet wcf_agent wcf-blocklist { ${host(777)} }\n`).then(() => undefined),
+  },
+  {
+    name: 'address deleted, event source down',
+    async change(ns, d) {
+      process.kill(await monitorPid(d.child.pid!), 'SIGKILL');
+      await ns.exec('nft', ['delete', 'element', 'inet', 'wcf_agent', 'wcf-blocklist', `{ ${host(778)} }`]);
+    },
+  },
+];
+
+async function repair(): Promise<void> {
+  const sizes = arg('sizes', '10000,100000,1000000').split(',').map(Number);
+  const rows: string[] = [];
+  for (const size of sizes) {
+    const ns = await netns();
+    // The cost of one verification with nothing missing.
+    {
+      const p = prepare(size, ns.name);
+      const d = startDaemon(p.config);
+      await d.next(/^watching the agent/, 0);
+      await d.next(CHECKED, 0); // the start's own verification
+      await new Promise((r) => setTimeout(r, 3000)); // past the gap between verifications
+      const sampler = treeSampler(d.child.pid!, 100);
+      const cpu0 = cpuSeconds(d.child.pid!);
+      const t0 = performance.now();
+      await ns.exec('nft', ['add', 'table', 'inet', `probe${Date.now()}`]);
+      const checked = await d.next(CHECKED, t0);
+      const cpu = cpuSeconds(d.child.pid!) - cpu0;
+      const peak = sampler.stop();
+      rows.push(`${size}\tverification, nothing missing\t${Math.round(checked.at - t0)} ms from the change\tcheck ${String(checked.rec.ms)} ms\tcpu ${cpu.toFixed(2)} s\tpeak agent+children ${peak.treeMB.toFixed(0)} MB (children ${peak.childrenMB.toFixed(0)} MB, largest ${peak.largestChild})`);
+      process.stderr.write(`${rows.at(-1)}\n`);
+      await d.stop();
+      await ns.exec('nft', ['flush', 'ruleset']);
+    }
+    for (const kind of KINDS) {
+      const p = prepare(size, ns.name);
+      const d = startDaemon(p.config);
+      await d.next(/^watching the agent/, 0);
+      await d.next(CHECKED, 0);
+      await new Promise((r) => setTimeout(r, 3000));
+      const sampler = treeSampler(d.child.pid!, 100);
+      const cpu0 = cpuSeconds(d.child.pid!);
+      await kind.change(ns, d);
+      const t0 = performance.now();
+      const fixed = await d.next(REPAIRED, t0 - 5000);
+      const cpu = cpuSeconds(d.child.pid!) - cpu0;
+      const peak = sampler.stop();
+      const r = fixed.rec;
+      rows.push(`${size}\t${kind.name}\t${Math.round(fixed.at - t0)} ms to the repair\tcheck ${String(r.checkMs ?? '-')} ms, apply ${String(r.applyMs)} ms\tcpu ${cpu.toFixed(2)} s\tpeak agent+children ${peak.treeMB.toFixed(0)} MB`);
+      process.stderr.write(`${rows.at(-1)}\n`);
+      await d.stop();
+      await ns.exec('nft', ['flush', 'ruleset']);
+    }
+  }
+  process.stdout.write(`size\twhat\ttime\tdetail\tcpu\tmemory\n${rows.join('\n')}\n`);
+}
+
+async function churn(): Promise<void> {
+  const sizes = arg('sizes', '100000,1000000').split(',').map(Number);
+  const cycles = Number(arg('cycles', '3'));
+  const rows: string[] = [];
+  for (const size of sizes) {
+    const ns = await netns();
+    const sim = await startSimulatorProcess(Math.round(size * 1.25), 1, Math.floor(Date.now() / 1000) + 30 * 86_400);
+    try {
+      await sim.setAgentConfig({ maximum_rules: size, score_threshold: 1, sync_time: 1 });
+      const p = prepare(0, ns.name, { agid: sim.agid, base_url: sim.url, token: sim.token, maximum_rules: size, score_threshold: 1 });
+      // One minute is 20 s here: a cycle every 20 s after the last ended.
+      const d = startDaemon(p.config, { WCF_AGENT_MINUTE_MS: '20000', WCF_LOG_LEVEL: 'info' });
+      const phase = async (label: string) => {
+        const sampler = treeSampler(d.child.pid!);
+        const ms: number[] = [];
+        let after = performance.now();
+        for (let i = 0; i < cycles; i++) {
+          const done = await d.next(/^cycle done$/, after, 1_200_000);
+          ms.push(Number(done.rec.ms));
+          after = done.at + 1;
+        }
+        const peak = sampler.stop();
+        const sorted = [...ms].sort((a, b) => a - b);
+        rows.push(`${size}\t${label}\tcycles ${ms.map((m) => (m / 1000).toFixed(1)).join(', ')} s\tmedian ${(sorted[Math.floor(sorted.length / 2)]! / 1000).toFixed(1)} s\tpeak agent+children ${peak.treeMB.toFixed(0)} MB`);
+        process.stderr.write(`${rows.at(-1)}\n`);
+      };
+      await d.next(/^cycle done$/, 0, 1_200_000); // the first, full cycle
+      await phase('quiet');
+      await ns.exec('nft', ['-f', '-'], 'add table inet foreign\nadd chain inet foreign c\n');
+      let stop = false;
+      const loop = (async () => {
+        while (!stop) {
+          await ns.exec('nft', ['add', 'rule', 'inet', 'foreign', 'c', 'counter']);
+          await new Promise((r) => setTimeout(r, 1000));
+        }
+      })();
+      await phase('one foreign rule a second');
+      stop = true;
+      await loop;
+      await d.stop();
+    } finally {
+      await sim.close();
+    }
+  }
+  process.stdout.write(`size\tphase\tcycles\tmedian\tmemory\n${rows.join('\n')}\n`);
+}
+
+const mode = process.argv[2];
+if (mode === 'repair') await repair();
+else if (mode === 'churn') await churn();
+else {
+  process.stderr.write('usage: truth.ts repair|churn [--sizes N,N]\n');
+  process.exit(2);
+}
+process.exit(0);

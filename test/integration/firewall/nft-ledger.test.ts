@@ -1,0 +1,90 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { FirewallError } from '../../../src/errors.js';
+import { NftablesPlugin } from '../../../src/firewall/nft/plugin.js';
+import { FULL_CHECK_MIN_MS } from '../../../src/firewall/nft/ledger.js';
+import type { FirewallEntry } from '../../../src/firewall/entry.js';
+import type { CommandRunner } from '../../../src/exec/runner.js';
+import { Netns, destroyAll } from '../../netns/netns.js';
+import { NAMES, fillers, options, sortedCidrs } from './common.js';
+import { nftElements } from './kernel.js';
+
+/**
+ * What the nftables backend's record of its own writes (ledger.ts) promises, on real netfilter:
+ * an apply that fails part-way makes the next one read the kernel back (the record no longer says
+ * what the kernel holds), and a full read comes back periodically by the clock even when nothing
+ * gave reason to doubt (the one way an address another process added to the set is noticed).
+ */
+
+/** A runner that makes the `n`-th write (`nft -f -`, counted from arm()) fail, once; records every command. */
+function failing(inner: CommandRunner, scope = inner.scope) {
+  let left = -1;
+  const calls: string[] = [];
+  const runner: CommandRunner = {
+    // The record is per scope and table for the whole process: a scope of its own per test.
+    scope,
+    async run(file, args, o) {
+      calls.push(`${file} ${args.join(' ')}`);
+      if (file === 'nft' && args[0] === '-f' && left > 0 && --left === 0) throw new FirewallError('command failed: nft -f -: injected failure', { command: 'nft -f -' });
+      return inner.run(file, args, o);
+    },
+  };
+  return { runner, calls, arm: (n: number) => (left = n) };
+}
+
+const CAP = { capacity: 400_000 };
+
+describe('nftables record of its own writes', () => {
+  let ns: Netns;
+  beforeAll(async () => {
+    ns = await Netns.create();
+  });
+  afterAll(async () => {
+    await destroyAll();
+  });
+
+  it('a write of more than 100,000 elements that fails in its third run: the deletions after it never ran, and the next apply reads the kernel and puts back what the failed one had removed', { timeout: 180_000 }, async () => {
+    const f = failing(ns.runner());
+    const plugin = new NftablesPlugin(options(f.runner));
+    // E: 150,000 addresses, applied and recorded.
+    const e = fillers(150_000, 86_400);
+    await plugin.apply(e, CAP);
+    // X: 1,000 others instead of E. Its runs: the additions, then E's deletion in runs of 100,000
+    // and 50,000 (additions before deletions, at most 100,000 elements a run): the third fails.
+    const k = fillers(1000, 86_400, 200_000);
+    f.arm(3);
+    await expect(plugin.apply(k, CAP)).rejects.toThrow(/injected failure/);
+    const half = await nftElements(ns);
+    // The additions are in; of E, the 100,000 of the second run are gone, the last 50,000 never deleted.
+    for (const x of sortedCidrs(k)) expect(half.has(x)).toBe(true);
+    expect(half.size).toBe(1000 + 50_000);
+    // Y: E and X. The record still says E is there; only a read finds the 100,000 missing.
+    f.calls.length = 0;
+    const y: FirewallEntry[] = [...e, ...k];
+    await plugin.apply(y, CAP);
+    expect(f.calls.some((c) => c === `nft list set inet ${NAMES.tableName} ${NAMES.setName}`)).toBe(true);
+    expect([...(await nftElements(ns)).keys()].sort()).toEqual(sortedCidrs(y).sort());
+  });
+
+  it('a full read by the clock, when nothing gave reason to doubt: an address another process added is removed then, not before', async () => {
+    await ns.exec('nft', ['flush', 'ruleset']);
+    let now = Date.now();
+    const f = failing(ns.runner(), `${ns.runner().scope ?? ''} clock`);
+    const plugin = new NftablesPlugin(options(f.runner, { now: () => now }));
+    // Permanent entries: the clock moved by the test changes no timeout the record holds.
+    const want = fillers(3000);
+    await plugin.apply(want, CAP);
+    // Written whole: trusted. Another process adds an address to the set behind the agent's back.
+    await ns.exec('nft', ['add', 'element', 'inet', NAMES.tableName, NAMES.setName, '{ 203.0.113.9 }']);
+    f.calls.length = 0;
+    now += FULL_CHECK_MIN_MS - 60_000;
+    expect(await plugin.apply(want, CAP)).toMatchObject({ mode: 'none' });
+    expect(f.calls.filter((c) => / list /.test(c))).toEqual([]);
+    expect((await nftElements(ns)).has('203.0.113.9')).toBe(true);
+    // Past the interval (an hour at this size): the set is read whole and put back exactly.
+    now += 120_000;
+    await plugin.apply(want, CAP);
+    expect(f.calls.some((c) => c === `nft list set inet ${NAMES.tableName} ${NAMES.setName}`)).toBe(true);
+    expect((await nftElements(ns)).has('203.0.113.9')).toBe(false);
+    expect((await nftElements(ns)).size).toBe(3000);
+  });
+});
