@@ -59,7 +59,7 @@ fi
 # An amd64 package holding an arm64 binary would install and never run.
 is_elf() { [ "$(head -c 4 "$1" | od -An -c | tr -d ' ')" = '177ELF' ]; }
 if is_elf "$BINARY" && [ "$(od -An -tx2 -j18 -N2 "$BINARY" | tr -d ' ')" != "$ELF_MACHINE" ]; then
-  echo "build-deb: $BINARY is not a $ARCH executable (ELF machine $(od -An -tx2 -j18 -N2 "$BINARY" | tr -d ' '))" >&2
+  echo "build-deb: $BINARY is not an $ARCH executable (ELF machine $(od -An -tx2 -j18 -N2 "$BINARY" | tr -d ' '))" >&2
   exit 1
 fi
 
