@@ -17,14 +17,15 @@ const MINUTE_MS = 1500;
 export const CYCLES_WATCHED = 3;
 
 /**
- * What the agent wrote to the kernel, by its own log: a refill or delta of its set (the
- * backends' "entries updated"), a repair by the watcher between cycles ("put back") or by
- * a cycle before its pull ("re-asserted"). A cycle that finds its objects as it left them
- * writes nothing and logs none of these.
+ * What the agent wrote to the kernel, by its own log: its objects made anew ("created"), a
+ * refill or delta of its set (the backends' "entries updated"), a repair by the watcher
+ * between cycles ("put back"), by a cycle before its pull ("re-asserted") or by its apply
+ * ("re-created"). A cycle that
+ * finds its objects as it left them writes nothing and logs none of these.
  */
-const WRITES = /entries updated|put back with the last applied set|re-asserted the last applied set/;
+const WRITES = /^created |entries updated|put back with the last applied set|re-asserted the last applied set|have been re-created/;
 /** Those of the writes that repair what another tool removed. */
-export const REPAIR = /put back with the last applied set|re-asserted the last applied set/;
+export const REPAIR = /put back with the last applied set|re-asserted the last applied set|have been re-created/;
 
 /**
  * The agent's daemon in the lab's host namespace (config `netns`), with the simulator
