@@ -4,7 +4,7 @@
  * layer's programs are run here under qemu-aarch64-static with that layer as their root
  * (`-L`), as no arm64 container can run on this machine (no binfmt_misc registration).
  */
-import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, lstatSync, mkdirSync, readFileSync, readdirSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator, type Simulator } from '../../simulator/index.js';
@@ -90,6 +90,14 @@ describe('the image archive', () => {
     expect(existsSync(join(root, 'usr/libexec/coreutils/libstdbuf.so'))).toBe(true);
     expect(existsSync(join(root, 'usr/sbin/xtables-monitor'))).toBe(true);
     for (const gone of ['usr/bin/ls', 'usr/bin/cat', 'usr/bin/env', 'usr/bin/rm', 'bin/sh']) expect(existsSync(join(root, gone)), gone).toBe(false);
+    // Nor a link left pointing at one of them.
+    for (const dir of ['usr/bin', 'usr/sbin']) {
+      const dangling = readdirSync(join(root, dir)).filter((f) => {
+        const target = lstatSync(join(root, dir, f)).isSymbolicLink() ? readlinkSync(join(root, dir, f)) : undefined;
+        return target !== undefined && !existsSync(target.startsWith('/') ? join(root, target) : join(root, dir, target));
+      });
+      expect(dangling, dir).toEqual([]);
+    }
     // The package's file list names what is left of it (image scanners read it).
     const list = readFileSync(join(root, 'var/lib/dpkg/status.d/coreutils.md5sums'), 'utf8').trim().split('\n').map((l) => l.split(/\s+/)[1]);
     expect(list.sort()).toEqual(['usr/bin/stdbuf', 'usr/libexec/coreutils/libstdbuf.so', 'usr/share/doc/coreutils/copyright']);
