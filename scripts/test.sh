@@ -47,6 +47,9 @@ command -v rpmbuild >/dev/null 2>&1 || missing+=(rpm)
 command -v firewall-cmd >/dev/null 2>&1 || missing+=(firewalld)
 command -v ufw >/dev/null 2>&1 || missing+=(ufw)
 command -v dbus-daemon >/dev/null 2>&1 || missing+=(dbus)
+# The arm64 build reads ELF headers (readelf) and strips the arm64 binary with the cross strip.
+command -v readelf >/dev/null 2>&1 || missing+=(binutils)
+command -v aarch64-linux-gnu-strip >/dev/null 2>&1 || missing+=(binutils-aarch64-linux-gnu)
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "test: installing ${missing[*]} for the netfilter tests" >&2

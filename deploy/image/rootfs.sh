@@ -3,12 +3,15 @@
 # sources (no container registry involved), and cached: the same request within
 # a week is answered from the cache.
 #
-#   bash deploy/image/rootfs.sh --variant extract|apt --include PKG,PKG... [--cache DIR] [--no-cache]
+#   bash deploy/image/rootfs.sh --variant extract|apt --include PKG,PKG... [--arch ARCH] [--cache DIR] [--no-cache]
 #
 #   --variant extract  the packages and their dependencies unpacked, no maintainer
 #                      script run, no dpkg, no shell: what the agent's image is made of
 #   --variant apt      a Debian system with dpkg and apt (the Ansible test's target)
 #   --include          packages on top of the variant (comma-separated)
+#   --arch ARCH        Debian architecture: amd64 (default) or arm64. A foreign one is
+#                      only unpacked (extract variant): its programs cannot run here
+#                      without qemu-user, and none is run by this script
 #   --cache DIR        where the tars are kept (default .cache/rootfs in the checkout)
 #   --no-cache         build again even when a cached tar matches
 #
@@ -25,6 +28,7 @@ ROOT=$(cd "$HERE/../.." && pwd)
 
 VARIANT=
 INCLUDE=
+ARCH=amd64
 CACHE=$ROOT/.cache/rootfs
 USE_CACHE=1
 MAX_AGE_DAYS=7
@@ -32,6 +36,7 @@ while [ $# -gt 0 ]; do
   case $1 in
     --variant) VARIANT=$2; shift 2 ;;
     --include) INCLUDE=$2; shift 2 ;;
+    --arch) ARCH=$2; shift 2 ;;
     --cache) CACHE=$(realpath -m -- "$2"); shift 2 ;;
     --no-cache) USE_CACHE=0; shift ;;
     -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
@@ -42,6 +47,15 @@ case $VARIANT in
   extract|apt) ;;
   *) echo "rootfs: --variant must be extract or apt" >&2; exit 2 ;;
 esac
+case $ARCH in
+  amd64|arm64) ;;
+  *) echo "rootfs: --arch must be amd64 or arm64" >&2; exit 2 ;;
+esac
+# apt runs maintainer scripts in the apt variant: those of another architecture would need
+# qemu-user registered with binfmt_misc, which the build does not count on.
+if [ "$VARIANT" = apt ] && [ "$ARCH" != "$(dpkg --print-architecture)" ]; then
+  echo "rootfs: --variant apt builds for this machine's architecture only" >&2; exit 2
+fi
 command -v mmdebstrap >/dev/null 2>&1 || { echo "rootfs: mmdebstrap not found (apt-get install mmdebstrap)" >&2; exit 1; }
 [ "$(id -u)" = 0 ] || { echo "rootfs: run as root (mmdebstrap's root mode keeps file owners as in the packages)" >&2; exit 1; }
 
@@ -65,8 +79,12 @@ if [ -z "${SOURCE_DATE_EPOCH:-}" ]; then
 fi
 export SOURCE_DATE_EPOCH
 
-key=$( { cat "$0"; echo "$VARIANT $INCLUDE $SUITE"; cat "${sources[@]}"; } | sha256sum | cut -c1-16)
-OUT=$CACHE/$SUITE-$VARIANT-$key.tar
+# The request (variant, packages, architecture) names the tar; the key adds this script and
+# the sources, so a newer tar of the same request replaces the older one, and different
+# requests (the image's root, the arm64 build's sysroot) are cached side by side.
+request=$(echo "$VARIANT $INCLUDE $ARCH" | sha256sum | cut -c1-8)
+key=$( { cat "$0"; echo "$VARIANT $INCLUDE $SUITE $ARCH"; cat "${sources[@]}"; } | sha256sum | cut -c1-16)
+OUT=$CACHE/$SUITE-$VARIANT-$ARCH-$request-$key.tar
 mkdir -p "$CACHE"
 if [ "$USE_CACHE" = 1 ] && [ -s "$OUT" ] && [ -z "$(find "$OUT" -mtime +$MAX_AGE_DAYS)" ]; then
   echo "rootfs: cached $OUT" >&2
@@ -80,7 +98,8 @@ trap 'rm -rf "$tmp" "$work"' EXIT
 start=$(date +%s)
 # --skip=output/dev: no device nodes (a container runtime provides /dev). The apt
 # cache is kept for the step below and removed there.
-mmdebstrap --quiet --variant="$VARIANT" ${INCLUDE:+--include="$INCLUDE"} \
+# --skip=check/qemu: an extract of another architecture runs none of its programs.
+mmdebstrap --quiet --variant="$VARIANT" --architectures="$ARCH" --skip=check/qemu ${INCLUDE:+--include="$INCLUDE"} \
   --hook-dir=/usr/share/mmdebstrap/hooks/merged-usr \
   --skip=output/dev --skip=cleanup/apt/cache --format=directory \
   "$SUITE" "$work" "${sources[@]}" >&2
@@ -89,12 +108,14 @@ if [ "$VARIANT" = extract ]; then
   # Nothing was configured and mmdebstrap runs no customize hook for this variant, so
   # what is left to do is done here: dpkg records for image scanners (one file per
   # package in /var/lib/dpkg/status.d, as distroless images have them: there is no
-  # dpkg to keep a status file), no apt or dpkg state otherwise (the merged-/usr
-  # hook's placeholder package included), documentation cut to the copyright files.
+  # dpkg to keep a status file, and PKG.md5sums beside it lists the package's files),
+  # no apt or dpkg state otherwise (the merged-/usr hook's placeholder package
+  # included), documentation cut to the copyright files.
   mkdir -p "$work/var/lib/dpkg/status.d"
   for deb in "$work"/var/cache/apt/archives/*.deb; do
     pkg=$(dpkg-deb -f "$deb" Package)
     { dpkg-deb -f "$deb" | sed '/^Description:/,$d'; echo "Status: install ok installed"; } >"$work/var/lib/dpkg/status.d/$pkg"
+    dpkg-deb --info "$deb" md5sums >"$work/var/lib/dpkg/status.d/$pkg.md5sums" 2>/dev/null || rm -f "$work/var/lib/dpkg/status.d/$pkg.md5sums"
   done
   find "$work/var/lib/dpkg" -mindepth 1 -maxdepth 1 ! -name status.d -exec rm -rf {} +
   rm -rf "$work/var/lib/apt" "$work/var/cache/apt" "$work/var/cache/ldconfig" "$work/var/log/apt"
@@ -102,6 +123,13 @@ if [ "$VARIANT" = extract ]; then
   find "$work/usr/share/doc" -mindepth 1 -type d -empty -delete
   rm -rf "$work/usr/share/man" "$work/usr/share/info" "$work/usr/share/locale" "$work/usr/share/lintian" \
     "$work/usr/share/bash-completion" "$work/usr/share/gdb" "$work/usr/share/gcc"
+  # The file lists name only what is left.
+  for list in "$work"/var/lib/dpkg/status.d/*.md5sums; do
+    while read -r sum path; do
+      [ -e "$work/$path" ] && printf '%s  %s\n' "$sum" "$path"
+    done <"$list" >"$list.tmp" || true
+    mv "$list.tmp" "$list"
+  done
 else
   rm -rf "$work"/var/cache/apt/archives/*.deb
 fi
@@ -110,6 +138,6 @@ tar -C "$work" --sort=name --numeric-owner --mtime="@$SOURCE_DATE_EPOCH" --clamp
   --format=posix --pax-option=exthdr.name=%d/PaxHeaders/%f,delete=atime,delete=ctime -cf "$tmp" .
 mv -f "$tmp" "$OUT"
 # Older tars of the same variant are of no use any more.
-find "$CACHE" -maxdepth 1 -name "$SUITE-$VARIANT-*.tar" ! -path "$OUT" -delete
+find "$CACHE" -maxdepth 1 -name "$SUITE-$VARIANT-$ARCH-$request-*.tar" ! -path "$OUT" -delete
 echo "rootfs: built $OUT ($(( $(stat -c %s "$OUT") / 1024 / 1024 )) MiB, $(( $(date +%s) - start )) s)" >&2
 echo "$OUT"

@@ -78,6 +78,31 @@ describe.each(['nftables', 'ipset'] as const)('the image with the %s backend', (
     expect(probe.stdout).toMatch(/^ready: enforcing, 100 entries in the kernel/);
   });
 
+  it('is the amd64 image of the archive, and hears another tool remove its objects through its event source (xtables-monitor under stdbuf for nftables)', async () => {
+    expect((await podman.ok(['image', 'inspect', '--format', '{{.Architecture}}', IMAGE])).trim()).toBe('amd64');
+    const logged = async () =>
+      (await podman.run(['logs', first])).stderr
+        .split('\n')
+        .flatMap((l) => (l.startsWith('{') ? [JSON.parse(l) as { msg: string; events?: string; by?: string[] }] : []));
+    const watching = await waitFor(async () => (await logged()).find((l) => l.msg.startsWith('watching the agent’s firewall objects')), 'the watcher', 30_000, 250);
+    // The image has stdbuf, so the nftables backend's source is xtables-monitor (nft monitor
+    // would keep a copy of the whole ruleset); the ipset backend's is nft monitor.
+    expect(watching.events).toBe(plugin === 'nftables' ? 'xtables-monitor' : 'nft monitor');
+    if (plugin === 'nftables') await lab.host.exec('nft', ['delete', 'table', 'inet', 'wcf_agent']);
+    else await lab.host.exec('iptables', ['-D', 'INPUT', '-m', 'comment', '--comment', 'wcf-agent', '-j', 'WCF-AGENT']);
+    // Put back within seconds, the removal attributed to the program that made it: only an
+    // event says who (the periodic check, the fallback, cannot); with nftables and a live
+    // event source there is no periodic check at all.
+    const repair = await waitFor(async () => (await logged()).find((l) => /put back with the last applied set/.test(l.msg)), 'the repair', 10_000, 250).catch(
+      async (err: Error) => {
+        throw new Error(`${err.message}; logs:\n${await logs(first)}`);
+      },
+    );
+    expect(repair.by?.join(' ')).toMatch(plugin === 'nftables' ? /^nft \(pid \d+\)$/ : /^iptables/);
+    expect(await kernelEntries(lab.host, plugin)).toEqual(applied);
+    expect(await lab.connect(ADDR.blocked)).toBe('timeout');
+  });
+
   it('killed and started again on a node whose ruleset is empty, with the API down: the set is back from the state volume', async () => {
     await podman.ok(['kill', '-s', 'KILL', first]);
     await podman.ok(['rm', first]);

@@ -116,7 +116,17 @@ export class Podman {
  * any of its inputs. Under a lock, so test files running in parallel build it once.
  */
 export async function ensureImage(): Promise<string> {
-  const inputs = ['src', 'scripts/build-binary.sh', 'scripts/bundle.mjs', 'deploy/image', 'package.json', 'package-lock.json', 'systemd/wcf-agent.service'];
+  const inputs = [
+    'src',
+    'scripts/build-binary.sh',
+    'scripts/bundle.mjs',
+    'scripts/node-arm64.sh',
+    'deploy/image',
+    'package.json',
+    'package-lock.json',
+    'packaging/node-arm64/package-lock.json',
+    'systemd/wcf-agent.service',
+  ];
   const script = `
     set -e
     if [ ! -s "$1" ] || [ -n "$(find ${inputs.map((i) => `'${i}'`).join(' ')} -newer "$1" -print -quit)" ]; then
