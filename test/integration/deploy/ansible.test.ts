@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { renderServersFile } from '../../../src/dns/dnsmasq/servers-file.js';
 import { ROOT, VERSION } from '../../helpers/packaging.js';
 import { ensureImage, Podman, uniqueName } from './podman.js';
 
@@ -143,5 +144,26 @@ describe('the Ansible role', () => {
     const config = JSON.parse((await exec(['cat', '/etc/wcf-agent/config.json'])).stdout) as Record<string, unknown>;
     expect(config.agid).toBe('fleet-1');
     expect(config.min_prefix).toBeUndefined();
+  }, 300_000);
+
+  it('wcf_agent_dns: dnsmasq makes what install.sh --dns dnsmasq makes and puts the dnsmasq keys in config.json; a second run changes nothing', async () => {
+    writePlay({
+      wcf_agent_deb: join(dir, `wcf-agent_${VERSION}_amd64.deb`),
+      wcf_agent_agid: 'fleet-1',
+      wcf_agent_base_url: 'https://intel.internal.test/api/v1',
+      wcf_agent_config: { plugin: 'nftables', allowlist: ['192.0.2.10'] },
+      wcf_agent_dns: 'dnsmasq',
+    });
+    const first = await playbook();
+    expect(first.code, first.out).toBe(0);
+    expect((await exec(['stat', '-c', '%a', '/var/lib/wcf-agent-dnsmasq', '/var/lib/wcf-agent-dnsmasq/servers.conf'])).stdout).toBe('755\n644');
+    expect((await exec(['cat', '/var/lib/wcf-agent-dnsmasq/servers.conf'])).stdout + '\n').toBe(renderServersFile([]));
+    expect((await exec(['cat', '/etc/dnsmasq.d/wcf-agent.conf'])).stdout).toContain('\nservers-file=/var/lib/wcf-agent-dnsmasq/servers.conf');
+    const config = JSON.parse((await exec(['cat', '/etc/wcf-agent/config.json'])).stdout) as Record<string, unknown>;
+    expect(config).toMatchObject({ url_feed: true, dns_plugin: 'dnsmasq', dnsmasq_file: '/var/lib/wcf-agent-dnsmasq/servers.conf', dnsmasq_reload: ['systemctl', 'kill', '-s', 'HUP', 'dnsmasq'], plugin: 'nftables' });
+    const check = await exec(['wcf-agent', 'check-config']);
+    expect(check.exitCode, check.stderr).toBe(0);
+    const second = await playbook();
+    expect(second.recap, second.out).toEqual({ ok: second.recap.ok, changed: 0, failed: 0 });
   }, 300_000);
 });
