@@ -120,17 +120,19 @@ put() {
   return 0
 }
 
-# The agent's own resolver file $1, empty ($2, printf format), unless a file is there already
-# (the agent's blocks, or someone else's file, which the agent will refuse to overwrite).
-put_owned() {
+# $1 with the content $2 (a printf format of this script's own), unless something is there
+# already: the agent's blocks, a hook the administrator edited, or someone else's file (which
+# the agent refuses to overwrite, and says so).
+put_new() {
   if [ -e "$1" ]; then
     say "kept existing $1"
-  else
-    # shellcheck disable=SC2059 # $2 is this script's own format, with \n in it
-    printf "$2" >"$1"
-    chmod 0644 "$1"
-    say "installed $1"
+    return 0
   fi
+  mkdir -p "$(dirname "$1")"
+  # shellcheck disable=SC2059 # $2 is this script's own format, with \n in it
+  printf "$2" >"$1"
+  chmod 0644 "$1"
+  say "installed $1"
 }
 
 # The man pages, written from this checkout's program and config schema (scripts/man.ts) and
@@ -193,14 +195,7 @@ do_install() {
   if [ "$DNS" = unbound ]; then
     mkdir -p "$UNBOUND_DIR"
     chmod 0755 "$UNBOUND_DIR"
-    if [ -e "$UNBOUND_HOOK" ]; then
-      say "kept existing $UNBOUND_HOOK"
-    else
-      mkdir -p "$(dirname "$UNBOUND_HOOK")"
-      printf '# wcf-agent: names blocked from the URL feed (unbound_conf_file lives in /etc/unbound/wcf-agent/)\ninclude: "/etc/unbound/wcf-agent/*.conf"\n' >"$UNBOUND_HOOK"
-      chmod 0644 "$UNBOUND_HOOK"
-      say "installed $UNBOUND_HOOK"
-    fi
+    put_new "$UNBOUND_HOOK" '# wcf-agent: names blocked from the URL feed (unbound_conf_file lives in /etc/unbound/wcf-agent/)\ninclude: "/etc/unbound/wcf-agent/*.conf"\n'
     say "unbound: set \"url_feed\": true and \"unbound_conf_file\": \"/etc/unbound/wcf-agent/blocks.conf\" in $CONFIG"
   elif [ "$DNS" = rpz ]; then
     mkdir -p "$RPZ_DIR"
@@ -208,21 +203,14 @@ do_install() {
     # A valid empty zone before the resolver is told to load it (a missing file is no zone:
     # kresd refuses to start, named and pdns_recursor run without the zone), with the agent's
     # marker as first line (what `wcf-agent flush` writes), so the agent takes it as its own.
-    put_owned "$RPZ_FILE" '; managed by wcf-agent: response policy zone of names blocked from the URL feed; rewritten every cycle, do not edit\n$TTL 60\n@ IN SOA localhost. hostmaster.localhost. 1 3600 600 86400 60\n@ IN NS localhost.\n'
+    put_new "$RPZ_FILE" '; managed by wcf-agent: response policy zone of names blocked from the URL feed; rewritten every cycle, do not edit\n$TTL 60\n@ IN SOA localhost. hostmaster.localhost. 1 3600 600 86400 60\n@ IN NS localhost.\n'
     say "rpz: set \"url_feed\": true, \"dns_plugin\": \"rpz\", \"rpz_file\": \"/var/lib/wcf-agent-rpz/rpz.wcf.zone\" and rpz_reload in $CONFIG"
   elif [ "$DNS" = dnsmasq ]; then
     mkdir -p "$DNSMASQ_DIR"
     chmod 0755 "$DNSMASQ_DIR"
     # The agent's file, valid and empty, before dnsmasq is told to read it.
-    put_owned "$DNSMASQ_FILE" '# managed by wcf-agent: names blocked from the URL feed (dnsmasq servers-file); rewritten when they change, do not edit\n'
-    if [ -e "$DNSMASQ_HOOK" ]; then
-      say "kept existing $DNSMASQ_HOOK"
-    else
-      mkdir -p "$(dirname "$DNSMASQ_HOOK")"
-      printf '# wcf-agent: names blocked from the URL feed (dnsmasq_file, re-read on SIGHUP)\nservers-file=/var/lib/wcf-agent-dnsmasq/servers.conf\n' >"$DNSMASQ_HOOK"
-      chmod 0644 "$DNSMASQ_HOOK"
-      say "installed $DNSMASQ_HOOK"
-    fi
+    put_new "$DNSMASQ_FILE" '# managed by wcf-agent: names blocked from the URL feed (dnsmasq servers-file); rewritten when they change, do not edit\n'
+    put_new "$DNSMASQ_HOOK" '# wcf-agent: names blocked from the URL feed (dnsmasq_file, re-read on SIGHUP)\nservers-file=/var/lib/wcf-agent-dnsmasq/servers.conf\n'
     say "dnsmasq: set \"url_feed\": true, \"dns_plugin\": \"dnsmasq\" and \"dnsmasq_reload\": [\"systemctl\", \"kill\", \"-s\", \"HUP\", \"dnsmasq\"] in $CONFIG, then restart dnsmasq once (it reads $DNSMASQ_HOOK at its start)"
   fi
 

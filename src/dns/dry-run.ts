@@ -1,7 +1,7 @@
 import { readOwned, writeOwned } from './owned-file.js';
 import { parseRpzNames, renderRpzZone } from './render.js';
 import type { DnsAnswer, DnsPlugin } from './types.js';
-import { countChanges } from './changes.js';
+import { countChanges } from './whole-file.js';
 
 /** Renders the blocked names as an RPZ zone to a file in the state dir; touches no resolver. */
 export function createDnsDryRun(o: { output: string; answer: DnsAnswer; now: () => number }): DnsPlugin {

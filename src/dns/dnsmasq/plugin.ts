@@ -1,9 +1,9 @@
 import type { CommandRunner } from '../../exec/runner.js';
 import type { Logger } from '../../log.js';
-import { countChanges } from '../changes.js';
 import { writeAndReload } from '../file-reload.js';
 import { readOwned } from '../owned-file.js';
-import type { DnsApplyResult, DnsPlugin } from '../types.js';
+import { wholeFileBackend } from '../whole-file.js';
+import type { DnsPlugin } from '../types.js';
 import { parseServersFile, renderServersFile } from './servers-file.js';
 
 export interface DnsmasqOptions {
@@ -37,18 +37,5 @@ export function createDnsmasqPlugin(o: DnsmasqOptions): DnsPlugin {
     return before;
   }
 
-  return {
-    name: 'dnsmasq',
-    async list() {
-      return parseServersFile(readOwned(o.file));
-    },
-    async apply(names): Promise<DnsApplyResult> {
-      const sorted = [...new Set(names)].sort();
-      return countChanges(await write(sorted), sorted);
-    },
-    async flush() {
-      // Emptied, not deleted: dnsmasq's configuration names the file.
-      await write([]);
-    },
-  };
+  return wholeFileBackend('dnsmasq', { read: () => parseServersFile(readOwned(o.file)), write });
 }

@@ -2,9 +2,9 @@ import type { Logger } from '../../log.js';
 import { writeAndReload } from '../file-reload.js';
 import { readOwned } from '../owned-file.js';
 import { nextSerial, parseRpzNames, parseRpzSerial, renderRpzZone } from '../render.js';
-import type { DnsAnswer, DnsApplyResult, DnsPlugin } from '../types.js';
+import type { DnsAnswer, DnsPlugin } from '../types.js';
 import type { CommandRunner } from '../../exec/runner.js';
-import { countChanges } from '../changes.js';
+import { wholeFileBackend } from '../whole-file.js';
 
 export interface RpzOptions {
   zoneFile: string;
@@ -30,18 +30,5 @@ export function createRpzPlugin(o: RpzOptions): DnsPlugin {
     return parseRpzNames(previous);
   }
 
-  return {
-    name: 'rpz',
-    async list() {
-      return parseRpzNames(readOwned(o.zoneFile));
-    },
-    async apply(names): Promise<DnsApplyResult> {
-      const sorted = [...new Set(names)].sort();
-      return countChanges(await write(sorted), sorted);
-    },
-    async flush() {
-      // Emptied, not deleted: the resolver's configuration names the file.
-      await write([]);
-    },
-  };
+  return wholeFileBackend('rpz', { read: () => parseRpzNames(readOwned(o.zoneFile)), write });
 }
