@@ -1,4 +1,4 @@
-import { mkdtempSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -69,7 +69,11 @@ describe('which servers-file a dnsmasq reads', () => {
     const d = mkdtempSync(join(tmpdir(), 'wcf-dnsmasq-paths-'));
     writeFileSync(join(d, 'real.conf'), '');
     symlinkSync(join(d, 'real.conf'), join(d, 'link.conf'));
-    expect(dnsmasqFilesOf(['dnsmasq', `--servers-file=${d}/link.conf`, '-C', '/dev/null']).serversFiles).toEqual([join(d, 'real.conf')]);
+    try {
+      expect(dnsmasqFilesOf(['dnsmasq', `--servers-file=${d}/link.conf`, '-C', '/dev/null']).serversFiles).toEqual([join(d, 'real.conf')]);
+    } finally {
+      rmSync(d, { recursive: true, force: true });
+    }
   });
 });
 

@@ -1,8 +1,8 @@
-import { existsSync, mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { createDnsmasqPlugin } from '../../../src/dns/dnsmasq/plugin.js';
 import { parseServersFile, renderServersFile } from '../../../src/dns/dnsmasq/servers-file.js';
 import { isOwnedText } from '../../../src/dns/owned-file.js';
@@ -13,6 +13,7 @@ const logger = pino({ level: 'silent' });
 const dir = mkdtempSync(join(tmpdir(), 'wcf-dnsmasq-unit-'));
 let n = 0;
 const fresh = () => join(dir, `servers-${++n}.conf`);
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 /** A runner that records the commands and what the file held when each ran; `fail` makes each call fail. */
 function recorder(file: string, fail = false) {

@@ -1,8 +1,8 @@
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { LEFT_ALONE_KEPT, recordLeftAlone } from '../../../../src/agent/cycle/left-alone.js';
 import { DnsStateStore } from '../../../../src/agent/state/url-feed-state.js';
 
@@ -13,11 +13,19 @@ function lines() {
   return { out, logger };
 }
 
+const dirs: string[] = [];
+const stateDir = () => {
+  const d = mkdtempSync(join(tmpdir(), 'wcf-left-alone-'));
+  dirs.push(d);
+  return d;
+};
+afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
+
 const ADMIN = { name: 'evil.test', held: 'local-data "www.evil.test. 300 IN A 10.9.9.9"' };
 
 describe('names left alone at the resolver', () => {
   it('are kept for status and explain, and logged once per change of the list, not every cycle', () => {
-    const store = new DnsStateStore(mkdtempSync(join(tmpdir(), 'wcf-left-alone-')), pino({ level: 'silent' }));
+    const store = new DnsStateStore(stateDir(), pino({ level: 'silent' }));
     const { out, logger } = lines();
     recordLeftAlone(store, logger, 'unbound', [ADMIN]);
     expect(store.small.leftAlone).toEqual({ plugin: 'unbound', count: 1, names: { 'evil.test': ADMIN.held } });
@@ -36,7 +44,7 @@ describe('names left alone at the resolver', () => {
   });
 
   it('all are counted; the first ones are kept with what holds them, so the state stays small', () => {
-    const store = new DnsStateStore(mkdtempSync(join(tmpdir(), 'wcf-left-alone-')), pino({ level: 'silent' }));
+    const store = new DnsStateStore(stateDir(), pino({ level: 'silent' }));
     const many = Array.from({ length: LEFT_ALONE_KEPT + 5 }, (_, i) => ({ name: `n${i}.test`, held: 'local-zone "x." static' }));
     recordLeftAlone(store, pino({ level: 'silent' }), 'unbound', many);
     expect(store.small.leftAlone?.count).toBe(LEFT_ALONE_KEPT + 5);
