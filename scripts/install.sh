@@ -22,7 +22,11 @@
 #                  and /etc/unbound/unbound.conf.d/wcf-agent.conf, which includes
 #                  /etc/unbound/wcf-agent/*.conf (never overwritten)
 #   --dns rpz      for url_feed with the rpz plugin: create /var/lib/wcf-agent-rpz/
-#                  (0755; put rpz_file there and point the resolver's RPZ at it)
+#                  (0755) holding the agent's empty zone rpz.wcf.zone (never overwritten);
+#                  point the resolver's response policy zone at it
+#   --dns dnsmasq  for url_feed with the dnsmasq plugin: create /var/lib/wcf-agent-dnsmasq/
+#                  (0755) holding the agent's empty servers.conf, and /etc/dnsmasq.d/
+#                  wcf-agent.conf with `servers-file=` naming it (neither overwritten)
 #
 # Installs:
 #   $DESTDIR$PREFIX/bin/wcf-agent                       0755
@@ -44,7 +48,7 @@ MODE=install
 FLUSH=0
 PURGE=0
 DNS=
-usage() { sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'; }
 die() { echo "install: $*" >&2; exit 1; }
 while [ $# -gt 0 ]; do
   case $1 in
@@ -54,8 +58,8 @@ while [ $# -gt 0 ]; do
     --uninstall) MODE=uninstall; shift ;;
     --purge) MODE=uninstall; PURGE=1; shift ;;
     --flush) FLUSH=1; shift ;;
-    --dns) [ $# -ge 2 ] || die "--dns needs unbound or rpz"; DNS=$2; shift 2
-           case $DNS in unbound|rpz) ;; *) die "--dns: expected unbound or rpz (got '$DNS')" ;; esac ;;
+    --dns) [ $# -ge 2 ] || die "--dns needs unbound, rpz or dnsmasq"; DNS=$2; shift 2
+           case $DNS in unbound|rpz|dnsmasq) ;; *) die "--dns: expected unbound, rpz or dnsmasq (got '$DNS')" ;; esac ;;
     -h|--help) usage; exit 0 ;;
     *) usage >&2; die "unknown argument: $1" ;;
   esac
@@ -89,6 +93,10 @@ STATE=$DESTDIR/var/lib/wcf-agent
 UNBOUND_DIR=$DESTDIR/etc/unbound/wcf-agent
 UNBOUND_HOOK=$DESTDIR/etc/unbound/unbound.conf.d/wcf-agent.conf
 RPZ_DIR=$DESTDIR/var/lib/wcf-agent-rpz
+RPZ_FILE=$RPZ_DIR/rpz.wcf.zone
+DNSMASQ_DIR=$DESTDIR/var/lib/wcf-agent-dnsmasq
+DNSMASQ_FILE=$DNSMASQ_DIR/servers.conf
+DNSMASQ_HOOK=$DESTDIR/etc/dnsmasq.d/wcf-agent.conf
 
 # systemd is managing this host (sd_booted()), and we act on the live system.
 live_systemd() { [ -z "$DESTDIR" ] && [ -d /run/systemd/system ] && command -v systemctl >/dev/null 2>&1; }
@@ -110,6 +118,21 @@ put() {
   mv -f "$tmp" "$dst"
   say "installed $dst"
   return 0
+}
+
+# $1 with the content $2 (a printf format of this script's own), unless something is there
+# already: the agent's blocks, a hook the administrator edited, or someone else's file (which
+# the agent refuses to overwrite, and says so).
+put_new() {
+  if [ -e "$1" ]; then
+    say "kept existing $1"
+    return 0
+  fi
+  mkdir -p "$(dirname "$1")"
+  # shellcheck disable=SC2059 # $2 is this script's own format, with \n in it
+  printf "$2" >"$1"
+  chmod 0644 "$1"
+  say "installed $1"
 }
 
 # The man pages, written from this checkout's program and config schema (scripts/man.ts) and
@@ -172,19 +195,23 @@ do_install() {
   if [ "$DNS" = unbound ]; then
     mkdir -p "$UNBOUND_DIR"
     chmod 0755 "$UNBOUND_DIR"
-    if [ -e "$UNBOUND_HOOK" ]; then
-      say "kept existing $UNBOUND_HOOK"
-    else
-      mkdir -p "$(dirname "$UNBOUND_HOOK")"
-      printf '# wcf-agent: names blocked from the URL feed (unbound_conf_file lives in /etc/unbound/wcf-agent/)\ninclude: "/etc/unbound/wcf-agent/*.conf"\n' >"$UNBOUND_HOOK"
-      chmod 0644 "$UNBOUND_HOOK"
-      say "installed $UNBOUND_HOOK"
-    fi
+    put_new "$UNBOUND_HOOK" '# wcf-agent: names blocked from the URL feed (unbound_conf_file lives in /etc/unbound/wcf-agent/)\ninclude: "/etc/unbound/wcf-agent/*.conf"\n'
     say "unbound: set \"url_feed\": true and \"unbound_conf_file\": \"/etc/unbound/wcf-agent/blocks.conf\" in $CONFIG"
   elif [ "$DNS" = rpz ]; then
     mkdir -p "$RPZ_DIR"
     chmod 0755 "$RPZ_DIR"
+    # A valid empty zone before the resolver is told to load it (a missing file is no zone:
+    # kresd refuses to start, named and pdns_recursor run without the zone), with the agent's
+    # marker as first line (what `wcf-agent flush` writes), so the agent takes it as its own.
+    put_new "$RPZ_FILE" '; managed by wcf-agent: response policy zone of names blocked from the URL feed; rewritten every cycle, do not edit\n$TTL 60\n@ IN SOA localhost. hostmaster.localhost. 1 3600 600 86400 60\n@ IN NS localhost.\n'
     say "rpz: set \"url_feed\": true, \"dns_plugin\": \"rpz\", \"rpz_file\": \"/var/lib/wcf-agent-rpz/rpz.wcf.zone\" and rpz_reload in $CONFIG"
+  elif [ "$DNS" = dnsmasq ]; then
+    mkdir -p "$DNSMASQ_DIR"
+    chmod 0755 "$DNSMASQ_DIR"
+    # The agent's file, valid and empty, before dnsmasq is told to read it.
+    put_new "$DNSMASQ_FILE" '# managed by wcf-agent: names blocked from the URL feed (dnsmasq servers-file); rewritten when they change, do not edit\n'
+    put_new "$DNSMASQ_HOOK" '# wcf-agent: names blocked from the URL feed (dnsmasq_file, re-read on SIGHUP)\nservers-file=/var/lib/wcf-agent-dnsmasq/servers.conf\n'
+    say "dnsmasq: set \"url_feed\": true, \"dns_plugin\": \"dnsmasq\" and \"dnsmasq_reload\": [\"systemctl\", \"kill\", \"-s\", \"HUP\", \"dnsmasq\"] in $CONFIG, then restart dnsmasq once (it reads $DNSMASQ_HOOK at its start)"
   fi
 
   if [ -z "$DESTDIR" ] && command -v systemd-tmpfiles >/dev/null 2>&1; then
@@ -238,10 +265,12 @@ do_uninstall() {
   done
   if [ -d "$DOCDIR" ]; then rmdir "$DOCDIR" 2>/dev/null || true; fi
   if [ "$PURGE" = 1 ]; then
-    for f in "$ETC" "$STATE" "$UNBOUND_DIR" "$RPZ_DIR"; do
+    for f in "$ETC" "$STATE" "$UNBOUND_DIR" "$RPZ_DIR" "$DNSMASQ_DIR"; do
       if [ -e "$f" ]; then rm -rf "$f"; say "removed $f"; fi
     done
-    if [ -f "$UNBOUND_HOOK" ] && grep -q '^# wcf-agent:' "$UNBOUND_HOOK"; then rm -f "$UNBOUND_HOOK"; say "removed $UNBOUND_HOOK"; fi
+    for f in "$UNBOUND_HOOK" "$DNSMASQ_HOOK"; do
+      if [ -f "$f" ] && grep -q '^# wcf-agent:' "$f"; then rm -f "$f"; say "removed $f"; fi
+    done
   else
     [ -e "$CONFIG" ] && say "kept $CONFIG (--purge removes it)"
     [ -e "$STATE" ] && say "kept $STATE (--purge removes it)"

@@ -20,6 +20,8 @@ export function dnsPlanToJson(dns: DnsPlan | undefined, now: number) {
       maximum_domains: dns.maximumDomains,
       full_pull: dns.full,
       cursor: dns.cursor,
+      plugin: dns.resolver.plugin,
+      files: dns.resolver.files,
     },
   };
 }
@@ -35,7 +37,7 @@ export function printDomainsTable(dns: DnsPlan | undefined, now: number, limit: 
   const manual = s.domains.filter((d) => d.reason === 'manual').length;
   process.stdout.write(
     `\n${s.domains.length} names (${manual} manual, ${s.domains.length - manual} score) of ${s.hosts} hosts in ${dns.urls} URLs; ${s.addresses.length} IPv4-literal URL hosts go to the firewall\n` +
-      `url_score_threshold ${dns.threshold}, maximum_domains ${dns.maximumDomains}\n` +
+      `url_score_threshold ${dns.threshold}, maximum_domains ${dns.maximumDomains}; at the resolver: ${dns.resolver.plugin}${dns.resolver.files.length ? ` (${dns.resolver.files.join(', ')})` : ''}\n` +
       `skipped: ${k.threshold} below threshold, ${k.cap} over the cap, ${k.whitelist} whitelisted, ${k.allowlist} allowlisted, ${k.public_suffix} public suffixes, ${k.shared_platform} shared platforms\n`,
   );
 }

@@ -14,6 +14,8 @@ export function dnsStatus(config: AgentConfig, logger: Logger) {
     by_reason: a?.byReason ?? { manual: 0, score: 0 },
     applied_at: a?.ts ?? null,
     skipped: s.lastSelection?.skipped ?? null,
+    // Selected, but someone else's data at the resolver holds them (explain NAME says what).
+    left_alone: s.leftAlone?.count ?? 0,
     hosts: s.lastSelection?.hosts ?? null,
     url_addresses: s.lastSelection?.addresses ?? null,
     cursor: s.cursor ?? null,
@@ -26,6 +28,7 @@ export function dnsStatusRows(d: ReturnType<typeof dnsStatus>): string[][] {
   if (!d) return [];
   return [
     ['names blocked', `${d.applied} (${d.by_reason.manual} manual, ${d.by_reason.score} score) on ${d.plugin ?? '-'}, ${isoTime(d.applied_at)}`],
+    ...(d.left_alone ? [['names left alone', `${d.left_alone}: someone else's data at the resolver holds them (explain NAME says what)`]] : []),
     ['URL feed', `${d.hosts ?? 0} hosts, last full pull ${isoTime(d.last_full_pull)}`],
   ];
 }

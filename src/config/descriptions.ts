@@ -170,7 +170,7 @@ export const CONFIG_KEY_DOCS = {
     section: 'url',
     meaning: 'pull the URL feed and block its host names at the resolver (see [URL feed and resolver](url-feed.md))',
   },
-  dns_plugin: { section: 'url', meaning: '`unbound`, `rpz` or `dry-run` (renders the zone to `<state_dir>/dns-dry-run.zone`)' },
+  dns_plugin: { section: 'url', meaning: '`unbound`, `rpz`, `dnsmasq` or `dry-run` (renders the zone to `<state_dir>/dns-dry-run.zone`)' },
   url_score_threshold: { section: 'url', absent: 'the `score_threshold` in force', meaning: 'minimum decayed URL score to block a name' },
   maximum_domains: { section: 'url', meaning: 'cap on blocked names' },
   domain_allowlist: { section: 'url', meaning: 'names never blocked (each covers its subdomains; their parents are not blocked either)' },
@@ -184,4 +184,13 @@ export const CONFIG_KEY_DOCS = {
   },
   rpz_file: { section: 'url', absent: 'required with `dns_plugin` `rpz`', meaning: 'the RPZ zone file the agent owns' },
   rpz_reload: { section: 'url', absent: 'none', meaning: 'argument array run after each zone write, e.g. `["rndc","reload","rpz.wcf"]`' },
+  dnsmasq_file: {
+    section: 'url',
+    meaning: "the servers-file the agent owns (one `server=/name/` line per blocked name), read by dnsmasq's `servers-file=`; not in dnsmasq's `conf-dir`",
+  },
+  dnsmasq_reload: {
+    section: 'url',
+    absent: 'required with `dns_plugin` `dnsmasq`',
+    meaning: 'argument array that makes dnsmasq re-read the file (SIGHUP), run when the names changed, e.g. `["systemctl","kill","-s","HUP","dnsmasq"]`',
+  },
 } as const satisfies Record<ConfigKey, KeyDoc>;

@@ -4,8 +4,8 @@ import { ConfigError } from '../errors.js';
 
 /**
  * Who may change what a root daemon does. config.json names the commands the agent runs
- * as root (`unbound_control`, `rpz_reload`) and the API it trusts; `token_file` and
- * `ca_file` decide which server it believes. Any of them writable by another user, or
+ * as root (`unbound_control`, `rpz_reload`, `dnsmasq_reload`) and the API it trusts;
+ * `token_file` and `ca_file` decide which server it believes. Any of them writable by another user, or
  * replaceable through a directory another user can write, is a way to root. Running as
  * root, the agent refuses such a file wherever the config is read (every command, `run`
  * and its SIGHUP reload alike), with the same lines.

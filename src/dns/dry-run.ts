@@ -1,6 +1,7 @@
 import { readOwned, writeOwned } from './owned-file.js';
 import { parseRpzNames, renderRpzZone } from './render.js';
 import type { DnsAnswer, DnsPlugin } from './types.js';
+import { countChanges } from './whole-file.js';
 
 /** Renders the blocked names as an RPZ zone to a file in the state dir; touches no resolver. */
 export function createDnsDryRun(o: { output: string; answer: DnsAnswer; now: () => number }): DnsPlugin {
@@ -18,9 +19,9 @@ export function createDnsDryRun(o: { output: string; answer: DnsAnswer; now: () 
     },
     async apply(names) {
       const sorted = [...new Set(names)].sort();
-      const before = new Set(await this.list());
+      const before = await this.list();
       emit(render(sorted));
-      return { added: sorted.filter((n) => !before.has(n)).length, removed: 0, total: sorted.length, foreign: [] };
+      return countChanges(before, sorted);
     },
     async flush() {
       emit(render([]));

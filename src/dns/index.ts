@@ -4,6 +4,7 @@ import { blockRefusal, isDnsName } from '../net/dns-name.js';
 import type { Logger } from '../log.js';
 import { DomainPolicy } from '../policy/domain-policy.js';
 import { agentHostNames } from './agent-names.js';
+import { createDnsmasqPlugin } from './dnsmasq/plugin.js';
 import { createDnsDryRun } from './dry-run.js';
 import { createDnsRunner } from './exec.js';
 import { rpzOriginOf } from './rpz/origin.js';
@@ -11,7 +12,7 @@ import { createRpzPlugin } from './rpz/plugin.js';
 import type { DnsAnswer, DnsPlugin, DnsPluginName } from './types.js';
 import { createUnboundPlugin } from './unbound/plugin.js';
 
-export type { DnsPlugin, DnsPluginName, DnsApplyResult } from './types.js';
+export type { DnsPlugin, DnsPluginName, DnsApplyResult, LeftAlone } from './types.js';
 
 /** The API host when base_url names one (an address is protected by the firewall rules instead). */
 export function apiHostName(baseUrl: string): string | undefined {
@@ -38,7 +39,7 @@ export function dnsAnswerOf(config: AgentConfig): DnsAnswer {
 }
 
 /** A path from config.json, relative to the config file's directory. */
-function configPath(config: AgentConfig, p: string): string {
+export function configPath(config: AgentConfig, p: string): string {
   return isAbsolute(p) ? p : resolve(dirname(config.configPath), p);
 }
 
@@ -51,6 +52,7 @@ export function dnsDryRunOutput(config: AgentConfig): string {
 export function dnsOwnedFiles(config: AgentConfig): string[] {
   if (config.dns_plugin === 'unbound') return [configPath(config, config.unbound_conf_file)];
   if (config.dns_plugin === 'rpz' && config.rpz_file) return [configPath(config, config.rpz_file)];
+  if (config.dns_plugin === 'dnsmasq') return [configPath(config, config.dnsmasq_file)];
   return [];
 }
 
@@ -73,6 +75,9 @@ export function createDnsPlugin(config: AgentConfig, o: { logger: Logger; dryRun
       break;
     case 'rpz':
       inner = createRpzPlugin({ zoneFile: configPath(config, config.rpz_file!), reload: config.rpz_reload, answer, runner, logger: o.logger, now });
+      break;
+    case 'dnsmasq':
+      inner = createDnsmasqPlugin({ file: configPath(config, config.dnsmasq_file), reload: config.dnsmasq_reload, runner, logger: o.logger });
       break;
     case 'dry-run':
       inner = createDnsDryRun({ output: dnsDryRunOutput(config), answer, now });

@@ -1,15 +1,23 @@
 /** What a blocked name answers: NXDOMAIN, or the sinkhole address for the name and its subdomains. */
 export type DnsAnswer = { action: 'nxdomain' } | { action: 'sinkhole'; address: string };
 
-export type DnsPluginName = 'unbound' | 'rpz' | 'dry-run';
+export type DnsPluginName = 'unbound' | 'rpz' | 'dnsmasq' | 'dry-run';
+
+/** A name the agent would block but leaves alone, and what of someone else's holds it. */
+export interface LeftAlone {
+  name: string;
+  /** In the resolver's words: `local-data "www.evil.test. 300 IN A 10.9.9.9"`, `local-zone "evil.test." static`. */
+  held: string;
+}
 
 export interface DnsApplyResult {
   added: number;
   removed: number;
   /** Names in force after the apply. */
   total: number;
-  /** Names left out because the resolver already holds a zone of that name that is not the agent's. */
+  /** Names left out because the resolver already holds something of someone else's there (the names of leftAlone). */
   foreign: string[];
+  leftAlone: LeftAlone[];
 }
 
 /**

@@ -3,13 +3,14 @@ import type { Settings } from '../../config/server.js';
 import { GuardError } from '../../errors.js';
 import type { ApiClient } from '../../api/client.js';
 import { UrlApi } from '../../api/url-api.js';
-import { createDnsPlugin, domainPolicyOf, type DnsApplyResult } from '../../dns/index.js';
+import { createDnsPlugin, dnsOwnedFiles, domainPolicyOf, type DnsApplyResult } from '../../dns/index.js';
 import type { UrlCache } from '../../feed/url-cache.js';
 import { pullUrls } from '../../feed/url-pull.js';
 import type { Logger } from '../../log.js';
 import { selectDomains, type DomainReason, type DomainSelection } from '../../policy/domains.js';
 import type { Scoring } from '../../score/decay.js';
 import { DnsStateStore } from '../state/url-feed-state.js';
+import { recordLeftAlone } from './left-alone.js';
 import { checkShrink } from './shrink-guard.js';
 import { namesHistory, recordNames } from './names-history.js';
 
@@ -25,6 +26,8 @@ export interface DnsPlan {
   pages: number;
   /** The merged cache, kept until the cycle persists it. */
   cache: UrlCache;
+  /** Where the names go: the configured backend and the files it writes. */
+  resolver: { plugin: string; files: string[] };
 }
 
 export interface UrlPullStarted {
@@ -66,7 +69,8 @@ export async function finishDnsPlan(started: UrlPullStarted | undefined, o: { co
     maximumDomains: o.config.maximum_domains,
     policy: domainPolicyOf(o.config),
   });
-  return { selection, threshold, maximumDomains: o.config.maximum_domains, urls: pulled.cache.size, invalidUrls: pulled.cache.invalid, full: pulled.full, cursor: pulled.cursor, pages: pulled.pages, cache: pulled.cache };
+  const resolver = { plugin: o.config.dns_plugin, files: dnsOwnedFiles(o.config) };
+  return { selection, threshold, maximumDomains: o.config.maximum_domains, urls: pulled.cache.size, invalidUrls: pulled.cache.invalid, full: pulled.full, cursor: pulled.cursor, pages: pulled.pages, cache: pulled.cache, resolver };
 }
 
 export interface DnsStepRecord {
@@ -107,6 +111,7 @@ export async function applyDnsStep(
   const history = namesHistory(o.config, o.logger, plugin.name);
   if (!running) {
     await recordNames(history, plugin, { now: o.now, cause: 'cycle', all: 'running_off' }, () => plugin.flush());
+    if (plugin.name !== 'dry-run') recordLeftAlone(store, o.logger, plugin.name, []);
     store.update({ [key]: { ts: o.now, plugin: plugin.name, names: 0, byReason: { manual: 0, score: 0 } } });
     return { plugin: plugin.name, applied: 0, byReason: { manual: 0, score: 0 } };
   }
@@ -118,6 +123,7 @@ export async function applyDnsStep(
   if (!verdict.allow) throw new GuardError(`names: ${verdict.message!}`);
   if ('message' in verdict && verdict.message) o.logger.warn(`names: ${verdict.message}`);
   const result = await recordNames(history, plugin, { now: o.now, cause: 'cycle', plan }, () => plugin.apply(names));
+  if (plugin.name !== 'dry-run') recordLeftAlone(store, o.logger, plugin.name, result.leftAlone);
   const counts = byReason(plan);
   store.update({ [key]: { ts: o.now, plugin: plugin.name, names: result.total, byReason: counts } });
   o.logger.info({ plugin: plugin.name, added: result.added, removed: result.removed, total: result.total }, 'resolver blocks applied');
@@ -132,7 +138,7 @@ export async function applyDnsStep(
 async function flushPreviousDnsPlugin(o: { config: AgentConfig; logger: Logger; now: number }, store: DnsStateStore, current: string): Promise<void> {
   const prev = store.small.applied;
   // A dry run never touches a resolver, and keeps its own record (dryRunApplied).
-  if (current === 'dry-run' || !prev || prev.plugin === current || prev.names === 0 || (prev.plugin !== 'unbound' && prev.plugin !== 'rpz')) return;
+  if (current === 'dry-run' || !prev || prev.plugin === current || prev.names === 0 || (prev.plugin !== 'unbound' && prev.plugin !== 'rpz' && prev.plugin !== 'dnsmasq')) return;
   if (prev.plugin === 'rpz' && !o.config.rpz_file) {
     o.logger.warn('dns_plugin changed from rpz and rpz_file is no longer set: empty the old zone file by hand');
     return;
@@ -152,6 +158,12 @@ export async function flushDns(o: { config: AgentConfig; logger: Logger; dryRun:
   if (!o.config.url_feed) return undefined;
   const plugin = createDnsPlugin(o.config, { logger: o.logger, dryRun: o.dryRun });
   await recordNames(namesHistory(o.config, o.logger, plugin.name), plugin, { now: o.now, cause: 'flush', all: 'flushed' }, () => plugin.flush());
-  new DnsStateStore(o.config.state_dir, o.logger).update({ [plugin.name === 'dry-run' ? 'dryRunApplied' : 'applied']: { ts: o.now, plugin: plugin.name, names: 0, byReason: { manual: 0, score: 0 } }, pendingShrink: undefined });
+  const dryRun = plugin.name === 'dry-run';
+  new DnsStateStore(o.config.state_dir, o.logger).update({
+    [dryRun ? 'dryRunApplied' : 'applied']: { ts: o.now, plugin: plugin.name, names: 0, byReason: { manual: 0, score: 0 } },
+    pendingShrink: undefined,
+    // Nothing of the agent's is at the resolver any more, so nothing is left alone either.
+    ...(dryRun ? {} : { leftAlone: undefined }),
+  });
   return plugin.name;
 }

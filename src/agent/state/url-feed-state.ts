@@ -22,6 +22,11 @@ export interface DnsSmallState {
   /** The same for the dry-run plugin, kept apart so a dry run never stands in for the resolver's state. */
   dryRunApplied?: AppliedNames;
   pendingShrink?: { at: number; size: number };
+  /**
+   * Names the resolver backend left alone in the last apply because someone else's data holds
+   * them (unbound): all counted, the first ones with what holds them (explain, the log).
+   */
+  leftAlone?: { plugin: string; count: number; names: Record<string, string> };
   /** Selection numbers of the last cycle that selected (status, metrics). */
   lastSelection?: { ts: number; hosts: number; skipped: Record<DomainSkip, number>; addresses: number };
 }

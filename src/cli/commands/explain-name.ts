@@ -10,6 +10,7 @@ import { createScoring } from '../../score/decay.js';
 import { loadContext, openState, type GlobalOptions } from '../context.js';
 import { duration, printJson } from '../format.js';
 import { terminalSafe } from '../../util/terminal-text.js';
+import { nameAtResolver, resolverLines } from '../dns-explain.js';
 
 const MEANING: Record<NameVerdict['verdict'], string> = {
   manual: 'blocked: a blacklisted URL on this host',
@@ -44,17 +45,21 @@ export async function explainNameCommand(target: string, opts: GlobalOptions & {
   const policy = domainPolicyOf(config);
   const selection = selectDomains({ now, urls: urls ?? new UrlCache(16), scoring, threshold, maximumDomains: config.maximum_domains, policy });
   const v = explainName(host, { selection, urls, policy, scoring, now, threshold });
+  // The name that decides (a covered name's blocked parent), as the resolver backend holds it.
+  const at = config.url_feed && h.kind === 'name' ? await nameAtResolver(config, logger, v.entry?.name ?? v.name) : null;
+  const blocked = v.blocked && !at?.left_alone;
   if (opts.json) {
     await printJson({
       name: v.name,
       verdict: v.verdict,
-      blocked: v.blocked,
+      blocked,
       by: v.entry && v.entry.name !== v.name ? v.entry.name : null,
       score: v.score,
       urls: v.urls,
       expires: v.entry?.expiresAt ?? null,
       url_feed: config.url_feed,
       feed_cached: urls !== undefined,
+      resolver: at,
     });
     return 0;
   }
@@ -62,6 +67,7 @@ export async function explainNameCommand(target: string, opts: GlobalOptions & {
   if (v.entry && v.entry.name !== v.name) lines.push(`  covered by ${v.entry.name} (${v.entry.reason})`);
   if (v.score !== null) lines.push(`  ${v.urls} URLs in the feed, best score now ${v.score.toFixed(2)} (threshold ${threshold})`);
   if (v.entry) lines.push(`  expires: ${v.entry.expiresAt === null ? 'never' : `in ${duration(v.entry.expiresAt - now)}`}`);
+  if (at) lines.push(...resolverLines(at, v.entry !== undefined).map((l) => terminalSafe(l, 1000)));
   if (!config.url_feed) lines.push('  note: url_feed is off in config.json: nothing is blocked at the resolver');
   else if (!urls) lines.push('  note: no URL feed pulled yet (run a sync first)');
   process.stdout.write(lines.join('\n') + '\n');

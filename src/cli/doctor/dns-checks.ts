@@ -8,6 +8,7 @@ import { readOwned } from '../../dns/owned-file.js';
 import type { CommandRunner } from '../../exec/runner.js';
 import { errorMessage } from '../../errors.js';
 import { check, type CheckResult } from './check.js';
+import { dnsmasqReadsCheck } from './dnsmasq-check.js';
 
 /** `nameserver` addresses of a resolv.conf text. */
 export function nameservers(text: string): string[] {
@@ -63,13 +64,14 @@ function filesCheck(config: AgentConfig): CheckResult {
       }
     }
   }
-  if (problems.length) return check('state', 'resolver files', 'fail', problems.join('\n'), 'choose paths the agent owns (unbound_conf_file / rpz_file); the systemd unit allows writing exactly these');
+  if (problems.length) return check('state', 'resolver files', 'fail', problems.join('\n'), 'choose paths the agent owns (unbound_conf_file / rpz_file / dnsmasq_file); the systemd unit allows writing exactly these');
   return check('state', 'resolver files', 'ok', `${config.dns_plugin} writes ${dnsOwnedFiles(config).join(', ') || 'only <state_dir>'}`);
 }
 
 /**
  * With url_feed on: the resolver files can be written, unbound-control works, the resolver
- * answers, and /etc/resolv.conf points at it (otherwise the blocks are enforced nowhere).
+ * answers, /etc/resolv.conf points at it, and a running dnsmasq reads the agent's file
+ * (otherwise the blocks are enforced nowhere).
  */
 export async function dnsChecks(config: AgentConfig, resolvConf = '/etc/resolv.conf', runner: CommandRunner = createDnsRunner()): Promise<CheckResult[]> {
   if (!config.url_feed) return [];
@@ -100,11 +102,13 @@ export async function dnsChecks(config: AgentConfig, resolvConf = '/etc/resolv.c
     );
     return out;
   }
-  if (config.dns_plugin === 'rpz') {
+  if (config.dns_plugin === 'rpz' || config.dns_plugin === 'dnsmasq') {
     const first = servers[0];
     const failed = first ? await answers(first, 53) : 'no nameserver in resolv.conf';
-    out.push(failed ? check('other', 'resolver answers', 'fail', `the host's resolver ${first ?? ''} does not answer: ${failed}`) : check('other', 'resolver answers', 'ok', `the host's resolver ${first} answers; make sure it loads ${config.rpz_file} as a response policy zone`));
-    if (!config.rpz_reload) out.push(check('other', 'rpz_reload', 'warn', 'rpz_reload is not set: the resolver picks up a new zone only on its own schedule', 'e.g. ["rndc","reload","rpz.wcf"] or ["unbound-control","auth_zone_reload","rpz.wcf"]'));
+    const loads = config.dns_plugin === 'rpz' ? `make sure it loads ${config.rpz_file} as a response policy zone` : 'make sure it is the dnsmasq that reads the file';
+    out.push(failed ? check('other', 'resolver answers', 'fail', `the host's resolver ${first ?? ''} does not answer: ${failed}`) : check('other', 'resolver answers', 'ok', `the host's resolver ${first} answers; ${loads}`));
   }
+  if (config.dns_plugin === 'rpz' && !config.rpz_reload) out.push(check('other', 'rpz_reload', 'warn', 'rpz_reload is not set: the resolver picks up a new zone only on its own schedule', 'e.g. ["rndc","reload","rpz.wcf"] or ["unbound-control","auth_zone_reload","rpz.wcf"]'));
+  if (config.dns_plugin === 'dnsmasq') out.push(dnsmasqReadsCheck(config));
   return out;
 }

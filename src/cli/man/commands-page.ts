@@ -96,7 +96,7 @@ export function commandsPage(program: Command, info: PageInfo): string {
     macro.sh('DESCRIPTION'),
     line(
       inline(
-        "**wcf-agent** is an endpoint agent daemon for Linux hosts. It keeps the host firewall in step with a threat-intelligence service: it pulls its stored configuration (`maximum_rules`, `score_threshold`, `sync_time`, `running`) and the IPv4 indicator feed from the API, computes each indicator's decayed score, applies the best entries to a firewall backend (nftables, ipset with iptables, plain iptables, or a dry run) up to `maximum_rules`, and reports its state back. With `url_feed` it also blocks the URL feed's host names at the host's resolver (unbound or an RPZ zone).",
+        "**wcf-agent** is an endpoint agent daemon for Linux hosts. It keeps the host firewall in step with a threat-intelligence service: it pulls its stored configuration (`maximum_rules`, `score_threshold`, `sync_time`, `running`) and the IPv4 indicator feed from the API, computes each indicator's decayed score, applies the best entries to a firewall backend (nftables, ipset with iptables, plain iptables, or a dry run) up to `maximum_rules`, and reports its state back. With `url_feed` it also blocks the URL feed's host names at the host's resolver (unbound, an RPZ zone or dnsmasq).",
       ),
     ),
     macro.pp(
@@ -145,7 +145,7 @@ export function commandsPage(program: Command, info: PageInfo): string {
     macro.tp('\\fI/usr/share/doc/wcf\\-agent/README.md\\fR', inline('Installation, a first run, and where the rest of the documentation is.')),
     macro.sh('SEE ALSO'),
     line(
-      ['wcf-agent.json(5)', 'nft(8)', 'ipset(8)', 'iptables(8)', 'unbound-control(8)', 'systemctl(1)', 'journalctl(1)']
+      ['wcf-agent.json(5)', 'nft(8)', 'ipset(8)', 'iptables(8)', 'unbound-control(8)', 'dnsmasq(8)', 'systemctl(1)', 'journalctl(1)']
         .map((ref) => ref.replace(/^(.+)\((\d)\)$/, (_m, name: string, sec: string) => `\\fB${escapeText(name, true)}\\fR(${sec})`))
         .join(', '),
     ),

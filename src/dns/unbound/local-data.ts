@@ -35,7 +35,8 @@ function parseLocalData(text: string): LocalRecord[] {
  * with the agent's TTL.
  */
 export class LocalDataView {
-  private readonly carrying = new Set<string>();
+  /** name -> the first record of someone else's at it or below it, as unbound printed it. */
+  private readonly carrying = new Map<string, string>();
   private readonly inside = new Map<string, string[]>();
 
   /**
@@ -49,7 +50,7 @@ export class LocalDataView {
       if (agentZones.has(r.owner) && r.ttl === BLOCK_TTL && (r.type === 'A' || r.type === 'AAAA')) continue;
       let closest: string | undefined;
       for (const p of selfAndParents(r.owner)) {
-        if (names.has(p)) this.carrying.add(p);
+        if (names.has(p) && !this.carrying.has(p)) this.carrying.set(p, r.line);
         if (closest === undefined && zones.has(p)) closest = p;
       }
       if (closest !== undefined && agentZones.has(closest)) {
@@ -60,9 +61,9 @@ export class LocalDataView {
     }
   }
 
-  /** Whether someone else's record sits at `name` or below it. */
-  carriesForeignData(name: string): boolean {
-    return this.carrying.has(name);
+  /** Someone else's record at `name` or below it (the first one), undefined when none. */
+  foreignDataAt(name: string): string | undefined {
+    return this.carrying.get(name);
   }
 
   /** Someone else's records held by the agent's zone `name` (put back when it is removed). */

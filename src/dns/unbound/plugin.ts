@@ -2,7 +2,7 @@ import { errorMessage } from '../../errors.js';
 import type { Logger } from '../../log.js';
 import { readOwned, writeOwned } from '../owned-file.js';
 import { parseUnboundInclude, renderUnboundInclude, sinkholeRecord, unboundZoneType } from '../render.js';
-import type { DnsAnswer, DnsApplyResult, DnsPlugin } from '../types.js';
+import type { DnsAnswer, DnsApplyResult, DnsPlugin, LeftAlone } from '../types.js';
 import type { CommandRunner } from '../../exec/runner.js';
 import { runTool } from '../exec.js';
 import { LocalDataView } from './local-data.js';
@@ -83,18 +83,21 @@ export function createUnboundPlugin(o: UnboundOptions): DnsPlugin {
       const owned = new Set(parseUnboundInclude(readOwned(o.confFile)));
       const { runtime, data } = await look(owned, names);
       const want = new Set<string>();
-      const foreign: string[] = [];
+      const leftAlone: LeftAlone[] = [];
       const add: string[] = [];
       for (const n of names) {
         const has = runtime.get(n);
-        if ((has !== undefined && !owned.has(n)) || data.carriesForeignData(n)) {
-          foreign.push(n);
-          continue;
+        const record = data.foreignDataAt(n);
+        // The record first: a local-data line without a zone of its own gets a transparent zone from unbound, and the record is what the administrator wrote.
+        if (record !== undefined) leftAlone.push({ name: n, held: `local-data "${record.replace(/\s+/g, ' ')}"` });
+        else if (has !== undefined && !owned.has(n)) leftAlone.push({ name: n, held: `local-zone "${n}." ${has}` });
+        else {
+          want.add(n);
+          if (has !== type) add.push(n);
         }
-        want.add(n);
-        if (has !== type) add.push(n);
       }
-      if (foreign.length) o.logger.warn({ names: foreign.slice(0, 10), count: foreign.length }, 'unbound already has zones or local data at these names that are not the agent\'s: left alone');
+      // Logged by the cycle, once per change of this list (not every cycle).
+      if (leftAlone.length) o.logger.debug({ names: leftAlone.slice(0, 10).map((l) => l.name), count: leftAlone.length }, 'unbound already has zones or local data at these names that are not the agent\'s: left alone');
       const remove = [...owned].filter((n) => !want.has(n) && runtime.has(n));
       // Recorded first: the file names every zone the agent is about to add (and those it still has).
       if (add.length) writeOwned(o.confFile, renderUnboundInclude([...new Set([...owned, ...want])].sort(), o.answer));
@@ -106,7 +109,7 @@ export function createUnboundPlugin(o: UnboundOptions): DnsPlugin {
       await removeZones(remove, data);
       const sorted = [...want].sort();
       writeOwned(o.confFile, renderUnboundInclude(sorted, o.answer));
-      return { added: add.length, removed: remove.length, total: sorted.length, foreign };
+      return { added: add.length, removed: remove.length, total: sorted.length, foreign: leftAlone.map((l) => l.name), leftAlone };
     },
     async flush() {
       const owned = parseUnboundInclude(readOwned(o.confFile));

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { renderServersFile } from '../../../src/dns/dnsmasq/servers-file.js';
 import { ROOT, VERSION } from '../../helpers/packaging.js';
 import { ensureImage, Podman, uniqueName } from './podman.js';
 
@@ -50,10 +51,17 @@ describe('the Ansible role', () => {
     if (!m) throw new Error(`no play recap for ${target}:\n${out}`);
     return { recap: { ok: Number(m[1]), changed: Number(m[2]), failed: Number(m[3]) }, out, code: r.exitCode ?? -1 };
   };
-  const writePlay = (vars: Record<string, unknown>) =>
+  /** The play with the role's variables: the first run's, with `vars` over them. */
+  const writePlay = (vars: Record<string, unknown> = {}) =>
     writeFileSync(
       join(dir, 'play.yml'),
-      `- hosts: all\n  gather_facts: true\n  gather_subset: [min]\n  vars_files: [vault.yml]\n  vars: ${JSON.stringify(vars)}\n  roles: [wcf_agent]\n`,
+      `- hosts: all\n  gather_facts: true\n  gather_subset: [min]\n  vars_files: [vault.yml]\n  vars: ${JSON.stringify({
+        wcf_agent_deb: join(dir, `wcf-agent_${VERSION}_amd64.deb`),
+        wcf_agent_agid: 'fleet-1',
+        wcf_agent_base_url: 'https://intel.internal.test/api/v1',
+        wcf_agent_config: { plugin: 'nftables', allowlist: ['192.0.2.10'] },
+        ...vars,
+      })}\n  roles: [wcf_agent]\n`,
     );
 
   beforeAll(async () => {
@@ -81,12 +89,7 @@ describe('the Ansible role', () => {
     writeFileSync(join(dir, 'vault-pass'), 'test-vault-password\n', { mode: 0o600 });
     const vaulted = await execa('ansible-vault', ['encrypt_string', '--vault-password-file', join(dir, 'vault-pass'), '--name', 'wcf_agent_token', TOKEN], { cwd: dir });
     writeFileSync(join(dir, 'vault.yml'), `${vaulted.stdout}\n`);
-    writePlay({
-      wcf_agent_deb: join(dir, `wcf-agent_${VERSION}_amd64.deb`),
-      wcf_agent_agid: 'fleet-1',
-      wcf_agent_base_url: 'https://intel.internal.test/api/v1',
-      wcf_agent_config: { plugin: 'nftables', allowlist: ['192.0.2.10'] },
-    });
+    writePlay();
   }, 900_000);
 
   afterAll(async () => {
@@ -117,24 +120,14 @@ describe('the Ansible role', () => {
   }, 300_000);
 
   it('check mode reports a change without making it', async () => {
-    writePlay({
-      wcf_agent_deb: join(dir, `wcf-agent_${VERSION}_amd64.deb`),
-      wcf_agent_agid: 'fleet-2',
-      wcf_agent_base_url: 'https://intel.internal.test/api/v1',
-      wcf_agent_config: { plugin: 'nftables', allowlist: ['192.0.2.10'] },
-    });
+    writePlay({ wcf_agent_agid: 'fleet-2' });
     const { recap, out } = await playbook(['--check']);
     expect(recap, out).toMatchObject({ changed: 1, failed: 0 });
     expect(JSON.parse((await exec(['cat', '/etc/wcf-agent/config.json'])).stdout).agid).toBe('fleet-1');
   }, 300_000);
 
   it('a config the agent refuses is not written: the one in place stays', async () => {
-    writePlay({
-      wcf_agent_deb: join(dir, `wcf-agent_${VERSION}_amd64.deb`),
-      wcf_agent_agid: 'fleet-2',
-      wcf_agent_base_url: 'https://intel.internal.test/api/v1',
-      wcf_agent_config: { plugin: 'nftables', min_prefix: 99 },
-    });
+    writePlay({ wcf_agent_agid: 'fleet-2', wcf_agent_config: { plugin: 'nftables', min_prefix: 99 } });
     const { recap, code, out } = await playbook();
     expect(code).not.toBe(0);
     expect(recap.failed).toBe(1);
@@ -143,5 +136,20 @@ describe('the Ansible role', () => {
     const config = JSON.parse((await exec(['cat', '/etc/wcf-agent/config.json'])).stdout) as Record<string, unknown>;
     expect(config.agid).toBe('fleet-1');
     expect(config.min_prefix).toBeUndefined();
+  }, 300_000);
+
+  it('wcf_agent_dns: dnsmasq makes what install.sh --dns dnsmasq makes and puts the dnsmasq keys in config.json; a second run changes nothing', async () => {
+    writePlay({ wcf_agent_dns: 'dnsmasq' });
+    const first = await playbook();
+    expect(first.code, first.out).toBe(0);
+    expect((await exec(['stat', '-c', '%a', '/var/lib/wcf-agent-dnsmasq', '/var/lib/wcf-agent-dnsmasq/servers.conf'])).stdout).toBe('755\n644');
+    expect((await exec(['cat', '/var/lib/wcf-agent-dnsmasq/servers.conf'])).stdout + '\n').toBe(renderServersFile([]));
+    expect((await exec(['cat', '/etc/dnsmasq.d/wcf-agent.conf'])).stdout).toContain('\nservers-file=/var/lib/wcf-agent-dnsmasq/servers.conf');
+    const config = JSON.parse((await exec(['cat', '/etc/wcf-agent/config.json'])).stdout) as Record<string, unknown>;
+    expect(config).toMatchObject({ url_feed: true, dns_plugin: 'dnsmasq', dnsmasq_file: '/var/lib/wcf-agent-dnsmasq/servers.conf', dnsmasq_reload: ['systemctl', 'kill', '-s', 'HUP', 'dnsmasq'], plugin: 'nftables' });
+    const check = await exec(['wcf-agent', 'check-config']);
+    expect(check.exitCode, check.stderr).toBe(0);
+    const second = await playbook();
+    expect(second.recap, second.out).toEqual({ ok: second.recap.ok, changed: 0, failed: 0 });
   }, 300_000);
 });

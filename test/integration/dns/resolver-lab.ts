@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { execa, type ResultPromise } from 'execa';
 import { waitFor } from '../../helpers/cli.js';
 import { Netns } from '../../netns/netns.js';
+import { digAnswers, digStatus } from './labs/dig.js';
 
 /**
  * A real unbound for the resolver tests, inside a network namespace the test creates:
@@ -113,14 +114,8 @@ export async function createResolverLab(o: ResolverLabOptions): Promise<Resolver
       await child;
       child = undefined;
     },
-    async status(name) {
-      const out = await ns.exec('dig', ['+time=2', '+tries=1', '@127.0.0.1', name, 'A']);
-      return /status: (\w+)/.exec(out)?.[1] ?? 'NO-ANSWER';
-    },
-    async answers(name) {
-      const out = await ns.exec('dig', ['+short', '+time=2', '+tries=1', '@127.0.0.1', name, 'A']);
-      return out.split('\n').filter((l) => /^\d+\.\d+\.\d+\.\d+$/.test(l));
-    },
+    status: (name) => digStatus(ns, name),
+    answers: (name) => digAnswers(ns, name),
     async localZones() {
       return (await ctl('list_local_zones')).split('\n').filter(Boolean).sort();
     },

@@ -3,19 +3,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator, type Simulator } from '../../simulator/index.js';
 import { runCli, writeConfig } from '../../helpers/cli.js';
 import { isRoot } from '../../netns/netns.js';
+import { RECORDS, seedUrls } from './labs/rpz-suite.js';
 import { createResolverLab, type ResolverLab } from './resolver-lab.js';
 
 /** The rpz plugin against a real unbound with an `rpz:` clause, in a namespace. */
-
-const RECORDS: Record<string, string> = {
-  'evil-site.test': '198.18.0.10',
-  'www.evil-site.test': '198.18.0.11',
-  'good.test': '198.18.0.12',
-  'docs.google.com': '198.18.0.16',
-  'co.uk': '198.18.0.17',
-  'phish.co.uk': '198.18.0.18',
-  'white.test': '198.18.0.14',
-};
 
 const serial = (text: string) => Number(/SOA \S+ \S+ (\d+) /.exec(text)?.[1]);
 
@@ -28,13 +19,7 @@ describe('rpz plugin', () => {
   beforeAll(async () => {
     if (!isRoot) throw new Error('the resolver tests need root to create network namespaces');
     sim = await startSimulator({ indicators: 20, urls: 0, seed: 4, agentConfig: { score_threshold: '4' } });
-    const now = sim.clock.now();
-    sim.upsertUrl('https://evil-site.test/a', { score: 9, ts: now });
-    sim.upsertUrl('https://docs.google.com/d/x', { score: 10, ts: now });
-    sim.upsertUrl('https://co.uk/', { score: 10, ts: now });
-    sim.upsertUrl('https://phish.co.uk/', { score: 8, ts: now });
-    sim.upsertUrl('https://white.test/1', { score: 9, ts: now });
-    sim.upsertUrl('https://white.test/2', { score: 1, ts: now, tags: ['whitelisted'] });
+    seedUrls(sim);
     lab = await createResolverLab({ records: RECORDS, rpz: true });
     cfg = writeConfig({
       agid: sim.agid,

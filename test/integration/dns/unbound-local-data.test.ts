@@ -95,13 +95,32 @@ describe.each(['nxdomain', 'sinkhole'] as const)('unbound: an administrator\'s l
     expect(readFileSync(lab.includeFile, 'utf8')).not.toContain('"evil.test."');
   });
 
+  it('a name left alone is logged once while it stays so, counted in status, and named with its record in explain', async () => {
+    // The cycle above logged it; the list has not changed since.
+    const again = await sync();
+    expect(again.exitCode, again.stderr).toBe(0);
+    expect(again.stderr).not.toContain('left alone');
+    const status = await runCli(['status', '--json', '--config', cfg.path]);
+    expect((JSON.parse(status.stdout) as { dns: { left_alone: number } }).dns.left_alone).toBe(1);
+    const text = await runCli(['status', '--config', cfg.path]);
+    expect(text.stdout).toMatch(/names left alone +1: someone else's data/);
+    const held = `local-data "${adminLine}" in unbound.conf`;
+    const e = await runCli(['explain', 'www.evil.test', '--config', cfg.path]);
+    expect(e.stdout).toContain(`left alone: ${held}`);
+    const j = JSON.parse((await runCli(['explain', 'evil.test', '--json', '--config', cfg.path])).stdout) as { blocked: boolean; resolver: { left_alone: string } };
+    expect(j).toMatchObject({ blocked: false, resolver: { left_alone: held } });
+  });
+
   it('a zone of the agent\'s that someone else\'s data moved into (a restart) is given up, the data kept', async () => {
     await adminConf(false);
-    expect((await sync()).exitCode).toBe(0);
+    const freed = await sync();
+    expect(freed.exitCode).toBe(0);
+    expect(freed.stderr).toContain('no name is left alone at the resolver any more');
     expect(await blocked('evil.test')).toBe(true);
     await adminConf(true);
     const r = await sync();
     expect(r.exitCode, r.stderr).toBe(0);
+    expect(r.stderr).toContain(`1 names are left alone: someone else's data at unbound holds them, so the agent does not block them: evil.test (local-data`);
     expect(r.json?.dns?.result?.foreign).toEqual(['evil.test']);
     expect(await blocked('evil.test')).toBe(false);
     expect(await adminSees()).toBe(adminValue);

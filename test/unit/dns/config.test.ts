@@ -35,4 +35,18 @@ describe('URL feed configuration', () => {
     expect(problems({ maximum_domains: 0 })[0]).toMatch(/^maximum_domains: /);
     expect(problems({ url_feeds: true })).toEqual(['url_feeds: unknown key (did you mean url_feed?)']);
   });
+
+  it('dnsmasq: its own file by default, the signal command required (dnsmasq never reads the file again on its own)', () => {
+    expect(parse({ dns_plugin: 'dnsmasq', dnsmasq_reload: ['systemctl', 'kill', '-s', 'HUP', 'dnsmasq'] })).toMatchObject({ dnsmasq_file: '/var/lib/wcf-agent-dnsmasq/servers.conf' });
+    expect(problems({ dns_plugin: 'dnsmasq' })).toEqual([expect.stringMatching(/^dnsmasq_reload: required when dns_plugin is "dnsmasq"/)]);
+    expect(problems({ dns_plugin: 'dnsmasq', dnsmasq_reload: [] })[0]).toMatch(/^dnsmasq_reload: /);
+  });
+
+  it('dnsmasq cannot sinkhole a name with its subdomains: sinkhole with dnsmasq is refused, naming dns_action', () => {
+    const p = problems({ dns_plugin: 'dnsmasq', dnsmasq_reload: ['true'], dns_action: 'sinkhole', sinkhole_address: '192.0.2.1' });
+    expect(p).toEqual([expect.stringMatching(/^dns_action: dnsmasq cannot give a blocked name's subdomains the sinkhole address/)]);
+    expect(p[0]).toContain('addn-hosts covers exact names only');
+    // The same sinkhole with the backends that can do it is fine.
+    expect(problems({ dns_plugin: 'rpz', rpz_file: '/var/lib/wcf-agent-rpz/rpz.wcf.zone', dns_action: 'sinkhole', sinkhole_address: '192.0.2.1' })).toEqual([]);
+  });
 });

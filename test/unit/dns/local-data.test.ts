@@ -21,12 +21,12 @@ describe('someone else\'s local data around the agent\'s names', () => {
   const agentZones = new Set(['evil.test', 'sink.test']);
   const view = new LocalDataView(DATA, ZONES, agentZones, new Set(['evil.test', 'sink.test', 'other.test', 'clean.test', 'test']));
 
-  it('a name carries foreign data when a record that is not the agent\'s sits at it or below it', () => {
-    expect(view.carriesForeignData('evil.test')).toBe(true); // www.evil.test inside the agent's zone
-    expect(view.carriesForeignData('sink.test')).toBe(true); // the admin's TXT beside the agent's sinkhole A
-    expect(view.carriesForeignData('other.test')).toBe(true); // in its own zone below
-    expect(view.carriesForeignData('test')).toBe(true);
-    expect(view.carriesForeignData('clean.test')).toBe(false);
+  it('a name carries foreign data when a record that is not the agent\'s sits at it or below it (the first such record is named)', () => {
+    expect(view.foreignDataAt('evil.test')).toBe('www.evil.test.\t300\tIN\tA\t10.9.9.9'); // inside the agent's zone
+    expect(view.foreignDataAt('sink.test')).toBe('sink.test.\t300\tIN\tTXT\t"kept by the admin"'); // beside the agent's sinkhole A
+    expect(view.foreignDataAt('other.test')).toBe('www.other.test.\t300\tIN\tA\t10.8.8.8'); // in its own zone below
+    expect(view.foreignDataAt('test')).toBe('www.evil.test.\t300\tIN\tA\t10.9.9.9');
+    expect(view.foreignDataAt('clean.test')).toBeUndefined();
   });
 
   it('records held inside an agent\'s zone are the ones put back when it is removed; its own sinkhole answer is not', () => {
@@ -38,8 +38,8 @@ describe('someone else\'s local data around the agent\'s names', () => {
 
   it('the agent\'s sinkhole answer alone is no foreign data; the same record at a name that is not its zone is', () => {
     const own = new LocalDataView('sink.test.\t60\tIN\tA\t198.18.0.99\n', ZONES, agentZones, new Set(['sink.test']));
-    expect(own.carriesForeignData('sink.test')).toBe(false);
+    expect(own.foreignDataAt('sink.test')).toBeUndefined();
     const notOurs = new LocalDataView('sink.test.\t60\tIN\tA\t198.18.0.99\n', ZONES, new Set(), new Set(['sink.test']));
-    expect(notOurs.carriesForeignData('sink.test')).toBe(true);
+    expect(notOurs.foreignDataAt('sink.test')).toBe('sink.test.\t60\tIN\tA\t198.18.0.99');
   });
 });
