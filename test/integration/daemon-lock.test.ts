@@ -4,7 +4,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator, type Simulator } from '../simulator/index.js';
 import { fastFailConfig, runCli, waitFor } from '../helpers/cli.js';
 import { DaemonProcess } from '../helpers/daemon.js';
-import { lockHolder, withLock } from '../../src/agent/state/lock.js';
+import { withLock } from '../../src/agent/state/lock.js';
 
 /** The lock between the daemon and a manual sync, and the daemon's own signals. */
 let sim: Simulator;
@@ -35,8 +35,9 @@ describe('the agent lock', () => {
     const cfg = fastFailConfig(sim, { request_timeout_ms: 60_000 });
     sim.setFault('slow', { routes: ['GET /feedback'], delayMs });
     const d = start(cfg.path, { WCF_AGENT_MINUTE_MS: '60000' }); // cycles every 5 minutes
-    await waitFor(async () => (await lockHolder(cfg.state))?.holder?.pid === d.pid, 'the daemon to take the lock');
-    return { cfg, d, lock: join(cfg.state, 'agent.lock') };
+    const lockHolder = async () => (JSON.parse((await runCli(['status', '--json', '--config', cfg.path])).stdout) as { lock_holder: number | null }).lock_holder;
+    await waitFor(async () => (await lockHolder()) === d.pid, 'the daemon to take the lock');
+    return { cfg, d, lock: join(cfg.state, 'agent.lock'), lockHolder };
   }
 
   it('sync --once while the daemon is inside a cycle exits 4 naming the daemon PID (and --json prints one object)', async () => {
@@ -52,14 +53,14 @@ describe('the agent lock', () => {
 
   it('sync --once from another PID namespace (a container on the same state dir) while the daemon is inside a cycle: refused, nothing removed, the cycle completes', async () => {
     // The held answer comes after 15 s: the cycle then completes, under the lock it never lost.
-    const { cfg, d, lock } = await daemonInsideACycle(15_000);
+    const { cfg, d, lock, lockHolder } = await daemonInsideACycle(15_000);
     const before = readdirSync(cfg.state).sort();
     const r = await runCli(['sync', '--once', '--config', cfg.path], {}, ['unshare', '--pid', '--fork', '--mount-proc', '--kill-child']);
     expect(r.exitCode, r.stderr).toBe(4);
     expect(r.stderr).toMatch(new RegExp(`another wcf-agent \\(pid ${d.pid} in another PID namespace: pid:\\[\\d+\\]\\) holds ${lock.replace(/[.]/g, '\\.')}`));
     expect(readdirSync(cfg.state).sort()).toEqual(before);
     expect(JSON.parse(readFileSync(lock, 'utf8')).pid).toBe(d.pid);
-    expect((await lockHolder(cfg.state))?.holder?.pid).toBe(d.pid);
+    expect(await lockHolder()).toBe(d.pid);
     expect(d.count(/^cycle done/)).toBe(0);
     await d.waitForLog(/^cycle done/, 1, 60_000);
     expect(d.count(/cycle skipped/)).toBe(0);
