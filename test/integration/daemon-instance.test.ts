@@ -1,4 +1,4 @@
-import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator, type Simulator } from '../simulator/index.js';
@@ -98,6 +98,25 @@ describe('one daemon per state directory', () => {
     expect(removed.stdout).toContain(`removed the local override for ${ADDR.blocked}: applied by the daemon (pid ${first.pid})`);
     expect(await kernelSet(ns, 'nftables')).toContain(ADDR.blocked);
     expect(first.count(/^cycle done/)).toBe(1); // the first daemon did it, between cycles
+  });
+
+  it('a daemon whose control socket could not be opened: allow stores the override and leaves it to the daemon, which applies it at its next cycle', async () => {
+    const c = config();
+    sim.setDecision(ADDR.blocked, 1);
+    mkdirSync(c.state, { recursive: true, mode: 0o700 });
+    writeFileSync(join(c.state, 'control.sock'), 'not a socket'); // the daemon opens no socket then
+    const d = start(c.path);
+    await d.waitForLog(/^cycle done/);
+    expect(d.count(/not a socket/)).toBe(1);
+    const allow = await runCli(['allow', ADDR.blocked, '--config', c.path]);
+    expect(allow.exitCode, allow.stderr).toBe(0);
+    expect(allow.stdout).toContain(`stored; the daemon (pid ${d.pid}) does not answer on its control socket`);
+    // Not applied beside the daemon (its watcher would take that for another tool's change).
+    expect(await kernelSet(ns, 'nftables')).toContain(ADDR.blocked);
+    d.signal('SIGHUP'); // a reload runs a cycle, which reads the overrides file
+    await d.waitForLog(/^cycle done/, 2);
+    expect(await kernelSet(ns, 'nftables')).not.toContain(ADDR.blocked);
+    expect(d.count(/repair/)).toBe(0);
   });
 
   it('a second daemon in a new PID namespace is refused, naming the first and that it is in another PID namespace', async () => {
