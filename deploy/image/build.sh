@@ -15,9 +15,9 @@
 # What is in it (one layer): the single binary as /usr/bin/wcf-agent (Node 24 inside,
 # no separate runtime), nft, ipset and iptables (nft and legacy) with their libraries
 # from Debian (mmdebstrap's extract variant: the packages unpacked, no shell, no dpkg,
-# no apt), libstdc++ and glibc for the binary, /etc/os-release and a dpkg record per
-# package in /var/lib/dpkg/status.d for image scanners. The environment of the systemd
-# unit (glibc's allocator settings) is copied from systemd/wcf-agent.service.
+# no apt), util-linux's flock, libstdc++ and glibc for the binary, /etc/os-release and
+# a dpkg record per package in /var/lib/dpkg/status.d for image scanners. The environment
+# of the systemd unit (glibc's allocator settings) is copied from systemd/wcf-agent.service.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
@@ -62,6 +62,16 @@ echo "build-image: binary ready at $(ms) ms" >&2
 #    /etc/os-release (what scanners read to know the distribution).
 rootfs=$(bash "$HERE/rootfs.sh" --variant extract --include nftables,ipset,iptables,libstdc++6,base-files "${CACHE_ARGS[@]}")
 tar -C "$WORK/root" -xf "$rootfs"
+# util-linux's flock alone (35 KB, needs only glibc): the agent's locks are flock(2) locks,
+# taken through it (docs/daemon.md, The lock). Not the whole package: its other tools and
+# its dependencies (PAM, debconf, systemd's libraries) would be tens of MB for one binary.
+# From this machine's apt lists (Debian's same release), with the package's record for
+# image scanners as the others have.
+mkdir "$WORK/util-linux"
+(cd "$WORK/util-linux" && apt-get download util-linux >/dev/null 2>&1) || { echo "build-image: apt-get download util-linux failed (apt-get update?)" >&2; exit 1; }
+deb=$(echo "$WORK"/util-linux/util-linux_*.deb)
+dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$WORK/root" ./usr/bin/flock ./usr/share/doc/util-linux/copyright
+{ dpkg-deb -f "$deb" | sed '/^Description:/,$d'; echo "Status: install ok installed"; } >"$WORK/root/var/lib/dpkg/status.d/util-linux"
 echo "build-image: root file system ready at $(ms) ms" >&2
 
 # 3. What the packages' maintainer scripts and the .deb would have set up.
