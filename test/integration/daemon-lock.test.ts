@@ -66,6 +66,18 @@ describe('the agent lock', () => {
     expect(d.count(/cycle skipped/)).toBe(0);
   });
 
+  it('without util-linux\'s flock on PATH, sync and run fail at once naming it (exit 4), rather than run unlocked', async () => {
+    const cfg = fastFailConfig(sim);
+    const env = { PATH: '/usr/sbin:/sbin' }; // flock (and setpriv) live in /usr/bin
+    const before = sim.requests.length;
+    for (const args of [['sync', '--once'], ['run']]) {
+      const r = await runCli([...args, '--config', cfg.path], env);
+      expect(r.exitCode, args.join(' ')).toBe(4);
+      expect(r.stderr).toMatch(/cannot lock \S+\/(agent\.lock|daemon\.pid): flock \(util-linux\) is not installed/);
+    }
+    expect(sim.requests.slice(before)).toHaveLength(0); // nothing asked of the API either
+  });
+
   it('the daemon skips a cycle while another live process holds the lock, and syncs once it is released', async () => {
     const cfg = fastFailConfig(sim);
     const first = start(cfg.path);

@@ -1,5 +1,6 @@
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { DaemonRunningError, LockHeldError } from '../../errors.js';
+import { DaemonRunningError, errorMessage, LockHeldError, StateError } from '../../errors.js';
 import { describeHolder, inOtherPidNamespace, lookAtLock, takeLock, type HeldLock } from './flock.js';
 
 /**
@@ -30,6 +31,11 @@ export interface DaemonPresence {
  * naming the daemon that serves it. Held until release() or the process's end.
  */
 export async function claimDaemon(stateDir: string): Promise<HeldLock> {
+  try {
+    mkdirSync(stateDir, { recursive: true, mode: 0o700 }); // first use: nothing else is read or written before the claim
+  } catch (err) {
+    throw new StateError(`cannot create state_dir ${stateDir}: ${errorMessage(err)}`, { cause: err });
+  }
   try {
     return await takeLock(join(stateDir, FILE), 0);
   } catch (err) {

@@ -11,7 +11,6 @@ import { claimDaemon } from '../../agent/state/daemon-presence.js';
  */
 export async function runCommand(opts: GlobalOptions & { dryRun?: boolean }): Promise<number> {
   const { config, logger } = loadContext(opts);
-  openState(config, logger); // creates the state dir on first use
   // Before anything else (metrics port, restore, control socket): a second daemon on this
   // state dir exits 4 here, naming the first, having touched nothing. Held until the end.
   const claim = await claimDaemon(config.state_dir);
