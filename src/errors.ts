@@ -148,10 +148,23 @@ export class StateError extends WcfError {
 
 /** Another live wcf-agent process holds the state dir's lock. */
 export class LockHeldError extends StateError {
-  readonly holder: number;
-  constructor(holder: number, path: string) {
-    super(`another wcf-agent (pid ${holder}) holds ${path}; is the daemon running?`);
+  /** Its PID, when it recorded one (in its own PID namespace, which `who` names when it is not ours). */
+  readonly holder: number | undefined;
+  /** "pid 123", with the PID namespace when it is another. */
+  readonly who: string;
+  constructor(holder: number | undefined, who: string, path: string) {
+    super(`another wcf-agent (${who}) holds ${path}; is the daemon running?`);
     this.holder = holder;
+    this.who = who;
+  }
+}
+
+/** A daemon serves the state dir: a second daemon, or a command that would fight the first, is refused. */
+export class DaemonRunningError extends StateError {
+  readonly pid: number | undefined;
+  constructor(message: string, pid: number | undefined) {
+    super(message);
+    this.pid = pid;
   }
 }
 

@@ -22,10 +22,10 @@
 # What is in it (one layer per platform): the single binary as /usr/bin/wcf-agent (Node
 # 24 inside, no separate runtime), nft, ipset and iptables (nft and legacy) with their
 # libraries from Debian (mmdebstrap's extract variant: the packages unpacked, no shell, no
-# dpkg, no apt), stdbuf from coreutils (alone: the other programs are removed), libstdc++
-# and glibc for the binary, /etc/os-release and a dpkg record per package in
-# /var/lib/dpkg/status.d for image scanners. The environment of the systemd unit (glibc's
-# allocator settings) is copied from systemd/wcf-agent.service.
+# dpkg, no apt), stdbuf from coreutils and flock from util-linux (each alone: the other
+# programs are removed), libstdc++ and glibc for the binary, /etc/os-release and a dpkg
+# record per package in /var/lib/dpkg/status.d for image scanners. The environment of the
+# systemd unit (glibc's allocator settings) is copied from systemd/wcf-agent.service.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
@@ -74,6 +74,13 @@ for arch in "${ARCHES[@]}"; do
   # 1. The Debian part, from this machine's apt sources.
   rootfs=$(bash "$HERE/rootfs.sh" --variant extract --include "$PACKAGES" --arch "$arch" "${CACHE_ARGS[@]}")
   tar -C "$R" -xf "$rootfs"
+  # util-linux's flock alone (35 KB, needs only glibc): the agent's locks are flock(2) locks,
+  # taken through it (docs/daemon.md, The lock). Not the whole package: its other tools and its
+  # dependencies (PAM, debconf, systemd's libraries) would be tens of MB for one program. From
+  # a root of its own (cached like the other), with the package's record for image scanners.
+  ul=$(bash "$HERE/rootfs.sh" --variant extract --include util-linux --arch "$arch" "${CACHE_ARGS[@]}")
+  tar -C "$R" -xf "$ul" ./usr/bin/flock ./usr/share/doc/util-linux/copyright ./var/lib/dpkg/status.d/util-linux
+  [ -x "$R/usr/bin/flock" ] || { echo "build-image: no flock in util-linux for $arch" >&2; exit 1; }
   echo "build-image: $arch root file system ready at $(ms) ms" >&2
 
   # 2. The binary, built in a private work dir (other builds may use dist/sea meanwhile);

@@ -4,6 +4,7 @@ import type { EntryCheck, EntryColumns, OwnedObject, PluginName } from '../firew
 import { errorMessage } from '../errors.js';
 import { runningDaemon, type DaemonPresence } from '../agent/state/daemon-presence.js';
 import { lockHolder } from '../agent/state/lock.js';
+import { describeHolder } from '../agent/state/flock.js';
 import { loadOverrides } from '../agent/state/overrides-store.js';
 import { countOverrides } from '../policy/overrides.js';
 import { openPlugin } from './context.js';
@@ -11,8 +12,8 @@ import { openPlugin } from './context.js';
 /** What `status` reads besides state.json: the kernel, the daemon, the overrides. Read-only. */
 export interface LiveStatus {
   daemon: DaemonPresence | undefined;
-  /** PID holding the agent lock (a cycle in progress), if any. */
-  lockPid: number | undefined;
+  /** Who holds the agent lock (a cycle in progress), if anyone: its PID when it recorded one, and "pid N" with its PID namespace when another. */
+  lock: { pid: number | undefined; who: string } | undefined;
   firewall: {
     plugin: PluginName | null;
     objects: OwnedObject[];
@@ -95,5 +96,7 @@ export async function readLiveStatus(config: AgentConfig, logger: Logger, applie
   } catch (err) {
     firewall.error = errorMessage(err);
   }
-  return { daemon: runningDaemon(config.state_dir), lockPid: lockHolder(config.state_dir)?.pid, firewall, overrides };
+  const held = await lockHolder(config.state_dir);
+  const lock = held ? { pid: held.holder?.pid, who: describeHolder(held.holder) } : undefined;
+  return { daemon: await runningDaemon(config.state_dir), lock, firewall, overrides };
 }

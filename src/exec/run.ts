@@ -29,6 +29,11 @@ export interface RunCommandOptions {
   env?: Record<string, string>;
   /** Only reads (a listing): killed when the daemon stops (see stopReads). */
   readOnly?: boolean;
+  /**
+   * An open file of the agent's, given to the child as its file descriptor 3 (the same open
+   * file, not a copy): `flock 3` then locks the agent's own open file (see state/flock.ts).
+   */
+  passFd?: number;
 }
 
 export interface CommandOutput {
@@ -130,7 +135,8 @@ export function runCommand(argv: readonly string[], options: RunCommandOptions):
     let killTimer: NodeJS.Timeout | undefined;
     const child = spawn(file, args, {
       shell: false,
-      stdio: ['pipe', 'pipe', 'pipe'],
+      // Three pipes always (the streams below are never null); fd 3 only when asked for.
+      stdio: options.passFd === undefined ? ['pipe', 'pipe', 'pipe'] : ['pipe', 'pipe', 'pipe', options.passFd],
       env: { ...process.env, ...options.env },
     });
     rememberChild(child.pid);
@@ -153,8 +159,8 @@ export function runCommand(argv: readonly string[], options: RunCommandOptions):
       overflowed = true;
       kill();
     };
-    const stdout = collect(child.stdout, options.maxBuffer, onOverflow);
-    const stderr = collect(child.stderr, options.maxBuffer, onOverflow);
+    const stdout = collect(child.stdout!, options.maxBuffer, onOverflow);
+    const stderr = collect(child.stderr!, options.maxBuffer, onOverflow);
     const finish = (outcome: CommandOutput | CommandFailure): void => {
       if (settled) return;
       settled = true;
@@ -181,6 +187,6 @@ export function runCommand(argv: readonly string[], options: RunCommandOptions):
       else if (exitCode !== null) finish(new CommandFailure(`exit code ${exitCode}`, { reason: 'exit', exitCode, ...out }));
       else finish(new CommandFailure(`killed by ${signal ?? 'a signal'}`, { reason: 'signal', signal, ...out }));
     });
-    if (child.pid !== undefined) feed(child.stdin, options.input);
+    if (child.pid !== undefined) feed(child.stdin!, options.input);
   });
 }

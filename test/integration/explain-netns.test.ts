@@ -85,6 +85,46 @@ describe.each(['nftables', 'ipset'] as const)('explain with the %s backend', (pl
     for (const ip of [GATEWAY, RESOLVER, ADDR.host]) expect(set).not.toContain(ip);
   });
 
+  it('the first line is what holds on this host, local overrides included (as `blocked` in --json); the feeds\' own verdict second', async () => {
+    const text = async (address: string) => {
+      const r = await runCli(['explain', address, '--config', cfg.path]);
+      expect(r.exitCode, r.stderr).toBe(0);
+      return r.stdout.split('\n');
+    };
+    const cli = async (...args: string[]) => {
+      const r = await runCli([...args, '--config', cfg.path]);
+      expect(r.exitCode, r.stderr).toBe(0);
+    };
+    // Blocked by the feed, allowed here: out of the kernel.
+    await cli('allow', ADDR.blocked);
+    try {
+      expect(await kernelSet(lab.host, plugin)).not.toContain(ADDR.blocked);
+      const lines = await text(ADDR.blocked);
+      expect(lines[0]).toBe(`${ADDR.blocked}: not blocked (local allow)`);
+      expect(lines[1]).toBe('  feeds:  BLOCKED (score)');
+      expect(lines).toContain(`  kernel: not held (${plugin})`);
+      expect(await explain(ADDR.blocked)).toMatchObject({ blocked: false, feed_blocked: true, verdict: 'score', in_kernel: false });
+    } finally {
+      await cli('overrides', 'remove', ADDR.blocked);
+    }
+    expect((await text(ADDR.blocked))[0]).toBe(`${ADDR.blocked}: BLOCKED (score)`);
+    // In no feed, blocked here: in the kernel.
+    const absent = ADDR.other;
+    expect(await explain(absent)).toMatchObject({ blocked: false, verdict: 'not_in_feed' });
+    await cli('block', absent, '--for', '1h');
+    try {
+      expect(await kernelSet(lab.host, plugin)).toContain(absent);
+      const lines = await text(absent);
+      expect(lines[0]).toBe(`${absent}: BLOCKED (local block)`);
+      expect(lines[1]).toBe('  feeds:  not blocked (not_in_feed)');
+      expect(lines.some((l) => l.startsWith(`  kernel: held (${plugin}): ${absent}`))).toBe(true);
+      expect(await explain(absent)).toMatchObject({ blocked: true, feed_blocked: false, verdict: 'not_in_feed', in_kernel: true });
+    } finally {
+      await cli('overrides', 'remove', absent);
+    }
+    expect((await text(absent))[0]).toBe(`${absent}: not blocked (not_in_feed)`);
+  });
+
   it('after flush: still selected, no longer in the kernel', async () => {
     const f = await runCli(['flush', '--config', cfg.path]);
     expect(f.exitCode, f.stderr).toBe(0);

@@ -1,6 +1,6 @@
 import type { Logger } from '../../log.js';
 import { FUTURE_TOLERANCE_S } from '../../feed/pull.js';
-import { bootId } from '../state/lock.js';
+import { readFileSync } from 'node:fs';
 import type { SmallState } from '../state/store.js';
 
 /** Injectable clocks: wall = epoch seconds (can be stepped), mono = seconds since boot (cannot). */
@@ -8,6 +8,15 @@ export interface Clocks {
   wall: () => number;
   mono: () => number;
   boot: () => string | undefined;
+}
+
+/** This boot's id: the monotonic clock means something only within one boot. */
+function bootId(): string | undefined {
+  try {
+    return readFileSync('/proc/sys/kernel/random/boot_id', 'latin1').trim() || undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** process.hrtime is CLOCK_MONOTONIC: since boot, the same in every process of one boot. */

@@ -1,4 +1,4 @@
-import { chmodSync, lstatSync, unlinkSync } from 'node:fs';
+import { chmodSync, lstatSync, renameSync, unlinkSync } from 'node:fs';
 import { createConnection, createServer, type Server, type Socket } from 'node:net';
 import { join } from 'node:path';
 import type { Logger } from '../../log.js';
@@ -26,17 +26,45 @@ export interface ControlServer {
   close(): Promise<void>;
 }
 
+/** Whether something accepts connections on the socket at `path` now (a live daemon). */
+function answers(path: string): Promise<boolean> {
+  return new Promise((resolve) => {
+    const sock = createConnection(path);
+    sock.on('connect', () => {
+      sock.destroy();
+      resolve(true);
+    });
+    sock.on('error', () => resolve(false));
+  });
+}
+
+/** The socket file's identity, so that only the file this daemon created is ever removed by it. */
+function fileId(path: string): string | undefined {
+  try {
+    const st = lstatSync(path);
+    return st.isSocket() ? `${st.dev}:${st.ino}` : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /**
  * Listen on the state dir's control socket. `handle` answers one command with
- * one line (no newline). A stale socket (a daemon that was killed) is replaced;
- * anything else at that name is left alone and the socket is not opened.
+ * one line (no newline). A stale socket (a daemon that was killed: nothing
+ * accepts on it) is replaced; a live one, or anything else at that name, is
+ * left alone and the socket is not opened. The daemon holds the state dir's
+ * daemon lock before it gets here, so a live socket would be another agent's
+ * that does not take that lock (an older version).
  */
 export async function listenControl(stateDir: string, handle: (cmd: ControlCommand) => Promise<string>, logger: Logger): Promise<ControlServer | undefined> {
   const path = controlPath(stateDir);
   try {
-    if (lstatSync(path).isSocket()) unlinkSync(path);
-    else {
+    if (!lstatSync(path).isSocket()) {
       logger.warn({ path }, 'not a socket: local overrides are applied by the next cycle instead of at once');
+      return undefined;
+    }
+    if (await answers(path)) {
+      logger.warn({ path }, 'another process listens on the control socket: local overrides are applied by the next cycle instead of at once');
       return undefined;
     }
   } catch (err) {
@@ -62,19 +90,27 @@ export async function listenControl(stateDir: string, handle: (cmd: ControlComma
       );
     });
   });
+  // Bound under a name of its own, then renamed into place (replacing the stale one): Node
+  // removes a listening socket's file by the name it was bound to when it closes, which
+  // then is this private name, never whatever sits at `path` by then.
+  const bound = `${path}.new-${process.pid}`;
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(path, () => {
+    server.listen(bound, () => {
       server.off('error', reject);
       resolve();
     });
   });
-  chmodSync(path, 0o600);
+  chmodSync(bound, 0o600);
+  renameSync(bound, path);
+  const created = fileId(path);
   server.unref();
   return {
     close: () =>
       new Promise<void>((resolve) => {
         server.close(() => resolve());
+        // Only the socket this daemon created: never one another process put there since.
+        if (created === undefined || fileId(path) !== created) return;
         try {
           unlinkSync(path);
         } catch {

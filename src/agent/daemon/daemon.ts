@@ -14,7 +14,6 @@ import { Scheduler } from './scheduler.js';
 import { flushDns } from '../cycle/url-feed-front.js';
 import { Writer } from './writer.js';
 import { FastPath } from './fast-path.js';
-import { markDaemon, unmarkDaemon } from '../state/daemon-presence.js';
 import { restoreWithOverrides } from '../cycle/overrides-apply.js';
 import { AppliedMemory } from '../state/applied-memory.js';
 import { releaseCycleMemory } from '../../util/release-memory.js';
@@ -108,11 +107,6 @@ export class Daemon {
   async start(): Promise<void> {
     this.parts = this.remembering(await this.opts.open(this.opts.initialConfig));
     this.settings = previousSettings(this.parts).settings;
-    try {
-      markDaemon(this.parts.config.state_dir); // for `status`: the agent lock is only held during a cycle
-    } catch (err) {
-      this.logger.warn(errorMessage(err));
-    }
     await this.health.during(() => this.restore());
     if (this.stopping) return;
     await this.fast.start();
@@ -300,7 +294,6 @@ export class Daemon {
     }
     await this.parts.api.client.close().catch(() => undefined);
     this.safeUpdate({ nextSyncAt: undefined });
-    unmarkDaemon(this.parts.config.state_dir);
   }
 
   private safeUpdate(patch: Parameters<StateStore['update']>[0]): void {

@@ -120,7 +120,7 @@ export class FastPath {
         return `ok ${r.applied} entries applied`;
       } catch (err) {
         // A manual `sync` holds the lock: it reads the overrides file itself before it applies.
-        if (err instanceof LockHeldError) return `ok a sync in progress (pid ${err.holder}) applies it`;
+        if (err instanceof LockHeldError) return `ok a sync in progress (${err.who}) applies it`;
         this.o.logger.error({ code: (err as WcfError).code }, `${why}: not applied: ${errorMessage(err)}`);
         throw err;
       } finally {

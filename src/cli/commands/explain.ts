@@ -37,14 +37,28 @@ function recordJson(r: RecordExplained, report: ExplainReport) {
   };
 }
 
+/**
+ * What holds on this host, which text and JSON both say: a local override (`wcf-agent
+ * allow` / `block`) beats the feeds, except that nothing blocks a protected address (every
+ * write goes through the protected set). `why` is the feeds' verdict when no override decides.
+ */
+export function effectiveVerdict(report: ExplainReport): { blocked: boolean; why: string } {
+  const e = report.explanation;
+  const o = report.override;
+  if (!o) return { blocked: e.blocked, why: e.verdict };
+  if (o.action === 'block' && e.protectedBy) return { blocked: false, why: 'protected' };
+  return { blocked: o.action === 'block', why: `local ${o.action}` };
+}
+
 /** `explain --json`: one object. */
 export function explainToJson(report: ExplainReport) {
   const e = report.explanation;
   const d = e.decidedBy;
   return {
     address: e.query.text,
-    // A local override (`wcf-agent allow` / `block`) beats the feeds; the verdict stays what the feeds decided.
-    blocked: report.override ? report.override.action === 'block' : e.blocked,
+    // What holds here (local overrides included); `verdict` and `feed_blocked` are what the feeds decided.
+    blocked: effectiveVerdict(report).blocked,
+    feed_blocked: e.blocked,
     verdict: e.verdict,
     local_override: report.override
       ? { ip: report.override.cidr.text, action: report.override.action, expires: report.override.expiresAt, note: report.override.note ?? null }
@@ -117,12 +131,16 @@ export function ruleSentence(e: Explanation, report: ExplainReport): string {
 function printText(report: ExplainReport): void {
   const e = report.explanation;
   const out: string[] = [];
-  out.push(`${e.query.text}: ${e.blocked ? 'BLOCKED' : 'not blocked'} (${e.verdict})`);
+  const verdict = (blocked: boolean, why: string) => `${blocked ? 'BLOCKED' : 'not blocked'} (${why})`;
+  const here = effectiveVerdict(report);
+  out.push(`${e.query.text}: ${verdict(here.blocked, here.why)}`);
+  // With a local override in force, the feeds' own verdict second: it holds again once the override ends.
+  if (report.override) out.push(`  feeds:  ${verdict(e.blocked, e.verdict)}`);
   out.push(`  rule:   ${ruleSentence(e, report)}`);
   const o = report.override;
   if (o) {
     const until = o.expiresAt === null ? 'until removed' : `until ${isoTime(o.expiresAt)}`;
-    out.push(`  local override: ${o.action} ${o.cidr.text} ${until}${o.note ? ` (${escapeControls(o.note)})` : ''}: it beats the feeds, so the address is ${o.action === 'block' ? 'BLOCKED' : 'not blocked'} here`);
+    out.push(`  local override: ${o.action} ${o.cidr.text} ${until}${o.note ? ` (${escapeControls(o.note)})` : ''}: ${here.why === 'protected' ? 'not applied, the address is protected' : `it beats the feeds, so the address is ${here.blocked ? 'BLOCKED' : 'not blocked'} here`}`);
   }
   if (e.protectedBy) out.push(`  never blocked: protected (${member(e.protectedBy)})`);
   const k = report.kernel;

@@ -1,4 +1,5 @@
 import { withLock } from '../../agent/state/lock.js';
+import { refuseWhileDaemonRuns } from '../../agent/state/daemon-presence.js';
 import type { FirewallPlugin } from '../../firewall/index.js';
 import { flushDns } from '../../agent/cycle/url-feed-front.js';
 import { loadContext, openPlugin, openState, type GlobalOptions } from '../context.js';
@@ -17,9 +18,14 @@ async function anythingOwned(plugin: FirewallPlugin): Promise<{ owned: 'yes' | '
   return { owned: mine.every((o) => o.state === 'absent') ? 'no' : 'unknown', foreign };
 }
 
-/** Remove every firewall object the agent owns, and nothing else. */
+/**
+ * Remove every firewall object the agent owns, and nothing else. Refused (exit 4, nothing
+ * changed) while a daemon serves the state dir: its watcher would put everything back
+ * within seconds, and "flushed" would not be what the kernel holds.
+ */
 export async function flushCommand(opts: GlobalOptions & { dryRun?: boolean }): Promise<number> {
   const { config, logger } = loadContext(opts);
+  await refuseWhileDaemonRuns(config.state_dir, 'a flush');
   const state = openState(config, logger);
   return withLock(config.state_dir, async () => {
     const plugin = await openPlugin(config, logger, Boolean(opts.dryRun));

@@ -60,11 +60,14 @@ async function enforceNow(config: AgentConfig, logger: Logger): Promise<string> 
     // The request stays queued in the daemon: it applies the file once the cycle in flight ends.
     return `stored; the daemon is busy (${errorMessage(err)}) and applies it when its cycle ends`;
   }
+  const daemon = await runningDaemon(config.state_dir);
   if (answer !== undefined) {
-    const daemon = runningDaemon(config.state_dir);
-    if (answer.startsWith('ok')) return `applied by the daemon${daemon ? ` (pid ${daemon.pid})` : ''}: ${escapeControls(answer.slice(3))}`;
+    if (answer.startsWith('ok')) return `applied by the daemon${daemon ? ` (${daemon.who})` : ''}: ${escapeControls(answer.slice(3))}`;
     throw new FirewallError(`the daemon could not apply it: ${escapeControls(answer.replace(/^error /, ''))}`);
   }
+  // A daemon runs but its socket is not open (yet): applied here, its watcher would take the
+  // change for another tool's and put its own set back. It reads the file at its next cycle.
+  if (daemon) return `stored; the daemon (${daemon.who}) does not answer on its control socket (starting, or the socket could not be opened): it applies it at its next cycle`;
   const state = openState(config, logger);
   const plugin = await openPlugin(config, logger, false);
   try {
@@ -80,7 +83,7 @@ async function enforceNow(config: AgentConfig, logger: Logger): Promise<string> 
     );
     return `applied (no daemon running): ${r.applied} entries on ${plugin.name}`;
   } catch (err) {
-    if (err instanceof LockHeldError) return `stored; a sync in progress (pid ${err.holder}) applies it`;
+    if (err instanceof LockHeldError) return `stored; a sync in progress (${err.who}) applies it`;
     throw err;
   }
 }

@@ -3,6 +3,7 @@ import { errorMessage } from '../../errors.js';
 import type { AgentConfig } from '../../config/load.js';
 import { createApi, loadContext, openPluginForSync, openState, type GlobalOptions } from '../context.js';
 import { loadAgentConfig } from '../load-config.js';
+import { claimDaemon } from '../../agent/state/daemon-presence.js';
 
 /**
  * The long-running daemon. systemd sends SIGTERM to stop (exit 0 within a few
@@ -10,6 +11,9 @@ import { loadAgentConfig } from '../load-config.js';
  */
 export async function runCommand(opts: GlobalOptions & { dryRun?: boolean }): Promise<number> {
   const { config, logger } = loadContext(opts);
+  // Before anything else (metrics port, restore, control socket): a second daemon on this
+  // state dir exits 4 here, naming the first, having touched nothing. Held until the end.
+  const claim = await claimDaemon(config.state_dir);
   // Validates metrics_listen before anything starts (ConfigError, exit 2). prom-client and the
   // metrics modules load only when metrics_listen is set: about 10 MB resident otherwise wasted.
   const minuteText = process.env.WCF_AGENT_MINUTE_MS ? Number(process.env.WCF_AGENT_MINUTE_MS) : 60_000;
@@ -62,6 +66,7 @@ export async function runCommand(opts: GlobalOptions & { dryRun?: boolean }): Pr
   await daemon.start();
   logger.info({ plugin: config.plugin, agid: config.agid, pid: process.pid }, 'wcf-agent daemon started');
   const code = await done;
+  claim.release();
   logger.info('stopped');
   logger.flush?.();
   return code;

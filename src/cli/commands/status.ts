@@ -15,9 +15,9 @@ const oneLine = (text: string) => escapeControls(text.replace(/\s*\n\s*/g, ' ').
 
 function daemonText(live: LiveStatus, now: number): string {
   const d = live.daemon;
-  const cycle = live.lockPid !== undefined ? `; a cycle holds the lock (pid ${live.lockPid})` : '';
+  const cycle = live.lock !== undefined ? `; a cycle holds the lock (${live.lock.who})` : '';
   if (!d) return `not running${cycle}`;
-  return `running, pid ${d.pid}${d.startedAt !== undefined ? `, up ${duration(now - d.startedAt)}` : ''}${live.lockPid === d.pid ? ', in a cycle now' : cycle}`;
+  return `running, ${d.who}${d.startedAt !== undefined ? `, up ${duration(now - d.startedAt)}` : ''}${live.lock?.who === d.who ? ', in a cycle now' : cycle}`;
 }
 
 function firewallText(live: LiveStatus): string {
@@ -95,9 +95,15 @@ export async function statusCommand(opts: GlobalOptions & { json?: boolean; prob
     enforcing: e.enforcing,
     enforcing_reason: e.why,
     daemon: live.daemon
-      ? { running: true, pid: live.daemon.pid, started_at: live.daemon.startedAt ?? null, uptime_seconds: live.daemon.startedAt !== undefined ? now - live.daemon.startedAt : null }
-      : { running: false, pid: null, started_at: null, uptime_seconds: null },
-    lock_holder: live.lockPid ?? null,
+      ? {
+          running: true,
+          pid: live.daemon.pid ?? null,
+          other_pid_namespace: live.daemon.otherPidNamespace,
+          started_at: live.daemon.startedAt ?? null,
+          uptime_seconds: live.daemon.startedAt !== undefined ? now - live.daemon.startedAt : null,
+        }
+      : { running: false, pid: null, other_pid_namespace: null, started_at: null, uptime_seconds: null },
+    lock_holder: live.lock?.pid ?? null,
     firewall: {
       plugin: live.firewall.plugin,
       objects: live.firewall.objects,

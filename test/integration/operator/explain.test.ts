@@ -248,6 +248,16 @@ describe('explain and the local overrides', () => {
       expect(j.verdict).toBe('not_in_feed');
       expect(j.blocked).toBe(true);
       expect(j.local_override).toMatchObject({ action: 'block', expires: expect.any(Number) });
+      // The address became protected since (added to the allowlist): no write blocks it, whatever the override says.
+      const config = JSON.parse(readFileSync(cfg.path, 'utf8')) as Record<string, unknown>;
+      const path = join(cfg.dir, 'config-allowlisted.json');
+      writeFileSync(path, JSON.stringify({ ...config, allowlist: [IP.absent] }), { mode: 0o600 });
+      const now = await runCli(['explain', IP.absent, '--config', path]);
+      expect(now.stdout.split('\n').slice(0, 2)).toEqual([`${IP.absent}: not blocked (protected)`, '  feeds:  not blocked (not_in_feed)']);
+      expect(now.stdout).toContain(`local override: block ${IP.absent} until `);
+      expect(now.stdout).toMatch(/: not applied, the address is protected$/m);
+      const nowJson = JSON.parse((await runCli(['explain', IP.absent, '--json', '--config', path])).stdout) as ExplainJson;
+      expect(nowJson).toMatchObject({ blocked: false, verdict: 'not_in_feed', protected_by: { ip: IP.absent, source: 'allowlist' } });
     } finally {
       await runCli(['overrides', 'remove', IP.absent, '--config', cfg.path]);
     }

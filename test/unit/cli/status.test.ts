@@ -41,8 +41,8 @@ const LABELS = [
 
 /** A daemon up for 2 h, the nft table intact with 42 entries. */
 const live = (over: Partial<LiveStatus> = {}): LiveStatus => ({
-  daemon: { pid: 4242, startedAt: NOW - 7200 },
-  lockPid: undefined,
+  daemon: { pid: 4242, startedAt: NOW - 7200, otherPidNamespace: false, who: 'pid 4242' },
+  lock: undefined,
   firewall: { plugin: 'nftables', objects: [{ what: 'nft table inet wcf_agent', state: 'present' }], entries: 42 },
   overrides: { allow: 1, block: 0 },
   ...over,
@@ -107,8 +107,18 @@ describe('status (human output)', () => {
   });
 
   it('no daemon: no next sync shown, even if a killed one left its time behind', () => {
-    const { values } = parse(renderStatus(statusRows('a', { lastCycle: cycle(), nextSyncAt: NOW + 100 }, settings, sources, NOW, live({ daemon: undefined, lockPid: 777 }))));
+    const { values } = parse(renderStatus(statusRows('a', { lastCycle: cycle(), nextSyncAt: NOW + 100 }, settings, sources, NOW, live({ daemon: undefined, lock: { pid: 777, who: 'pid 777' } }))));
     expect(values).toMatchObject({ daemon: 'not running; a cycle holds the lock (pid 777)', 'next sync': '-' });
+  });
+
+  it('a daemon in another PID namespace (a container on this state dir) is named with it; its own cycle is "in a cycle now"', () => {
+    const who = 'pid 1 in another PID namespace: pid:[4026532390]';
+    const daemon = { pid: 1, startedAt: NOW - 7200, otherPidNamespace: true, who };
+    const inCycle = parse(renderStatus(statusRows('a', { lastCycle: cycle() }, settings, sources, NOW, live({ daemon, lock: { pid: 1, who } }))));
+    expect(inCycle.values.daemon).toBe(`running, ${who}, up 2h 00m, in a cycle now`);
+    // A manual sync of this namespace, with the same PID number as the daemon has in its own.
+    const sync = parse(renderStatus(statusRows('a', { lastCycle: cycle() }, settings, sources, NOW, live({ daemon, lock: { pid: 1, who: 'pid 1' } }))));
+    expect(sync.values.daemon).toBe(`running, ${who}, up 2h 00m; a cycle holds the lock (pid 1)`);
   });
 });
 
