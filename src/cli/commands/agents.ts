@@ -91,7 +91,7 @@ export async function agentsListCommand(opts: GlobalOptions & { json?: boolean }
   }
 }
 
-export async function agentsConfigureCommand(opts: GlobalOptions & ConfigureFlags & { agid?: string }): Promise<number> {
+export async function agentsConfigureCommand(opts: GlobalOptions & ConfigureFlags & { agid?: string; json?: boolean }): Promise<number> {
   const agid = parseAgid(opts.agid);
   const body = configureBody(opts); // validated before anything is sent
   const { config, logger } = loadContext(opts);
@@ -99,6 +99,10 @@ export async function agentsConfigureCommand(opts: GlobalOptions & ConfigureFlag
   try {
     await api.storeConfig(agid, body);
     const stored: Record<string, unknown> = (await api.agent(agid))?.config ?? { ...body };
+    if (opts.json) {
+      await printJson({ agid, stored });
+      return 0;
+    }
     const shown = ['maximum_rules', 'score_threshold', 'sync_time', 'running', 'version'].map((k) => `${k}=${text(stored[k])}`).join(' ');
     process.stdout.write(`stored for agent ${agid}: ${shown}\nthe agent applies it at its next sync\n`);
     return 0;
@@ -116,7 +120,7 @@ async function confirm(question: string): Promise<boolean> {
   }
 }
 
-export async function agentsDeleteCommand(opts: GlobalOptions & { agid?: string; yes?: boolean }): Promise<number> {
+export async function agentsDeleteCommand(opts: GlobalOptions & { agid?: string; yes?: boolean; json?: boolean }): Promise<number> {
   const agid = parseAgid(opts.agid);
   if (!opts.yes && !process.stdin.isTTY) {
     throw new UsageError(`agents delete: refusing to delete agent ${agid} without confirmation (stdin is not a terminal); pass --yes to confirm`);
@@ -135,6 +139,10 @@ export async function agentsDeleteCommand(opts: GlobalOptions & { agid?: string;
       }
     }
     await api.deleteAgent(agid);
+    if (opts.json) {
+      await printJson({ agid, deleted: true, was_running: running });
+      return 0;
+    }
     process.stdout.write(
       `deleted the record of agent ${agid}\n` +
         `note: deleting does not stop the agent: it keeps enforcing its last known configuration${running ? ' (it was running)' : ''} and gets no more configuration changes.\n` +

@@ -2,6 +2,8 @@ import { withLock } from '../../agent/state/lock.js';
 import type { FirewallPlugin } from '../../firewall/index.js';
 import { flushDns } from '../../agent/cycle/url-feed-front.js';
 import { loadContext, openPlugin, openState, type GlobalOptions } from '../context.js';
+import { printJson } from '../format.js';
+import { requireKernelRights } from '../kernel-rights.js';
 
 /**
  * Whether any object the agent owns is there before the flush (read-only), so a second
@@ -18,8 +20,9 @@ async function anythingOwned(plugin: FirewallPlugin): Promise<{ owned: 'yes' | '
 }
 
 /** Remove every firewall object the agent owns, and nothing else. */
-export async function flushCommand(opts: GlobalOptions & { dryRun?: boolean }): Promise<number> {
+export async function flushCommand(opts: GlobalOptions & { dryRun?: boolean; json?: boolean }): Promise<number> {
   const { config, logger } = loadContext(opts);
+  requireKernelRights(config, 'flush', { dryRun: opts.dryRun });
   const state = openState(config, logger);
   return withLock(config.state_dir, async () => {
     const plugin = await openPlugin(config, logger, Boolean(opts.dryRun));
@@ -36,6 +39,7 @@ export async function flushCommand(opts: GlobalOptions & { dryRun?: boolean }): 
     );
     const dns = await flushDns({ config, logger, dryRun: plugin.name === 'dry-run', now: Math.floor(Date.now() / 1000) });
     if (dns) process.stderr.write(`flushed: removed the names wcf-agent blocked at the resolver (${dns})\n`);
+    if (opts.json) await printJson({ ok: true, plugin: plugin.name, removed: before.owned !== 'no', foreign: before.foreign, dns: dns ?? null });
     return 0;
   });
 }

@@ -3,6 +3,7 @@ import { errorMessage } from '../../errors.js';
 import type { AgentConfig } from '../../config/load.js';
 import { createApi, loadContext, openPluginForSync, openState, type GlobalOptions } from '../context.js';
 import { loadAgentConfig } from '../load-config.js';
+import { requireKernelRights } from '../kernel-rights.js';
 
 /**
  * The long-running daemon. systemd sends SIGTERM to stop (exit 0 within a few
@@ -10,6 +11,7 @@ import { loadAgentConfig } from '../load-config.js';
  */
 export async function runCommand(opts: GlobalOptions & { dryRun?: boolean }): Promise<number> {
   const { config, logger } = loadContext(opts);
+  requireKernelRights(config, 'run', { dryRun: opts.dryRun, hint: '`run --dry-run` needs neither' });
   // Validates metrics_listen before anything starts (ConfigError, exit 2). prom-client and the
   // metrics modules load only when metrics_listen is set: about 10 MB resident otherwise wasted.
   const metrics = config.metrics_listen ? (await import('../../metrics/index.js')).setupDaemonMetrics(config, logger) : undefined;

@@ -4,10 +4,13 @@ import { withLock } from '../../agent/state/lock.js';
 import { createApi, loadContext, openPluginForSync, openState, type GlobalOptions } from '../context.js';
 import { printJson } from '../format.js';
 import { createProgress } from '../progress.js';
+import { requireKernelRights } from '../kernel-rights.js';
 import { syncOutcomeToJson } from './sync-outcome.js';
 
 export async function syncCommand(opts: GlobalOptions & { once?: boolean; dryRun?: boolean; json?: boolean; force?: boolean }): Promise<number> {
   const { config, logger } = loadContext(opts);
+  // Before the pull: a sync that could not apply would pull the whole feed for nothing.
+  requireKernelRights(config, 'sync', { dryRun: opts.dryRun, hint: '`sync --dry-run` needs neither' });
   const state = openState(config, logger);
   const api = createApi(config, logger);
   try {

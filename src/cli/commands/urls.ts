@@ -76,7 +76,7 @@ export async function urlsListCommand(opts: GlobalOptions & { since?: string; li
 }
 
 /** `urls decide URL block|allow|none`: PUT /urls/{url}. */
-export async function urlsDecideCommand(url: string, decision: string, opts: GlobalOptions): Promise<number> {
+export async function urlsDecideCommand(url: string, decision: string, opts: GlobalOptions & { json?: boolean }): Promise<number> {
   const target = parseDecisionUrl(url);
   const d = parseUrlDecision(decision);
   const { config, logger } = loadContext(opts);
@@ -85,6 +85,10 @@ export async function urlsDecideCommand(url: string, decision: string, opts: Glo
     await api.decide(target, d);
   } finally {
     await api.client.close();
+  }
+  if (opts.json) {
+    await printJson({ url: target, decision: d === 1 ? 'block' : d === 0 ? 'allow' : 'none' });
+    return 0;
   }
   const word = d === 1 ? 'block (blacklisted)' : d === 0 ? 'allow (whitelisted)' : 'none (score-based)';
   process.stdout.write(`decision for ${terminalSafe(target, 200)}: ${word}; agents with url_feed apply it at their next sync\n`);
