@@ -75,7 +75,7 @@ export function agentRows(records: readonly AgentRecord[], now: number): string[
 }
 
 export async function agentsListCommand(opts: GlobalOptions & { json?: boolean }): Promise<number> {
-  const { config, logger } = loadContext(opts);
+  const { config, logger } = loadContext(opts, { agidOptional: true });
   const api = createApi(config, logger);
   try {
     const agents = await api.agents();
@@ -94,7 +94,7 @@ export async function agentsListCommand(opts: GlobalOptions & { json?: boolean }
 export async function agentsConfigureCommand(opts: GlobalOptions & ConfigureFlags & { agid?: string; json?: boolean }): Promise<number> {
   const agid = parseAgid(opts.agid);
   const body = configureBody(opts); // validated before anything is sent
-  const { config, logger } = loadContext(opts);
+  const { config, logger } = loadContext(opts, { agidOptional: true });
   const api = createApi(config, logger);
   try {
     await api.storeConfig(agid, body);
@@ -125,7 +125,7 @@ export async function agentsDeleteCommand(opts: GlobalOptions & { agid?: string;
   if (!opts.yes && !process.stdin.isTTY) {
     throw new UsageError(`agents delete: refusing to delete agent ${agid} without confirmation (stdin is not a terminal); pass --yes to confirm`);
   }
-  const { config, logger } = loadContext(opts);
+  const { config, logger } = loadContext(opts, { agidOptional: true });
   const api = createApi(config, logger);
   try {
     const record = await api.agent(agid);

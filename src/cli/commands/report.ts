@@ -79,7 +79,7 @@ const DECISION_TEXT = { 1: 'block', 0: 'allow (whitelist)', [-1]: 'none (score-b
 /** `wcf-agent report IP --confidence C ...`: report an indicator or set its decision. */
 export async function reportCommand(ip: string, opts: GlobalOptions & ReportFlags & { json?: boolean }): Promise<number> {
   const body = buildReport(ip, opts, Math.floor(Date.now() / 1000));
-  const { config, logger } = loadContext(opts);
+  const { config, logger } = loadContext(opts, { agidOptional: true });
   const api = createApi(config, logger);
   try {
     await api.reportIndicator(body);
