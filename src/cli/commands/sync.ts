@@ -17,6 +17,7 @@ export async function syncCommand(opts: GlobalOptions & { once?: boolean; dryRun
     return await withLock(config.state_dir, async () => {
       const plugin = await openPluginForSync(config, logger, state, Boolean(opts.dryRun));
       const progress = createProgress({ json: opts.json });
+      progress.connecting(new URL(config.base_url).host, api.client);
       const outcome = await runBoundedCycle({ config, api, state, logger, force: Boolean(opts.force), onProgress: progress.onProgress }, plugin).finally(() =>
         progress.done(),
       );
