@@ -114,11 +114,22 @@ export class HttpTransport {
         const remote = () => (!via && socket.remoteAddress ? hostPort(socket.remoteAddress, socket.remotePort ?? port) : at.address);
         const handshaking = (socket as Partial<TLSSocket>).encrypted === true && !(socket as TLSSocket).authorized;
         if (!socket.connecting) at = { ...at, phase: handshaking ? 'TLS' : 'HTTP', address: remote() };
-        socket.once('lookup', (err: Error | null, address: string) => {
+        // A new socket only (a reused one is past these steps): its steps move the phase on; removed when the request ends.
+        const lookup = (err: Error | null, address: string) => {
           if (!err && !via) at = { ...at, phase: 'TCP connect', address: hostPort(address, port) };
+        };
+        const tcp = () => (at = { ...at, phase: tls && !via ? 'TLS' : 'HTTP', address: remote() });
+        const secured = () => (at = { ...at, phase: 'HTTP' });
+        if (socket.connecting) {
+          socket.once('lookup', lookup);
+          socket.once('connect', tcp);
+        }
+        if (handshaking || socket.connecting) socket.once('secureConnect', secured);
+        req.once('close', () => {
+          socket.off('lookup', lookup);
+          socket.off('connect', tcp);
+          socket.off('secureConnect', secured);
         });
-        socket.once('connect', () => (at = { ...at, phase: tls && !via ? 'TLS' : 'HTTP', address: remote() }));
-        socket.once('secureConnect', () => (at = { ...at, phase: 'HTTP' }));
         // A reused TLS socket has passed its handshake and verification (`authorized`); a new one has not yet.
         // (`encrypted` is true on a TLSSocket only; node:tls is not imported to ask instanceof.)
         if ((socket as Partial<TLSSocket>).encrypted === true) {
