@@ -52,6 +52,10 @@ export async function enforceDemo(root) {
     console.error(NEEDS);
     return 2;
   }
+  // `sudo npm run demo -- --enforce` built dist/ as root: it goes back to the user who ran sudo, so
+  // their next `npm run build` can write it.
+  const [uid, gid] = [process.env.SUDO_UID, process.env.SUDO_GID];
+  if (uid && gid && /^[1-9]\d*$/.test(uid) && /^\d+$/.test(gid)) spawnSync('chown', ['-R', `${uid}:${gid}`, join(root, 'dist')], { stdio: 'ignore' });
   if (!has('ip')) {
     console.error('npm run demo -- --enforce needs the ip command (apt-get install iproute2)');
     return 2;

@@ -3,7 +3,7 @@
 // explain a blocked address, count a packet from it, and leave nothing behind (namespaces, the
 // simulator, its temp dir), also when interrupted; the host's own ruleset must not change.
 import { execa, type ResultPromise } from 'execa';
-import { mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connect } from 'node:net';
@@ -46,9 +46,17 @@ function needRoot(): void {
 describe('npm run demo -- --enforce', () => {
   it('enforces in a namespace: the kernel set, explain, a dropped packet counted by hits; then removes it all, the host untouched', async () => {
     needRoot();
+    let owner = -1;
     const before = await hostRuleset();
-    const child = execa(process.execPath, [DEMO, '--enforce'], { cwd: ROOT, reject: false, env: ENV, extendEnv: true, timeout: 180_000 });
-    const r = await child;
+    // As `sudo npm run demo -- --enforce` runs it: the build made dist/ root's; the demo gives it back.
+    const sudo = { SUDO_UID: '65534', SUDO_GID: '65534' };
+    const was = statSync(join(ROOT, 'dist', 'cli.js'));
+    const child = execa(process.execPath, [DEMO, '--enforce'], { cwd: ROOT, reject: false, env: { ...ENV, ...sudo }, extendEnv: true, timeout: 180_000 });
+    const r = await child.finally(async () => {
+      owner = statSync(join(ROOT, 'dist', 'cli.js')).uid;
+      await execa('chown', ['-R', `${was.uid}:${was.gid}`, join(ROOT, 'dist')]);
+    });
+    expect(owner).toBe(65534);
     const out = String(r.stdout);
     expect(r.exitCode, `${out}\n${String(r.stderr)}`).toBe(0);
     const applied = Number(/sync ok: (\d+) entries on nftables/.exec(String(r.stderr))?.[1]);
