@@ -117,6 +117,8 @@ describe.each(['bash', 'zsh', 'fish'] as const)('wcf-agent completion %s, loaded
   });
 
   it("skips an option's value when finding the command (a value named like a command is not one)", async () => {
+    // `remove` is the value of --config here, not the subcommand: `overrides`' subcommand is still to come.
+    expect(await complete[shell]('wcf-agent overrides --config remove ')).toEqual(commandNames(['overrides']));
     const got = await complete[shell]('wcf-agent explain --config agents --');
     // explain's options (zsh leaves out the one already given), never those of `agents`.
     expect(got).toEqual(expect.arrayContaining(longOptions(['explain']).filter((o) => o !== '--config')));
