@@ -76,6 +76,20 @@ describe('an unreachable API names the step that failed and the address tried', 
     expect(r.stderr).toMatch(new RegExp(`: HTTP exchange with 127\\.0\\.0\\.1:${port} failed: .*HEADERS_TIMEOUT`));
   });
 
+  it('following the steps leaves nothing on a kept-alive connection: many requests on one socket, no listener warning', async () => {
+    // 15 pages of 1,000, all on one keep-alive socket (Node warns past ten listeners of one kind).
+    const many = await startSimulator({ indicators: 15_000, seed: 4, batchImport: false });
+    try {
+      const cfg = writeConfig({ agid: many.agid, base_url: many.url, token: many.token, retries: 0 });
+      const r = await runCli(['plan', '--json', '--config', cfg.path]);
+      expect(r.exitCode, r.stderr).toBe(0);
+      expect(many.requests.length).toBeGreaterThan(12);
+      expect(r.stderr).not.toMatch(/MaxListenersExceededWarning|Warning/);
+    } finally {
+      await many.close();
+    }
+  });
+
   it('the same words in the state a failed sync leaves (status shows them)', async () => {
     const cfg = writeConfig({ agid: 'a', base_url: 'http://127.0.0.1:9/api/v1', token: 't', ...FAST });
     expect((await runCli(['sync', '--config', cfg.path])).exitCode).toBe(3);
