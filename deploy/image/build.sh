@@ -161,6 +161,9 @@ UNIT_ENV=$unit_env VERSION=$VERSION REVISION=$revision ARCHES="${ARCHES[*]}" WOR
     WorkingDir: "/",
     StopSignal: "SIGTERM",
     Volumes: { "/var/lib/wcf-agent": {} },
+    // The health check in exec form (the image has no shell for a CMD-SHELL one): exit 0 while the
+    // daemon runs and the firewall enforces its set. Durations in nanoseconds, as Docker has them.
+    Healthcheck: { Test: ["CMD", "/usr/bin/wcf-agent", "status", "--probe"], Interval: 30e9, Timeout: 10e9, StartPeriod: 60e9, Retries: 3 },
   };
   const platforms = process.env.ARCHES.split(" ").map((architecture) => ({
     architecture,

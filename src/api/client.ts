@@ -15,6 +15,7 @@ import { formatIssues } from '../config/schema.js';
 import { escapeControls } from '../util/terminal-text.js';
 import { CycleDeadline, RequestDeadline } from './deadline.js';
 import { HttpTransport, type TransportResponse } from './http.js';
+import { phaseOf, phaseText } from './transport-types.js';
 import { ValidatorCache, conditionalAnswer } from './validators.js';
 import { ACCEPT_ENCODING, encodeBody, readBody, takesGzipBodies } from './content-coding.js';
 import { CycleDeadlineError, describeNetworkError, isRetryable, notModifiedUnkept, serverMessage, tlsVerifyCode } from './failures.js';
@@ -49,6 +50,8 @@ export interface RequestInfo {
   method: string;
   status?: number;
   errorCode?: WcfError['code'];
+  /** The failure's message (where it failed, and why), for a progress line. */
+  error?: string;
   durationMs: number;
   /** Body bytes sent and received on the wire (gzip-encoded where they were), for the metrics. */
   sentBytes: number;
@@ -192,7 +195,7 @@ export class ApiClient {
     } catch (err) {
       const status = err instanceof ApiAuthError || err instanceof ApiStatusError ? err.status : undefined;
       const errorCode = err instanceof WcfError ? err.code : undefined;
-      this.notify({ route, method, status, errorCode, durationMs: performance.now() - started, ...wire });
+      this.notify({ route, method, status, errorCode, error: errorMessage(err), durationMs: performance.now() - started, ...wire });
       throw err;
     }
   }
@@ -249,7 +252,9 @@ export class ApiClient {
         if (why) throw why;
         const tls = tlsVerifyCode(err);
         const hint = tls ? ` (the server's TLS certificate is not trusted: set ca_file to the CA that signed it, and check that base_url names a host the certificate covers)` : '';
-        throw new ApiUnreachableError(`${where}: ${describeNetworkError(err)}${hint}`, { cause: err });
+        // Which step failed and where: `GET /version: DNS lookup of api.example.net failed: ENOTFOUND ...`.
+        const at = phaseOf(err);
+        throw new ApiUnreachableError(`${where}: ${at ? `${phaseText(at)} failed: ` : ''}${describeNetworkError(err)}${hint}`, { cause: err });
       }
       const date = typeof res.headers.date === 'string' ? res.headers.date : undefined;
       let text: string;

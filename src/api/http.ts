@@ -2,7 +2,8 @@ import type { Agent as HttpAgent, IncomingMessage, ProxyEnv } from 'node:http';
 import type { Agent as HttpsAgent } from 'node:https';
 import type { Socket } from 'node:net';
 import type { SecureContext, TLSSocket } from 'node:tls';
-import { TransportTimeoutError, TUNNEL_SIGNAL, type TransportOptions, type TransportRequest, type TransportResponse } from './transport-types.js';
+import { isIP } from 'node:net';
+import { markPhase, TransportTimeoutError, TUNNEL_SIGNAL, type PhaseInfo, type TransportOptions, type TransportRequest, type TransportResponse } from './transport-types.js';
 
 export { TransportTimeoutError, type TransportOptions, type TransportRequest, type TransportResponse };
 
@@ -36,6 +37,9 @@ export function proxyEnvFor(proxy: string | undefined, env: NodeJS.ProcessEnv): 
   if (PROXY_VARIABLES.some((k) => env[k])) return { ...env };
   return undefined;
 }
+
+/** `192.0.2.7:443`, `[2001:db8::7]:443`. */
+const hostPort = (address: string, port: number) => (address.includes(':') ? `[${address}]:${port}` : `${address}:${port}`);
 
 /** node:https and the transport's Agent for it, made together on the first https request. */
 type SecureClient = {
@@ -91,6 +95,12 @@ export class HttpTransport {
       const options = { method: r.method, headers, signal: r.signal, ...tunnelled };
       const req = tls ? tls.https.request(url, { ...options, agent: tls.agent }) : http.request(url, { ...options, agent: this.http });
       let response: IncomingMessage | undefined;
+      // How far the request got, for the error: a user should read whether DNS, TCP, TLS or HTTP failed, and where.
+      const port = Number(url.port || (tls ? 443 : 80));
+      const host = url.hostname.replace(/^\[|\]$/g, '');
+      // Through a proxy, the API's name is the proxy's to resolve: the phases are the proxy's connection, then HTTP.
+      const via = tls ? tls.via?.(url.hostname, port) : this.o.proxy ? new URL(this.o.proxy).host : undefined;
+      let at: PhaseInfo = { phase: via || isIP(host) ? 'TCP connect' : 'DNS', address: via || isIP(host) ? hostPort(host, port) : host, via };
       // Connect timeout: from the request until its socket (new, or through the proxy) is connected,
       // and for https until the TLS handshake is done (a server that accepts and never answers it).
       const connectTimer = setTimeout(() => {
@@ -101,6 +111,25 @@ export class HttpTransport {
       }, this.o.connectTimeoutMs);
       const connected = () => clearTimeout(connectTimer);
       req.once('socket', (socket: Socket) => {
+        const remote = () => (!via && socket.remoteAddress ? hostPort(socket.remoteAddress, socket.remotePort ?? port) : at.address);
+        const handshaking = (socket as Partial<TLSSocket>).encrypted === true && !(socket as TLSSocket).authorized;
+        if (!socket.connecting) at = { ...at, phase: handshaking ? 'TLS' : 'HTTP', address: remote() };
+        // A new socket only (a reused one is past these steps): its steps move the phase on; removed when the request ends.
+        const lookup = (err: Error | null, address: string) => {
+          if (!err && !via) at = { ...at, phase: 'TCP connect', address: hostPort(address, port) };
+        };
+        const tcp = () => (at = { ...at, phase: tls && !via ? 'TLS' : 'HTTP', address: remote() });
+        const secured = () => (at = { ...at, phase: 'HTTP' });
+        if (socket.connecting) {
+          socket.once('lookup', lookup);
+          socket.once('connect', tcp);
+        }
+        if (handshaking || socket.connecting) socket.once('secureConnect', secured);
+        req.once('close', () => {
+          socket.off('lookup', lookup);
+          socket.off('connect', tcp);
+          socket.off('secureConnect', secured);
+        });
         // A reused TLS socket has passed its handshake and verification (`authorized`); a new one has not yet.
         // (`encrypted` is true on a TLSSocket only; node:tls is not imported to ask instanceof.)
         if ((socket as Partial<TLSSocket>).encrypted === true) {
@@ -116,7 +145,10 @@ export class HttpTransport {
         if (response) response.destroy(new TransportTimeoutError('BODY_TIMEOUT', `Body Timeout Error (no data for ${ms} ms)`));
         else req.destroy(new TransportTimeoutError('HEADERS_TIMEOUT', `Headers Timeout Error (no answer within ${ms} ms)`));
       });
-      req.once('error', reject);
+      req.once('error', (err) => {
+        markPhase(err, at);
+        reject(err);
+      });
       req.once('response', (res) => {
         connected();
         response = res;

@@ -47,3 +47,45 @@ export class TransportTimeoutError extends Error {
     this.name = 'TransportTimeoutError';
   }
 }
+
+/**
+ * How far a request got when it failed: resolving the host name, opening the TCP connection, the
+ * TLS handshake, or the HTTP exchange over an open connection. With the address tried (`ip:port`
+ * once the name is resolved, else the host name), and the proxy when one carried the call.
+ */
+export type TransportPhase = 'DNS' | 'TCP connect' | 'TLS' | 'HTTP';
+export interface PhaseInfo {
+  readonly phase: TransportPhase;
+  readonly address: string;
+  readonly via?: string | undefined;
+}
+
+const PHASE = Symbol('wcf-agent transport phase');
+
+/** Remembers on the error where the request failed (the first mark wins: the error may pass through twice). */
+export function markPhase(err: unknown, info: PhaseInfo): void {
+  if (err !== null && typeof err === 'object' && !(PHASE in err)) Object.defineProperty(err, PHASE, { value: info, enumerable: false });
+}
+
+/** Where the request failed, if the transport said; read along the cause chain. */
+export function phaseOf(err: unknown): PhaseInfo | undefined {
+  let e: unknown = err;
+  for (let i = 0; i < 4 && e !== null && typeof e === 'object'; i++) {
+    if (PHASE in e) return (e as { [PHASE]: PhaseInfo })[PHASE];
+    e = (e as { cause?: unknown }).cause;
+  }
+  return undefined;
+}
+
+/** `DNS lookup of api.example.net`, `TCP connect to 192.0.2.7:443 (through the proxy proxy:3128)`: the words errors start with. */
+export function phaseText(info: PhaseInfo): string {
+  const what =
+    info.phase === 'DNS'
+      ? `DNS lookup of ${info.address}`
+      : info.phase === 'TCP connect'
+        ? `TCP connect to ${info.address}`
+        : info.phase === 'TLS'
+          ? `TLS handshake with ${info.address}`
+          : `HTTP exchange with ${info.address}`;
+  return info.via ? `${what} (through the proxy ${info.via})` : what;
+}

@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import type { Logger } from '../log.js';
 import { createLogger, demoteWarnings } from '../log.js';
-import { resolveConfigPath, type AgentConfig } from '../config/load.js';
+import { resolveConfigPath, type AgentConfig, type LoadOptions } from '../config/load.js';
 import { ApiClient } from '../api/client.js';
 import { ThreatIntelApi } from '../api/threat-intel.js';
 import { StateStore } from '../agent/state/store.js';
@@ -16,9 +16,9 @@ export interface GlobalOptions {
 }
 
 /** Load config.json and build a logger at its level. */
-export function loadContext(opts: GlobalOptions): { config: AgentConfig; logger: Logger } {
+export function loadContext(opts: GlobalOptions, options: LoadOptions = {}): { config: AgentConfig; logger: Logger } {
   const path = resolveConfigPath(opts.config);
-  const config = loadAgentConfig(path);
+  const config = loadAgentConfig(path, options);
   const logger = createLogger({ level: process.env.WCF_LOG_LEVEL ? undefined : config.log_level, format: config.log_format });
   return { config, logger };
 }

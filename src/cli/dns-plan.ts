@@ -6,7 +6,11 @@ export function dnsPlanToJson(dns: DnsPlan | undefined, now: number) {
   if (!dns) return { domains: null, dns: null };
   const s = dns.selection;
   return {
-    domains: s.domains.map((d) => ({ name: d.name, reason: d.reason, score: d.score, expires: d.expiresAt, expires_in: d.expiresAt === null ? null : d.expiresAt - now, urls: d.urls })),
+    // Whole epoch seconds, as every time the CLI prints (a solved expiry carries a fraction).
+    domains: s.domains.map((d) => {
+      const expires = d.expiresAt === null ? null : Math.floor(d.expiresAt);
+      return { name: d.name, reason: d.reason, score: d.score, expires, expires_in: expires === null ? null : expires - now, urls: d.urls };
+    }),
     dns: {
       selected: s.domains.length,
       manual: s.domains.filter((d) => d.reason === 'manual').length,

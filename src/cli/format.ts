@@ -28,8 +28,13 @@ export function isoTime(epochSeconds: number | undefined | null): string {
   return epochSeconds === undefined || epochSeconds === null ? '-' : new Date(epochSeconds * 1000).toISOString().replace('.000Z', 'Z');
 }
 
+let printed = false;
+/** Whether this process printed its JSON answer already (main then adds no failure object). */
+export const jsonPrinted = () => printed;
+
 /** The value as indented JSON on stdout, in pieces, each after the reader took the last (see json-out.ts). */
 export async function printJson(value: unknown): Promise<void> {
+  printed = true;
   for (const piece of jsonPieces(value)) {
     if (!process.stdout.write(piece)) await once(process.stdout, 'drain');
   }

@@ -1,4 +1,4 @@
-import { loadConfig, type AgentConfig } from '../config/load.js';
+import { loadConfig, type AgentConfig, type LoadOptions } from '../config/load.js';
 import { checkConfiguredNames } from '../firewall/index.js';
 
 /**
@@ -6,8 +6,8 @@ import { checkConfiguredNames } from '../firewall/index.js';
  * names against what the firewall allows. One loader, so start-up, a reload and
  * check-config refuse the same files with the same message.
  */
-export function loadAgentConfig(path: string): AgentConfig {
-  const config = loadConfig(path);
+export function loadAgentConfig(path: string, options: LoadOptions = {}): AgentConfig {
+  const config = loadConfig(path, options);
   checkConfiguredNames(config);
   return config;
 }

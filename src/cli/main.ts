@@ -1,6 +1,8 @@
-import { Command, CommanderError, Option } from 'commander';
-import { ERROR_CODES, UsageError, WcfError, exitCodeOf, errorMessage } from '../errors.js';
-import { AGENT_VERSION } from '../version.js';
+import { Argument, Command, CommanderError, Option } from 'commander';
+import { UsageError, WcfError, exitCodeOf, errorMessage } from '../errors.js';
+import { versionLine } from '../version.js';
+import { exitCodesFooter } from './exit-codes.js';
+import { jsonPrinted } from './format.js';
 
 // Commands are loaded when they run: `--version`, `--help` and `check-config`
 // (systemd's ExecStartPre) then do not pay for the HTTP, firewall and state modules.
@@ -22,14 +24,17 @@ const commands = {
   explainAt: () => import('./commands/explain-at.js'),
   history: () => import('./commands/history.js'),
   overrides: () => import('./commands/overrides.js'),
+  version: () => import('./commands/version.js'),
+  completion: () => import('./completion/index.js'),
 };
 
 const configOption = () => new Option('-c, --config <path>', 'config file (default: $WCF_AGENT_CONFIG, then /etc/wcf-agent/config.json)');
+const jsonOption = (what = 'print the outcome as one JSON object on stdout') => new Option('--json', what);
 
 export function buildProgram(): Command {
   const program = new Command('wcf-agent')
     .description('Keeps the host firewall in step with a threat-intelligence feed.')
-    .version(AGENT_VERSION, '-V, --version')
+    .version(versionLine(), '-V, --version', 'print the version line (`wcf-agent version` adds the tools found)')
     .showHelpAfterError()
     .exitOverride()
     .configureOutput({ writeErr: (s) => process.stderr.write(s) })
@@ -119,6 +124,7 @@ export function buildProgram(): Command {
     .description('remove every firewall object the agent created (and nothing else)')
     .addOption(configOption())
     .option('--dry-run', 'flush the dry-run backend files instead')
+    .addOption(jsonOption('print {ok, plugin, removed, foreign, dns} on stdout'))
     .action(async (o) => setExit(await (await commands.flush()).flushCommand(o)));
 
   program
@@ -132,6 +138,7 @@ export function buildProgram(): Command {
     .command('check-config')
     .description('validate config.json (and token_file, names, metrics_listen); no network, no firewall, no state writes (systemd ExecStartPre)')
     .addOption(configOption())
+    .addOption(jsonOption('print {ok, path, problems, warnings, notes} on stdout'))
     .action(async (o) => setExit(await (await commands.checkConfig()).checkConfigCommand(o)));
 
   const agents = program.command('agents').description('admin: list, configure and delete agent records (uses base_url and token from config.json)');
@@ -151,6 +158,7 @@ export function buildProgram(): Command {
     .option('--sync-time <minutes>', 'minutes between syncs (1..10080)')
     .option('--running <on|off>', 'on: enforce; off: remove the rules, keep syncing (also true/false, yes/no, enabled/disabled)')
     .option('--version <v>', 'desired agent version (logged by the agent when it differs)')
+    .addOption(jsonOption('print {agid, stored} on stdout: the configuration the server now holds'))
     .action(async (o) => setExit(await (await commands.agents()).agentsConfigureCommand(o)));
   agents
     .command('delete')
@@ -158,6 +166,7 @@ export function buildProgram(): Command {
     .addOption(configOption())
     .requiredOption('--agid <id>', 'the agent ID')
     .option('--yes', 'do not ask for confirmation (required when stdin is not a terminal)')
+    .addOption(jsonOption('print {agid, deleted, was_running} on stdout'))
     .action(async (o) => setExit(await (await commands.agents()).agentsDeleteCommand(o)));
 
   program
@@ -170,6 +179,7 @@ export function buildProgram(): Command {
     .option('--ttl <t>', 'how long the decision holds: seconds from now (3600, 90m, 12h, 7d) or an epoch timestamp')
     .option('--notes <text>', 'free notes')
     .option('--source <text>', 'where the actor was seen')
+    .addOption(jsonOption('print {reported: the body sent} on stdout'))
     .action(async (ip: string, o) => setExit(await (await commands.report()).reportCommand(ip, o)));
 
   const urls = program.command('urls').description('admin: list the URL feed and set URL decisions (block, allow, none for every agent); uses base_url and token from config.json');
@@ -187,6 +197,7 @@ export function buildProgram(): Command {
     .argument('<url>', 'an http or https URL (sent percent-encoded)')
     .argument('<decision>', 'block, allow or none')
     .addOption(configOption())
+    .addOption(jsonOption('print {url, decision} on stdout'))
     .action(async (url: string, decision: string, o) => setExit(await (await commands.urls()).urlsDecideCommand(url, decision, o)));
 
   program
@@ -202,7 +213,8 @@ export function buildProgram(): Command {
       .argument('<address>', 'IPv4 address or network')
       .addOption(configOption())
       .option('--for <duration>', 'how long it holds: 90s, 30m, 2h, 7d (default: until removed)')
-      .option('--note <text>', 'why, for the overrides list');
+      .option('--note <text>', 'why, for the overrides list')
+      .addOption(jsonOption('print {address, action, created, expires, note, applied} on stdout'));
   overrideOptions(
     program.command('allow').description('never block this address on this host (beats every feed and decision), at once; until removed or --for ends'),
   ).action(async (address: string, o) => setExit(await (await commands.overrides()).allowCommand(address, o)));
@@ -220,19 +232,39 @@ export function buildProgram(): Command {
     .description('remove the local allow or block of an address, at once')
     .argument('<address>', 'the address or network as listed')
     .addOption(configOption())
+    .addOption(jsonOption('print {address, removed, applied} on stdout'))
     .action(async (address: string, o) => setExit(await (await commands.overrides()).overridesRemoveCommand(address, o)));
 
-  program.addHelpText(
-    'after',
-    `\nExit codes: 0 ok, 2 bad usage or config, 3 API unreachable or unusable, 4 firewall or resolver error, 5 (file) known malicious.\n` +
-      `Reported codes: ${Object.values(ERROR_CODES).map((c) => `${c.report} ${c.describe}`).join('; ')}.`,
-  );
+  program
+    .command('version')
+    .description('the agent version, the Node.js inside it, the commit it was built from, and the firewall and resolver tools found')
+    .addOption(jsonOption('print {version, commit, node, firewall_tools, resolver_tools} on stdout'))
+    .action(async (o) => setExit(await (await commands.version()).versionCommand(o)));
+
+  program
+    .command('completion')
+    .description('print the shell completion script for bash, zsh or fish (the .deb and install.sh install them)')
+    .addArgument(new Argument('<shell>', 'bash, zsh or fish').choices(['bash', 'zsh', 'fish']))
+    .action(async (shell: 'bash' | 'zsh' | 'fish') => {
+      process.stdout.write((await commands.completion()).completionScript(buildProgram(), shell));
+    });
+
+  program.addHelpText('after', exitCodesFooter());
   return program;
 }
 
 let exitCode = 0;
 function setExit(code: number): void {
   exitCode = code;
+}
+
+/**
+ * A command asked for --json failed before printing its answer: the failure is that answer, one
+ * object on stdout (the message is on stderr as well), so a script reading stdout always gets JSON.
+ */
+function jsonFailure(argv: readonly string[], error: string, message: string, exit: number): void {
+  if (!argv.slice(2).includes('--json') || jsonPrinted()) return;
+  process.stdout.write(`${JSON.stringify({ ok: false, error, message, exit })}\n`);
 }
 
 /** Parse argv, run the command, and return the exit code. Never throws. */
@@ -244,12 +276,15 @@ export async function main(argv: string[]): Promise<number> {
   } catch (err) {
     if (err instanceof CommanderError) {
       if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version' || err.code === 'commander.help') return 0;
-      return exitCodeOf(new UsageError(err.message));
+      const usage = new UsageError(err.message);
+      jsonFailure(argv, usage.code, err.message.replace(/^error: /, ''), exitCodeOf(usage));
+      return exitCodeOf(usage);
     }
     const code = exitCodeOf(err);
     const label = err instanceof WcfError ? err.code : 'internal error';
     process.stderr.write(`wcf-agent: ${label}: ${errorMessage(err)}\n`);
     if (!(err instanceof WcfError) && err instanceof Error && err.stack) process.stderr.write(err.stack + '\n');
+    jsonFailure(argv, err instanceof WcfError ? err.code : 'WCF_ERR_INTERNAL', errorMessage(err), code);
     return code;
   }
 }

@@ -8,6 +8,7 @@ import { describeHolder } from '../agent/state/flock.js';
 import { loadOverrides } from '../agent/state/overrides-store.js';
 import { countOverrides } from '../policy/overrides.js';
 import { openPlugin } from './context.js';
+import { missingKernelRights } from './kernel-rights.js';
 
 /** What `status` reads besides state.json: the kernel, the daemon, the overrides. Read-only. */
 export interface LiveStatus {
@@ -43,7 +44,7 @@ export function enforcingOf(live: LiveStatus, running: boolean): Enforcing {
   if (!running) return { enforcing: false, why: 'running disabled' };
   if (fw.error !== undefined) return { enforcing: null, why: `cannot read the firewall: ${fw.error}` };
   const unreadable = fw.objects.filter((o) => o.state === 'unreadable');
-  if (unreadable.length) return { enforcing: null, why: `cannot read ${unreadable.map((o) => `${o.what} (${o.error ?? 'error'})`).join(', ')}` };
+  if (unreadable.length) return { enforcing: null, why: `cannot read ${byError(unreadable)}` };
   const missing = fw.objects.filter((o) => o.state === 'absent');
   if (missing.length === fw.objects.length) return { enforcing: false, why: 'none of the agent\'s objects is in the kernel (flushed, or never synced)' };
   if (missing.length) return { enforcing: false, why: `missing from the kernel: ${missing.map((o) => o.what).join(', ')}` };
@@ -59,25 +60,25 @@ export function enforcingOf(live: LiveStatus, running: boolean): Enforcing {
   return { enforcing: true, why: `${fw.entries ?? '?'} entries in the kernel` };
 }
 
+/** `a, b (error)` for objects sharing one error: a tool's refusal is said once, not once per object. */
+export function byError(objects: readonly OwnedObject[]): string {
+  const groups = new Map<string, string[]>();
+  for (const o of objects) groups.set(o.error ?? 'error', [...(groups.get(o.error ?? 'error') ?? []), o.what]);
+  return [...groups].map(([error, what]) => `${what.join(', ')} (${error})`).join('; ');
+}
+
 /**
  * Largest set `status` lists to count it, for a backend whose listing fetches every element
  * (nftables: about half a second at this size; a minute and hundreds of MB at a million).
  */
 export const LIST_UP_TO = 20_000;
 
-/**
- * `applied`: how many entries the agent last applied (state.json), to judge whether a listing is cheap;
- * `lastApplied`: those entries as of now (the applied record), to check the kernel holds them.
- */
-export async function readLiveStatus(config: AgentConfig, logger: Logger, applied = 0, lastApplied?: (plugin: PluginName) => EntryColumns | undefined): Promise<LiveStatus> {
-  const now = Math.floor(Date.now() / 1000);
-  let overrides: LiveStatus['overrides'];
-  try {
-    overrides = countOverrides(loadOverrides(config.state_dir), now);
-  } catch (err) {
-    overrides = { error: errorMessage(err) };
-  }
+/** The agent's objects as the kernel holds them; an error (said once) when they cannot be read. */
+async function readFirewall(config: AgentConfig, logger: Logger, applied: number, lastApplied?: (plugin: PluginName) => EntryColumns | undefined): Promise<LiveStatus['firewall']> {
   const firewall: LiveStatus['firewall'] = { plugin: null, objects: [], entries: null };
+  // Without the capability every read of the kernel is refused: said once, and no tool is run.
+  const missing = missingKernelRights(config.plugin, { write: false });
+  if (missing) return { ...firewall, plugin: config.plugin === 'auto' ? null : config.plugin, error: missing };
   try {
     // Quiet: the auto-detection line would mix into the status output on a terminal.
     const plugin = await openPlugin(config, logger.child({}, { level: 'warn' }), false);
@@ -96,6 +97,22 @@ export async function readLiveStatus(config: AgentConfig, logger: Logger, applie
   } catch (err) {
     firewall.error = errorMessage(err);
   }
+  return firewall;
+}
+
+/**
+ * `applied`: how many entries the agent last applied (state.json), to judge whether a listing is cheap;
+ * `lastApplied`: those entries as of now (the applied record), to check the kernel holds them.
+ */
+export async function readLiveStatus(config: AgentConfig, logger: Logger, applied = 0, lastApplied?: (plugin: PluginName) => EntryColumns | undefined): Promise<LiveStatus> {
+  const now = Math.floor(Date.now() / 1000);
+  let overrides: LiveStatus['overrides'];
+  try {
+    overrides = countOverrides(loadOverrides(config.state_dir), now);
+  } catch (err) {
+    overrides = { error: errorMessage(err) };
+  }
+  const firewall = await readFirewall(config, logger, applied, lastApplied);
   const held = await lockHolder(config.state_dir);
   const lock = held ? { pid: held.holder?.pid, who: describeHolder(held.holder) } : undefined;
   return { daemon: await runningDaemon(config.state_dir), lock, firewall, overrides };

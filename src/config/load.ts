@@ -3,6 +3,7 @@ import { dirname, isAbsolute, resolve } from 'node:path';
 import { ConfigError } from '../errors.js';
 import { jsonSyntaxError } from './json-position.js';
 import { placeholderProblems } from './placeholders.js';
+import { missingKeyProblem } from './required.js';
 import { CONFIG_KEYS, configSchema, formatIssues, type ConfigFile } from './schema.js';
 import { refuseUntrusted } from './trust.js';
 
@@ -31,8 +32,19 @@ function readText(path: string, what: string): string {
   }
 }
 
+export interface LoadOptions {
+  /**
+   * The admin commands (agents, report, urls, file) speak for the platform, not for this agent:
+   * they need base_url and the token only, so `agents list` can be how a new host finds its agid.
+   */
+  readonly agidOptional?: boolean;
+}
+
+/** What `agid` reads as when an admin command runs with a config that has none yet. */
+export const NO_AGID = '(none)';
+
 /** Parse and validate config text; every problem is one `path: message` line. */
-export function parseConfig(text: string, configPath: string): AgentConfig {
+export function parseConfig(text: string, configPath: string, options: LoadOptions = {}): AgentConfig {
   let raw: unknown;
   try {
     raw = JSON.parse(text);
@@ -45,8 +57,21 @@ export function parseConfig(text: string, configPath: string): AgentConfig {
   // Keys starting with "//" are comments (the npm package.json convention), so
   // config.json.example can document every key in the file itself.
   const withoutComments = Object.fromEntries(Object.entries(raw).filter(([k]) => !k.startsWith('//')));
+  if (options.agidOptional && !('agid' in withoutComments)) withoutComments.agid = NO_AGID;
   const parsed = configSchema.safeParse(withoutComments);
-  if (!parsed.success) throw new ConfigError(`${configPath} is not valid`, formatIssues(parsed.error, CONFIG_KEYS));
+  if (!parsed.success) {
+    // A required key that is absent says where its value comes from, not zod's "expected string, received undefined".
+    const absent = new Set(
+      parsed.error.issues
+        .filter((i) => i.path.length === 1 && !(String(i.path[0]) in withoutComments) && (i.code === 'invalid_type' || (i.path[0] === 'token' && !('token_file' in withoutComments))))
+        .map((i) => String(i.path[0])),
+    );
+    const problems = formatIssues(parsed.error, CONFIG_KEYS).map((p) => {
+      const key = p.slice(0, p.indexOf(':'));
+      return (absent.has(key) && missingKeyProblem(key, configPath)) || p;
+    });
+    throw new ConfigError(`${configPath} is not valid`, problems);
+  }
   const file = parsed.data;
 
   const baseDir = dirname(configPath);
@@ -80,7 +105,7 @@ export function parseConfig(text: string, configPath: string): AgentConfig {
 }
 
 /** Read and validate config.json; as root, only one no other user can change (see trust.ts). */
-export function loadConfig(configPath: string): AgentConfig {
+export function loadConfig(configPath: string, options: LoadOptions = {}): AgentConfig {
   refuseUntrusted(configPath, 'config');
-  return parseConfig(readText(configPath, 'config file'), configPath);
+  return parseConfig(readText(configPath, 'config file'), configPath, options);
 }

@@ -274,6 +274,6 @@ describe('help and version', () => {
 
   it('--version prints the version', async () => {
     const r = await runCli(['--version']);
-    expect(r.stdout.trim()).toBe(JSON.parse(readFileSync(join(import.meta.dirname, '../../package.json'), 'utf8')).version);
+    expect(r.stdout.trim()).toMatch(new RegExp(`^wcf-agent ${(JSON.parse(readFileSync(join(import.meta.dirname, '../../package.json'), 'utf8')) as { version: string }).version} \\(commit `));
   });
 });

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator, type Simulator } from '../simulator/index.js';
 import { runCli, writeConfig } from '../helpers/cli.js';
+import { fractionalTimes } from '../helpers/json-times.js';
 import { ADDR, createLab, isRoot, type Lab } from '../netns/netns.js';
 import { startTraffic, type Traffic } from './firewall/traffic.js';
 
@@ -58,6 +59,9 @@ describe.each(['nftables', 'ipset', 'iptables'] as const)('hits with the %s back
     expect(one!.bytes).toBeGreaterThanOrEqual(one!.packets * 40);
     expect(one!.score).toBeGreaterThan(9);
     expect(one!.expires).toBeGreaterThan(Date.now() / 1000);
+    // Whole epoch seconds, as plan --json has them (the solved expiry used to print with its fraction).
+    expect(Number.isInteger(one!.expires)).toBe(true);
+    expect(fractionalTimes(out)).toEqual([]);
     // The /24's address is counted on the /24 indicator.
     expect(out.find((h) => h.ip === ADDR.net24)).toMatchObject({ direction: 'out', reason: 'score' });
     expect(out.every((h) => h.direction === 'out')).toBe(true);

@@ -69,7 +69,8 @@ export function hitRows(
       const i = feed.find(c.start, c.prefix);
       if (i >= 0) score = Number(scoring.score(feed.scoreAt(i), now - feed.tsAt(i)).toPrecision(4));
     }
-    out.push({ ...r, reason: entry?.reason ?? null, score, expires: entry?.expiresAt ?? null });
+    // Whole epoch seconds, as every time the CLI prints: the solved expiry carries a fraction.
+    out.push({ ...r, reason: entry?.reason ?? null, score, expires: entry?.expiresAt == null ? null : Math.floor(entry.expiresAt) });
   }
   return out.sort((a, b) => b.packets - a.packets || a.ip.localeCompare(b.ip) || a.direction.localeCompare(b.direction));
 }

@@ -75,7 +75,7 @@ export function agentRows(records: readonly AgentRecord[], now: number): string[
 }
 
 export async function agentsListCommand(opts: GlobalOptions & { json?: boolean }): Promise<number> {
-  const { config, logger } = loadContext(opts);
+  const { config, logger } = loadContext(opts, { agidOptional: true });
   const api = createApi(config, logger);
   try {
     const agents = await api.agents();
@@ -91,14 +91,18 @@ export async function agentsListCommand(opts: GlobalOptions & { json?: boolean }
   }
 }
 
-export async function agentsConfigureCommand(opts: GlobalOptions & ConfigureFlags & { agid?: string }): Promise<number> {
+export async function agentsConfigureCommand(opts: GlobalOptions & ConfigureFlags & { agid?: string; json?: boolean }): Promise<number> {
   const agid = parseAgid(opts.agid);
   const body = configureBody(opts); // validated before anything is sent
-  const { config, logger } = loadContext(opts);
+  const { config, logger } = loadContext(opts, { agidOptional: true });
   const api = createApi(config, logger);
   try {
     await api.storeConfig(agid, body);
     const stored: Record<string, unknown> = (await api.agent(agid))?.config ?? { ...body };
+    if (opts.json) {
+      await printJson({ agid, stored });
+      return 0;
+    }
     const shown = ['maximum_rules', 'score_threshold', 'sync_time', 'running', 'version'].map((k) => `${k}=${text(stored[k])}`).join(' ');
     process.stdout.write(`stored for agent ${agid}: ${shown}\nthe agent applies it at its next sync\n`);
     return 0;
@@ -116,12 +120,12 @@ async function confirm(question: string): Promise<boolean> {
   }
 }
 
-export async function agentsDeleteCommand(opts: GlobalOptions & { agid?: string; yes?: boolean }): Promise<number> {
+export async function agentsDeleteCommand(opts: GlobalOptions & { agid?: string; yes?: boolean; json?: boolean }): Promise<number> {
   const agid = parseAgid(opts.agid);
   if (!opts.yes && !process.stdin.isTTY) {
     throw new UsageError(`agents delete: refusing to delete agent ${agid} without confirmation (stdin is not a terminal); pass --yes to confirm`);
   }
-  const { config, logger } = loadContext(opts);
+  const { config, logger } = loadContext(opts, { agidOptional: true });
   const api = createApi(config, logger);
   try {
     const record = await api.agent(agid);
@@ -135,6 +139,10 @@ export async function agentsDeleteCommand(opts: GlobalOptions & { agid?: string;
       }
     }
     await api.deleteAgent(agid);
+    if (opts.json) {
+      await printJson({ agid, deleted: true, was_running: running });
+      return 0;
+    }
     process.stdout.write(
       `deleted the record of agent ${agid}\n` +
         `note: deleting does not stop the agent: it keeps enforcing its last known configuration${running ? ' (it was running)' : ''} and gets no more configuration changes.\n` +

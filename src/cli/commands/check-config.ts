@@ -1,10 +1,11 @@
 import { accessSync, constants } from 'node:fs';
-import { ConfigError } from '../../errors.js';
+import { ConfigError, exitCodeOf } from '../../errors.js';
 import { resolveConfigPath, type AgentConfig } from '../../config/load.js';
 import { parseListen } from '../../metrics/listen.js';
 import { tokenExposure } from '../../config/exposure.js';
 import { nftScaleWarning } from '../../firewall/nft/scale.js';
 import type { GlobalOptions } from '../context.js';
+import { printJson } from '../format.js';
 import { loadAgentConfig } from '../load-config.js';
 
 /**
@@ -40,12 +41,28 @@ export function extraConfigProblems(config: AgentConfig): { problems: string[]; 
  * `check-config` for systemd ExecStartPre: validate config.json and what it
  * points to. Touches nothing: no network, no firewall, no state writes.
  * Exit 0 (`config ok: PATH`) or 2 (the problems, one `path: message` line each).
+ * With --json: {ok, path, problems, warnings, notes} on stdout, also when it is not valid.
  */
-export async function checkConfigCommand(opts: GlobalOptions): Promise<number> {
+export async function checkConfigCommand(opts: GlobalOptions & { json?: boolean }): Promise<number> {
   const path = resolveConfigPath(opts.config);
-  const config = loadAgentConfig(path); // ConfigError: main prints the problems, exit 2
-  const { problems, notes, warnings } = extraConfigProblems(config);
-  if (problems.length) throw new ConfigError(`${path} is not valid`, problems);
+  let result: { problems: string[]; notes: string[]; warnings: string[] };
+  try {
+    result = extraConfigProblems(loadAgentConfig(path));
+    if (result.problems.length) throw new ConfigError(`${path} is not valid`, result.problems);
+  } catch (err) {
+    // ConfigError: main prints the problems on stderr, exit 2; with --json they are the answer too.
+    if (opts.json && err instanceof ConfigError) {
+      await printJson({ ok: false, path, error: err.code, message: err.message.split('\n')[0], problems: err.problems, warnings: [], notes: [] });
+      process.stderr.write(`wcf-agent: ${err.code}: ${err.message}\n`);
+      return exitCodeOf(err);
+    }
+    throw err;
+  }
+  const { notes, warnings } = result;
+  if (opts.json) {
+    await printJson({ ok: true, path, problems: [], warnings, notes });
+    return 0;
+  }
   for (const w of warnings) process.stderr.write(`warning: ${w}\n`);
   for (const n of notes) process.stderr.write(`note: ${n}\n`);
   process.stdout.write(`config ok: ${path}\n`);

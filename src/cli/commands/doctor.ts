@@ -13,6 +13,7 @@ import type { Cidr } from '../../net/ipv4.js';
 import { openPlugin } from '../context.js';
 import { dnsChecks } from '../doctor/dns-checks.js';
 import { extraConfigProblems } from './check-config.js';
+import { missingKernelRights } from '../kernel-rights.js';
 import { loadAgentConfig } from '../load-config.js';
 
 /** Firewall tools answer `--version` and read-only listings quickly; a hung one must not hang doctor. */
@@ -41,26 +42,40 @@ export async function runChecks(path: string, logger: Logger): Promise<CheckResu
   const netns = config?.netns;
   const runner = createRunner(netnsPrefix(netns), { timeoutMs: COMMAND_TIMEOUT_MS });
   const plugin = config?.plugin ?? 'auto';
+  // Without the capability every kernel read is refused: the CAP_NET_ADMIN check says so once, and
+  // the checks that would read the kernel say they were not run instead of repeating the refusal.
+  const unread = missingKernelRights(plugin, { write: false });
   const [api, ns, tools, detected] = await Promise.all([
     config ? apiChecks(config, logger) : Promise.resolve([]),
     netns ? netnsCheck(netns, runner) : Promise.resolve(undefined),
     probeTools(runner),
-    pluginCheck(plugin, runner, config?.maximum_rules ?? 0),
+    unread ? Promise.resolve(unprobedPlugin(plugin, unread)) : pluginCheck(plugin, runner, config?.maximum_rules ?? 0),
   ]);
   const out: CheckResult[] = [result, ...api, ...(ns ? [ns.result] : []), toolsCheck(plugin, tools), detected.result, capabilityCheck(plugin)];
   if (config) {
-    if (detected.effective) {
+    if (unread) out.push(check('firewall', 'firewall objects', 'warn', `not read: ${unread}`, 'run doctor as root (sudo) or as the service user'));
+    else if (detected.effective) {
       out.push(await objectsCheck(createPlugin(detected.effective, { ...pluginOptions(config, logger), runner })));
     }
     out.push(stateDirCheck(config.state_dir), await allowlistCheck(config, netns ? { name: netns, addresses: ns?.addresses } : undefined));
     const effective = detected.effective;
     // Only what the protected set needs (a large nft set is never listed whole for it); a backend
     // that cannot be opened or read is said in the message.
-    const kernel = effective ? async (members: readonly Cidr[]) => kernelProtected(await openPlugin(config, logger, false, effective), members) : () => undefined;
+    const kernel = unread
+      ? () => Promise.reject(new Error(unread))
+      : effective
+        ? async (members: readonly Cidr[]) => kernelProtected(await openPlugin(config, logger, false, effective), members)
+        : () => undefined;
     out.push(await protectedSetCheck(config, logger, kernel));
     out.push(...(await dnsChecks(config)));
   }
   return out;
+}
+
+/** The plugin check when the kernel cannot be read: a configured backend is taken as it is; `auto` cannot choose. */
+function unprobedPlugin(plugin: AgentConfig['plugin'], why: string): { result: CheckResult; effective: undefined } {
+  if (plugin === 'auto') return { result: check('firewall', 'plugin', 'fail', `plugin auto: the backends were not probed: ${why}`, 'run doctor as root (sudo), or set plugin in config.json'), effective: undefined };
+  return { result: check('firewall', 'plugin', 'ok', `plugin ${plugin} (configured; auto not probed: ${why})`), effective: undefined };
 }
 
 const MARK = { ok: 'ok  ', warn: 'WARN', fail: 'FAIL' } as const;

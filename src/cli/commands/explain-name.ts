@@ -56,7 +56,7 @@ export async function explainNameCommand(target: string, opts: GlobalOptions & {
       by: v.entry && v.entry.name !== v.name ? v.entry.name : null,
       score: v.score,
       urls: v.urls,
-      expires: v.entry?.expiresAt ?? null,
+      expires: v.entry?.expiresAt == null ? null : Math.floor(v.entry.expiresAt),
       url_feed: config.url_feed,
       feed_cached: urls !== undefined,
       resolver: at,

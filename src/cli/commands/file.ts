@@ -46,7 +46,7 @@ export function verdictOf(rec: FileRecord | null): 'unknown' | 'clean' | 'malici
 /** `file DIGEST|PATH [--deep] [--json]`: GET /files/{digest}. Exit 0 unknown or clean, 5 known malicious. */
 export async function fileCommand(arg: string, opts: GlobalOptions & { deep?: boolean; json?: boolean }): Promise<number> {
   const { digest, path } = await resolveDigest(arg);
-  const { config, logger } = loadContext(opts);
+  const { config, logger } = loadContext(opts, { agidOptional: true });
   const api = new UrlApi(createApi(config, logger).client);
   let rec: FileRecord | null;
   try {

@@ -3,6 +3,8 @@ import { refuseWhileDaemonRuns } from '../../agent/state/daemon-presence.js';
 import type { FirewallPlugin } from '../../firewall/index.js';
 import { flushDns } from '../../agent/cycle/url-feed-front.js';
 import { loadContext, openPlugin, openState, type GlobalOptions } from '../context.js';
+import { printJson } from '../format.js';
+import { requireKernelRights } from '../kernel-rights.js';
 
 /**
  * Whether any object the agent owns is there before the flush (read-only), so a second
@@ -23,9 +25,10 @@ async function anythingOwned(plugin: FirewallPlugin): Promise<{ owned: 'yes' | '
  * changed) while a daemon serves the state dir: its watcher would put everything back
  * within seconds, and "flushed" would not be what the kernel holds.
  */
-export async function flushCommand(opts: GlobalOptions & { dryRun?: boolean }): Promise<number> {
+export async function flushCommand(opts: GlobalOptions & { dryRun?: boolean; json?: boolean }): Promise<number> {
   const { config, logger } = loadContext(opts);
   await refuseWhileDaemonRuns(config.state_dir, 'a flush');
+  requireKernelRights(config, 'flush', { dryRun: opts.dryRun });
   const state = openState(config, logger);
   return withLock(config.state_dir, async () => {
     const plugin = await openPlugin(config, logger, Boolean(opts.dryRun));
@@ -42,6 +45,7 @@ export async function flushCommand(opts: GlobalOptions & { dryRun?: boolean }): 
     );
     const dns = await flushDns({ config, logger, dryRun: plugin.name === 'dry-run', now: Math.floor(Date.now() / 1000) });
     if (dns) process.stderr.write(`flushed: removed the names wcf-agent blocked at the resolver (${dns})\n`);
+    if (opts.json) await printJson({ ok: true, plugin: plugin.name, removed: before.owned !== 'no', foreign: before.foreign, dns: dns ?? null });
     return 0;
   });
 }

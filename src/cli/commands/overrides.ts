@@ -13,6 +13,7 @@ import type { AgentConfig } from '../../config/load.js';
 import type { Logger } from '../../log.js';
 import { duration, isoTime, printJson, table } from '../format.js';
 import { loadContext, openPlugin, openState, type GlobalOptions } from '../context.js';
+import { requireKernelRights } from '../kernel-rights.js';
 
 /** The overrides store has its own lock, held only while the file is rewritten (the agent lock may be a long cycle's). */
 const STORE_LOCK = 'overrides.lock';
@@ -48,26 +49,32 @@ export function parseNote(value: string | undefined): string | undefined {
   return value;
 }
 
+/** Who put the change in the firewall (`pending`: stored, a busy daemon or a sync in progress applies it), and the line to print. */
+interface Enforced {
+  readonly by: 'daemon' | 'command' | 'pending';
+  readonly text: string;
+}
+
 /**
  * Tell the daemon to apply the overrides file, or apply it here under the
- * agent lock when no daemon runs. Answers the line to print, or throws.
+ * agent lock when no daemon runs. Answers what happened, or throws.
  */
-async function enforceNow(config: AgentConfig, logger: Logger): Promise<string> {
+async function enforceNow(config: AgentConfig, logger: Logger): Promise<Enforced> {
   let answer: string | undefined;
   try {
     answer = await askDaemon(config.state_dir, 'overrides', DAEMON_ANSWER_MS);
   } catch (err) {
     // The request stays queued in the daemon: it applies the file once the cycle in flight ends.
-    return `stored; the daemon is busy (${errorMessage(err)}) and applies it when its cycle ends`;
+    return { by: 'pending', text: `stored; the daemon is busy (${errorMessage(err)}) and applies it when its cycle ends` };
   }
   const daemon = await runningDaemon(config.state_dir);
   if (answer !== undefined) {
-    if (answer.startsWith('ok')) return `applied by the daemon${daemon ? ` (${daemon.who})` : ''}: ${escapeControls(answer.slice(3))}`;
+    if (answer.startsWith('ok')) return { by: 'daemon', text: `applied by the daemon${daemon ? ` (${daemon.who})` : ''}: ${escapeControls(answer.slice(3))}` };
     throw new FirewallError(`the daemon could not apply it: ${escapeControls(answer.replace(/^error /, ''))}`);
   }
   // A daemon runs but its socket is not open (yet): applied here, its watcher would take the
   // change for another tool's and put its own set back. It reads the file at its next cycle.
-  if (daemon) return `stored; the daemon (${daemon.who}) does not answer on its control socket (starting, or the socket could not be opened): it applies it at its next cycle`;
+  if (daemon) return { by: 'pending', text: `stored; the daemon (${daemon.who}) does not answer on its control socket (starting, or the socket could not be opened): it applies it at its next cycle` };
   const state = openState(config, logger);
   const plugin = await openPlugin(config, logger, false);
   try {
@@ -81,9 +88,9 @@ async function enforceNow(config: AgentConfig, logger: Logger): Promise<string> 
       'agent.lock',
       LOCK_WAIT_MS,
     );
-    return `applied (no daemon running): ${r.applied} entries on ${plugin.name}`;
+    return { by: 'command', text: `applied (no daemon running): ${r.applied} entries on ${plugin.name}` };
   } catch (err) {
-    if (err instanceof LockHeldError) return `stored; a sync in progress (${err.who}) applies it`;
+    if (err instanceof LockHeldError) return { by: 'pending', text: `stored; a sync in progress (${err.who}) applies it` };
     throw err;
   }
 }
@@ -93,12 +100,22 @@ function describe(o: LocalOverride, now: number): string {
   return `${o.action === 'allow' ? 'allowed' : 'blocked'} ${o.cidr.text} ${until}`;
 }
 
-async function addOverride(action: 'allow' | 'block', address: string, opts: GlobalOptions & { for?: string; note?: string }): Promise<number> {
+type OverrideFlags = GlobalOptions & { for?: string; note?: string; json?: boolean };
+
+/** The answer of allow, block and overrides remove: the line on a terminal, one object with --json. */
+async function answer(json: boolean | undefined, line: string, fields: Record<string, unknown>, enforced: Enforced): Promise<void> {
+  if (json) await printJson({ ...fields, applied: { by: enforced.by, message: enforced.text } });
+  else process.stdout.write(`${line}: ${enforced.text}\n`);
+}
+
+async function addOverride(action: 'allow' | 'block', address: string, opts: OverrideFlags): Promise<number> {
   const cidr = parseAddress(address);
   const seconds = parseFor(opts.for);
   const note = parseNote(opts.note);
   const { config, logger } = loadContext(opts);
   const now = epochNow();
+  // Without a daemon this command writes the kernel itself: refused before anything is stored when it could not.
+  if (!(await runningDaemon(config.state_dir))) requireKernelRights(config, action);
   const state = openState(config, logger); // creates the state dir (0700) on first use
   const override: LocalOverride = { cidr, action, createdAt: now, expiresAt: seconds === undefined ? null : now + seconds, ...(note !== undefined ? { note } : {}) };
   await withLock(
@@ -117,7 +134,8 @@ async function addOverride(action: 'allow' | 'block', address: string, opts: Glo
   );
   const line = describe(override, now);
   try {
-    process.stdout.write(`${line}: ${await enforceNow(config, logger)}\n`);
+    const fields = { address: cidr.text, action, created: override.createdAt, expires: override.expiresAt, note: override.note ?? null };
+    await answer(opts.json, line, fields, await enforceNow(config, logger));
     return 0;
   } catch (err) {
     process.stderr.write(`wcf-agent: ${line} (stored in ${config.state_dir}), but not in the firewall yet: ${errorMessage(err)}\n`);
@@ -125,8 +143,8 @@ async function addOverride(action: 'allow' | 'block', address: string, opts: Glo
   }
 }
 
-export const allowCommand = (address: string, opts: GlobalOptions & { for?: string; note?: string }) => addOverride('allow', address, opts);
-export const blockCommand = (address: string, opts: GlobalOptions & { for?: string; note?: string }) => addOverride('block', address, opts);
+export const allowCommand = (address: string, opts: OverrideFlags) => addOverride('allow', address, opts);
+export const blockCommand = (address: string, opts: OverrideFlags) => addOverride('block', address, opts);
 
 export async function overridesListCommand(opts: GlobalOptions & { json?: boolean }): Promise<number> {
   const { config } = loadContext(opts);
@@ -154,10 +172,11 @@ export async function overridesListCommand(opts: GlobalOptions & { json?: boolea
   return 0;
 }
 
-export async function overridesRemoveCommand(address: string, opts: GlobalOptions): Promise<number> {
+export async function overridesRemoveCommand(address: string, opts: GlobalOptions & { json?: boolean }): Promise<number> {
   const cidr = parseAddress(address);
   const { config, logger } = loadContext(opts);
   const now = epochNow();
+  if (!(await runningDaemon(config.state_dir))) requireKernelRights(config, 'overrides remove');
   openState(config, logger); // creates the state dir on first use
   await withLock(
     config.state_dir,
@@ -170,7 +189,7 @@ export async function overridesRemoveCommand(address: string, opts: GlobalOption
     LOCK_WAIT_MS,
   );
   try {
-    process.stdout.write(`removed the local override for ${cidr.text}: ${await enforceNow(config, logger)}\n`);
+    await answer(opts.json, `removed the local override for ${cidr.text}`, { address: cidr.text, removed: true }, await enforceNow(config, logger));
     return 0;
   } catch (err) {
     process.stderr.write(`wcf-agent: removed the local override for ${cidr.text}, but the firewall is not updated yet: ${errorMessage(err)}\n`);

@@ -97,6 +97,7 @@ export async function planCommand(opts: GlobalOptions & { json?: boolean; limit?
     // state only for the last settings, and always pulls in full (no feed cache).
     const state = { small: readSmallState(config.state_dir), loadFeedCache: () => undefined };
     const progress = createProgress({ json: opts.json });
+    progress.connecting(new URL(config.base_url).host, api.client);
     const plan = await computePlan({ config, api, state, logger, onProgress: progress.onProgress }, false).finally(() => progress.done());
     if (opts.json) await printJson(planToJson(config.agid, plan));
     else printPlanTable(plan, limit);

@@ -2,7 +2,7 @@ import type { IpReportBody } from '../../api/threat-intel.js';
 import { UsageError } from '../../errors.js';
 import { parseCidr } from '../../net/ipv4.js';
 import { createApi, loadContext, type GlobalOptions } from '../context.js';
-import { isoTime } from '../format.js';
+import { isoTime, printJson } from '../format.js';
 
 export interface ReportFlags {
   confidence?: string;
@@ -77,14 +77,18 @@ export function buildReport(ip: string, o: ReportFlags, now: number): IpReportBo
 const DECISION_TEXT = { 1: 'block', 0: 'allow (whitelist)', [-1]: 'none (score-based)' } as const;
 
 /** `wcf-agent report IP --confidence C ...`: report an indicator or set its decision. */
-export async function reportCommand(ip: string, opts: GlobalOptions & ReportFlags): Promise<number> {
+export async function reportCommand(ip: string, opts: GlobalOptions & ReportFlags & { json?: boolean }): Promise<number> {
   const body = buildReport(ip, opts, Math.floor(Date.now() / 1000));
-  const { config, logger } = loadContext(opts);
+  const { config, logger } = loadContext(opts, { agidOptional: true });
   const api = createApi(config, logger);
   try {
     await api.reportIndicator(body);
   } finally {
     await api.client.close();
+  }
+  if (opts.json) {
+    await printJson({ reported: body });
+    return 0;
   }
   process.stdout.write(
     `reported ${body.ip}: confidence ${body.confidence}, decision ${DECISION_TEXT[body.decision]}${body.ttl ? ` until ${isoTime(body.ttl)}` : ''}\n` +

@@ -4,6 +4,7 @@ import type { AgentConfig } from '../../config/load.js';
 import { createApi, loadContext, openPluginForSync, openState, type GlobalOptions } from '../context.js';
 import { loadAgentConfig } from '../load-config.js';
 import { claimDaemon } from '../../agent/state/daemon-presence.js';
+import { requireKernelRights } from '../kernel-rights.js';
 
 /**
  * The long-running daemon. systemd sends SIGTERM to stop (exit 0 within a few
@@ -11,6 +12,7 @@ import { claimDaemon } from '../../agent/state/daemon-presence.js';
  */
 export async function runCommand(opts: GlobalOptions & { dryRun?: boolean }): Promise<number> {
   const { config, logger } = loadContext(opts);
+  requireKernelRights(config, 'run', { dryRun: opts.dryRun, hint: '`run --dry-run` needs neither' });
   // Before anything else (metrics port, restore, control socket): a second daemon on this
   // state dir exits 4 here, naming the first, having touched nothing. Held until the end.
   const claim = await claimDaemon(config.state_dir);

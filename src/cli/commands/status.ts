@@ -22,7 +22,7 @@ function daemonText(live: LiveStatus, now: number): string {
 
 function firewallText(live: LiveStatus): string {
   const fw = live.firewall;
-  if (fw.error !== undefined) return oneLine(`cannot open: ${fw.error}`);
+  if (fw.error !== undefined) return oneLine(`not read: ${fw.error}`);
   if (fw.plugin === 'dry-run') return 'dry-run (rules rendered to a file only)';
   const absent = fw.objects.filter((o) => o.state !== 'present');
   const objects = absent.length === 0 ? `${fw.objects.length} objects present` : absent.map((o) => `${o.what} ${o.state}`).join(', ');

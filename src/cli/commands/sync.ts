@@ -4,16 +4,20 @@ import { withLock } from '../../agent/state/lock.js';
 import { createApi, loadContext, openPluginForSync, openState, type GlobalOptions } from '../context.js';
 import { printJson } from '../format.js';
 import { createProgress } from '../progress.js';
+import { requireKernelRights } from '../kernel-rights.js';
 import { syncOutcomeToJson } from './sync-outcome.js';
 
 export async function syncCommand(opts: GlobalOptions & { once?: boolean; dryRun?: boolean; json?: boolean; force?: boolean }): Promise<number> {
   const { config, logger } = loadContext(opts);
+  // Before the pull: a sync that could not apply would pull the whole feed for nothing.
+  requireKernelRights(config, 'sync', { dryRun: opts.dryRun, hint: '`sync --dry-run` needs neither' });
   const state = openState(config, logger);
   const api = createApi(config, logger);
   try {
     return await withLock(config.state_dir, async () => {
       const plugin = await openPluginForSync(config, logger, state, Boolean(opts.dryRun));
       const progress = createProgress({ json: opts.json });
+      progress.connecting(new URL(config.base_url).host, api.client);
       const outcome = await runBoundedCycle({ config, api, state, logger, force: Boolean(opts.force), onProgress: progress.onProgress }, plugin).finally(() =>
         progress.done(),
       );

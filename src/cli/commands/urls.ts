@@ -57,7 +57,7 @@ export function urlRows(items: readonly UrlItem[]): string[][] {
 export async function urlsListCommand(opts: GlobalOptions & { since?: string; limit?: string; json?: boolean }): Promise<number> {
   const limit = parseUrlLimit(opts.limit);
   const since = parseSince(opts.since, Math.floor(Date.now() / 1000));
-  const { config, logger } = loadContext(opts);
+  const { config, logger } = loadContext(opts, { agidOptional: true });
   const api = new UrlApi(createApi(config, logger).client);
   try {
     // The API takes at least 101 per page: ask for that and show what was asked for.
@@ -76,15 +76,19 @@ export async function urlsListCommand(opts: GlobalOptions & { since?: string; li
 }
 
 /** `urls decide URL block|allow|none`: PUT /urls/{url}. */
-export async function urlsDecideCommand(url: string, decision: string, opts: GlobalOptions): Promise<number> {
+export async function urlsDecideCommand(url: string, decision: string, opts: GlobalOptions & { json?: boolean }): Promise<number> {
   const target = parseDecisionUrl(url);
   const d = parseUrlDecision(decision);
-  const { config, logger } = loadContext(opts);
+  const { config, logger } = loadContext(opts, { agidOptional: true });
   const api = new UrlApi(createApi(config, logger).client);
   try {
     await api.decide(target, d);
   } finally {
     await api.client.close();
+  }
+  if (opts.json) {
+    await printJson({ url: target, decision: d === 1 ? 'block' : d === 0 ? 'allow' : 'none' });
+    return 0;
   }
   const word = d === 1 ? 'block (blacklisted)' : d === 0 ? 'allow (whitelisted)' : 'none (score-based)';
   process.stdout.write(`decision for ${terminalSafe(target, 200)}: ${word}; agents with url_feed apply it at their next sync\n`);

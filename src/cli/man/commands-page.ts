@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { ERROR_CODES, EXIT_FILE_MALICIOUS, EXIT_INTERNAL } from '../../errors.js';
+import { EXIT_STATUSES, reportedCodes, reportsByExit } from '../exit-codes.js';
 import { escapeText, inline, line, macro, sentence, term } from './roff.js';
 
 /**
@@ -46,33 +46,17 @@ export function commandEntries(program: Command): CommandEntry[] {
 }
 
 
-/** What each exit status means; the reported codes under each are read from src/errors.ts. */
-const EXIT_MEANINGS: Readonly<Record<number, string>> = {
-  0: 'ok (also when a stored-configuration value was rejected, or the shrink guard held a pull back: both are reported)',
-  [EXIT_INTERNAL]: 'internal error (a bug: please report it)',
-  2: 'bad usage or bad `config.json` (one `path: message` line per problem)',
-  3: 'the API unreachable, refused (401/403), an error status, or an unusable answer (bad JSON, wrong shape, too large); or no agent record for `agid` at first contact',
-  4: "a firewall command failed (its stderr is shown), a firewall object with the configured name is not the agent's, a resolver command or file failed, or the state dir is unusable",
-  [EXIT_FILE_MALICIOUS]: '`file` only: the platform knows the file as malicious (for scripts; not an error of the agent)',
-};
-
+/** Each exit status with the reported codes it carries (src/cli/exit-codes.ts, from src/errors.ts). */
 function exitStatus(): string[] {
-  const reports = new Map<number, number[]>();
-  for (const c of Object.values(ERROR_CODES)) reports.set(c.exit, [...(reports.get(c.exit) ?? []), c.report].sort((a, b) => a - b));
-  for (const exit of reports.keys()) if (!(exit in EXIT_MEANINGS)) throw new Error(`exit status ${exit} (src/errors.ts) has no meaning in the man page`);
-  return Object.entries(EXIT_MEANINGS).map(([exit, meaning]) => {
-    const codes = reports.get(Number(exit));
-    return macro.tp(`\\fB${exit}\\fR`, inline(sentence(meaning) + (codes ? ` Reported codes: ${codes.join(', ')}.` : '')));
+  const reports = reportsByExit();
+  return EXIT_STATUSES.map(({ exit, long }) => {
+    const codes = reports.get(exit);
+    return macro.tp(`\\fB${exit}\\fR`, inline(sentence(long) + (codes ? ` Reported codes: ${codes.join(', ')}.` : '')));
   });
 }
 
-function reportedCodes(): string[] {
-  const rows: [number, string][] = [
-    [0, 'ok'],
-    [1, 'internal error'],
-    ...Object.values(ERROR_CODES).map((c): [number, string] => [c.report, c.describe]),
-  ];
-  return rows.sort((a, b) => a[0] - b[0]).map(([code, text]) => macro.tp(`\\fB${code}\\fR`, inline(sentence(text))));
+function reportedCodeList(): string[] {
+  return reportedCodes().map(({ code, describe }) => macro.tp(`\\fB${code}\\fR`, inline(sentence(describe))));
 }
 
 export interface PageInfo {
@@ -122,7 +106,7 @@ export function commandsPage(program: Command, info: PageInfo): string {
   out.push(
     macro.sh('REPORTED CODES'),
     macro.pp(inline('The `code` each cycle reports to the API (`POST /feedback`) and `status` shows:')),
-    ...reportedCodes(),
+    ...reportedCodeList(),
   );
   out.push(
     macro.sh('ENVIRONMENT'),

@@ -18,6 +18,8 @@ import { ensureImage, Podman, uniqueName } from './podman.js';
 
 const ROOTFS_PACKAGES = 'python3,python3-apt,systemd,nftables,iptables,ipset';
 const TOKEN = 'vaulted-token-value';
+/** A proxy password in wcf_agent_config: config.json holds it, so --diff and -v must not print that file. */
+const PROXY_PASSWORD = 's3cret-proxy-pass';
 
 interface Recap {
   ok: number;
@@ -126,13 +128,36 @@ describe('the Ansible role', () => {
     expect(JSON.parse((await exec(['cat', '/etc/wcf-agent/config.json'])).stdout).agid).toBe('fleet-1');
   }, 300_000);
 
+  it('--diff and -v never print config.json: a proxy password in wcf_agent_config stays out of the output', async () => {
+    const proxy = `http://agent:${PROXY_PASSWORD}@proxy.internal.test:3128`;
+    writePlay({
+      wcf_agent_deb: join(dir, `wcf-agent_${VERSION}_amd64.deb`),
+      wcf_agent_agid: 'fleet-1',
+      wcf_agent_base_url: 'https://intel.internal.test/api/v1',
+      wcf_agent_config: { plugin: 'nftables', allowlist: ['192.0.2.10'], proxy },
+    });
+    const check = await playbook(['--check', '--diff', '-v']);
+    expect(check.recap, check.out).toMatchObject({ changed: 1, failed: 0 });
+    expect(check.out).not.toContain(PROXY_PASSWORD);
+    const real = await playbook(['--diff', '-v']);
+    expect(real.recap, real.out).toMatchObject({ failed: 0 });
+    expect(real.out).not.toContain(PROXY_PASSWORD);
+    // Written all the same.
+    expect(JSON.parse((await exec(['cat', '/etc/wcf-agent/config.json'])).stdout).proxy).toBe(proxy);
+  }, 300_000);
+
   it('a config the agent refuses is not written: the one in place stays', async () => {
-    writePlay({ wcf_agent_agid: 'fleet-2', wcf_agent_config: { plugin: 'nftables', min_prefix: 99 } });
-    const { recap, code, out } = await playbook();
+    writePlay({
+      wcf_agent_deb: join(dir, `wcf-agent_${VERSION}_amd64.deb`),
+      wcf_agent_agid: 'fleet-2',
+      wcf_agent_base_url: 'https://intel.internal.test/api/v1',
+      wcf_agent_config: { plugin: 'nftables', min_prefix: 99 },
+    });
+    const { recap, code, out } = await playbook(['--diff']);
     expect(code).not.toBe(0);
     expect(recap.failed).toBe(1);
-    // check-config's own line, naming the field.
-    expect(out).toContain('min_prefix');
+    // check-config's own line, naming the field, though the task writing the file logs nothing.
+    expect(out).toMatch(/config\.json refused by wcf-agent check-config; the one in place is kept: .*min_prefix/);
     const config = JSON.parse((await exec(['cat', '/etc/wcf-agent/config.json'])).stdout) as Record<string, unknown>;
     expect(config.agid).toBe('fleet-1');
     expect(config.min_prefix).toBeUndefined();

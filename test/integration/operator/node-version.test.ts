@@ -26,7 +26,7 @@ describe('Node version check', () => {
   it('on the Node npm ci installed: runs', async () => {
     const r = await execa(process.execPath, [CLI, '--version'], { reject: false });
     expect(r.exitCode).toBe(0);
-    expect(r.stdout).toBe(JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).version);
+    expect(r.stdout).toMatch(new RegExp(`^wcf-agent ${(JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version} `));
   });
 
   it('dist/cli.js is executable after the build, and runs through its shebang', async () => {

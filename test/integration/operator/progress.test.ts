@@ -60,3 +60,31 @@ describe('progress line for long pulls', () => {
     expect(r.output).not.toMatch(/pulling/);
   });
 });
+
+describe('connecting line', () => {
+  it('on a TTY, says where it connects while the API has not answered', async () => {
+    // The first call (the agent's stored configuration) answers after 1.5 s: the line ticks each second.
+    sim.setFault('slow', { routes: ['GET /feedback'], count: 1, delayMs: 1500 });
+    const r = await onTty(['plan', '--limit', '1', '--config', path]);
+    expect(r.exitCode, r.output).toBe(0);
+    expect(r.output).toMatch(new RegExp(`\\rconnecting to ${new URL(sim.url).host.replace(/\./g, '\\.')}: 1s\\x1b\\[K\\r`));
+    expect(r.output).toMatch(/reason\s+ip\s+score now\s+expires in/);
+  });
+
+  it('on a TTY, counts the failed attempts and says where the last one failed', async () => {
+    const down = writeConfig({ agid: 'a', base_url: 'http://127.0.0.1:9/api/v1', token: 't', retries: 2 }).path;
+    const r = await onTty(['plan', '--config', down]);
+    expect(r.exitCode).toBe(3);
+    expect(r.output).toMatch(/\rconnecting to 127\.0\.0\.1:9: \d+s; \d+ attempts? failed, the last: GET \/\w+: TCP connect to 127\.0\.0\.1:9 failed: connect ECONNREFUSED/);
+    // The line is cleared before the error is printed.
+    expect(r.output).toMatch(/\r\x1b\[Kwcf-agent: WCF_ERR_API_UNREACHABLE: GET \/\w+: TCP connect to 127\.0\.0\.1:9 failed/);
+  });
+
+  it('is never printed off a TTY', async () => {
+    sim.setFault('slow', { routes: ['GET /feedback'], count: 1, delayMs: 1500 });
+    const r = await runCli(['plan', '--limit', '1', '--config', path]);
+    expect(r.exitCode, r.stderr).toBe(0);
+    expect(r.stderr).not.toMatch(/connecting to/);
+  });
+});
+

@@ -64,10 +64,10 @@ describe('single executable', () => {
     expect(readFileSync(bin).subarray(0, 4)).toEqual(Buffer.from([0x7f, 0x45, 0x4c, 0x46]));
   });
 
-  it('--version prints the package.json version (the agent, not Node) with an empty environment', async () => {
+  it('--version prints the package.json version (the agent, and the Node inside it) with an empty environment', async () => {
     const r = await agent(['--version']);
     expect(r.exitCode, r.stderr).toBe(0);
-    expect(r.stdout.trim()).toBe(VERSION);
+    expect(r.stdout.trim()).toMatch(new RegExp(`^wcf-agent ${VERSION.replaceAll('.', '\\.')} \\(commit [0-9a-f]{12}, Node v24\\.`));
     // No SEA experimental warning, nothing else on stderr.
     expect(r.stderr).toBe('');
   });
@@ -90,7 +90,7 @@ describe('single executable', () => {
   it('ignores NODE_OPTIONS (no code injection through the environment)', async () => {
     const r = await run(bin, ['--version'], { cwd: home, env: { NODE_OPTIONS: `--require=${join(home, 'nope.js')}` } });
     expect(r.exitCode, r.stderr).toBe(0);
-    expect(r.stdout.trim()).toBe(VERSION);
+    expect(r.stdout.trim()).toMatch(new RegExp(`^wcf-agent ${VERSION.replaceAll('.', '\\.')} `));
   });
 
   it('plan --json selects from the simulator feed', async () => {

@@ -10,6 +10,9 @@ import { join } from 'node:path';
 import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ROOT, VERSION, modeOf, octal, run, runScript, tempDir } from '../../helpers/packaging.js';
+import { brokenLinksIn } from '../../helpers/doc-links.js';
+import { COMPLETION_FILES } from '../../../src/cli/completion/index.js';
+import { DOC_FILES } from './doc-files.js';
 
 const DEB_VERSION = VERSION.replace('-', '~');
 let work: string;
@@ -19,7 +22,8 @@ beforeAll(async () => {
   work = tempDir('deb');
   const bin = join(work, 'wcf-agent-linux-x64');
   copyFileSync('/bin/true', bin);
-  const r = await runScript('build-deb.sh', ['--binary', bin, '--out', work]);
+  // No maintainer given: the package's default (the source's last commit author) is what is tested.
+  const r = await runScript('build-deb.sh', ['--binary', bin, '--out', work], { DEB_MAINTAINER: '', DEBFULLNAME: '', DEBEMAIL: '' });
   expect(r.exitCode, r.stderr).toBe(0);
   deb = join(work, `wcf-agent_${DEB_VERSION}_amd64.deb`);
   expect(existsSync(deb), r.stderr).toBe(true);
@@ -52,7 +56,9 @@ describe('build-deb.sh', () => {
     expect(field('Section', control)).toBe('net');
     expect(field('Priority', control)).toBe('optional');
     expect(field('Recommends', control)).toBe('ipset');
-    expect(field('Maintainer', control)).toMatch(/<.+@.+>/);
+    // A real person or team by default (who made the source), not a placeholder address.
+    expect(field('Maintainer', control)).toBe((await run('git', ['-C', ROOT, 'log', '-1', '--format=%an <%ae>'])).stdout.trim());
+    expect(field('Maintainer', control)).not.toMatch(/example\.org/);
     expect(Number(field('Installed-Size', control))).toBeGreaterThan(0);
     const depends = field('Depends', control)!;
     expect(depends).toMatch(/(^|, )iptables \| nftables(,|$)/);
@@ -75,7 +81,8 @@ describe('build-deb.sh', () => {
       '/lib/systemd/system/wcf-agent.service': '-rw-r--r--',
       '/usr/lib/tmpfiles.d/wcf-agent.conf': '-rw-r--r--',
       '/etc/wcf-agent/config.json': '-rw-------',
-      '/usr/share/doc/wcf-agent/README.md': '-rw-r--r--',
+      ...Object.fromEntries(DOC_FILES.map((f) => [`/usr/share/doc/wcf-agent/${f}`, '-rw-r--r--'])),
+      ...Object.fromEntries(Object.values(COMPLETION_FILES).map((f) => [`/${f}`, '-rw-r--r--'])),
       '/usr/share/doc/wcf-agent/copyright': '-rw-r--r--',
       '/usr/share/doc/wcf-agent/changelog.gz': '-rw-r--r--',
       '/usr/share/lintian/overrides/wcf-agent': '-rw-r--r--',
@@ -119,11 +126,37 @@ describe('build-deb.sh', () => {
       await ok('sh', ['-n', join(x, 'DEBIAN', s)]);
     }
     const sums = readFileSync(join(x, 'DEBIAN/md5sums'), 'utf8').trim().split('\n');
-    expect(sums.length).toBe(9); // every file but the conffile
+    // Every file but the conffile: binary, unit, tmpfiles, copyright, changelog, lintian, 2 man pages, the docs, the completions.
+    expect(sums.length).toBe(8 + DOC_FILES.length + Object.keys(COMPLETION_FILES).length);
     for (const line of sums) {
       const [sum, path] = line.split(/\s+/);
       expect(createHash('md5').update(readFileSync(join(x, path!))).digest('hex'), path).toBe(sum);
     }
+  });
+});
+
+describe('what the package documents', () => {
+  it('installs what README.md links to: every link of the installed pages resolves on the host', async () => {
+    const x = join(work, 'extracted-docs');
+    await ok('dpkg-deb', ['-x', deb, x]);
+    const doc = join(x, 'usr/share/doc/wcf-agent');
+    const pages = DOC_FILES.filter((f) => f.endsWith('.md'));
+    expect(pages.length).toBeGreaterThan(5);
+    expect(brokenLinksIn(pages, doc)).toEqual([]);
+  });
+
+  it('installs the shell completions the program writes, where each shell loads them', async () => {
+    const x = join(work, 'extracted-completions');
+    await ok('dpkg-deb', ['-x', deb, x]);
+    for (const [shell, file] of Object.entries(COMPLETION_FILES)) {
+      expect(readFileSync(join(x, file), 'utf8'), file).toBe((await run(process.execPath, [join(ROOT, 'dist/cli.js'), 'completion', shell])).stdout + '\n');
+    }
+  });
+
+  it('postinst tells to check the config as the README does: check-config, doctor, plan', () => {
+    const postinst = readFileSync(join(ROOT, 'packaging/deb/postinst'), 'utf8');
+    expect(postinst).toMatch(/wcf-agent check-config && wcf-agent doctor && wcf-agent plan/);
+    expect(postinst).not.toMatch(/echo "  wcf-agent plan --config/);
   });
 });
 

@@ -7,6 +7,9 @@ import { chmodSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, st
 import { join, relative } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ROOT, modeOf, octal, run, runScript, tempDir } from '../../helpers/packaging.js';
+import { brokenLinksIn } from '../../helpers/doc-links.js';
+import { COMPLETION_FILES } from '../../../src/cli/completion/index.js';
+import { DOC_FILES } from './doc-files.js';
 
 let work: string;
 let fakeBin: string;
@@ -75,9 +78,10 @@ describe('install.sh (DESTDIR)', () => {
         'lib/systemd/system/wcf-agent.service',
         'usr/bin/wcf-agent',
         'usr/lib/tmpfiles.d/wcf-agent.conf',
-        'usr/share/doc/wcf-agent/README.md',
+        ...DOC_FILES.map((f) => `usr/share/doc/wcf-agent/${f}`),
         'usr/share/man/man5/wcf-agent.json.5.gz',
         'usr/share/man/man8/wcf-agent.8.gz',
+        ...Object.values(COMPLETION_FILES),
       ].sort(),
     );
     expect(octal(modeOf(join(dest, 'usr/share/doc/wcf-agent/README.md')))).toBe('0644');
@@ -85,9 +89,10 @@ describe('install.sh (DESTDIR)', () => {
       expect(octal(modeOf(join(dest, page))), page).toBe('0644');
     }
 
-    // Next steps name what to edit and what to run; nothing was started.
+    // Next steps name what to edit and what to run (the README's three checks, in its order); nothing was started.
     expect(r.stdout).toMatch(/agid, base_url and token/);
-    expect(r.stdout).toMatch(/wcf-agent plan/);
+    expect(r.stdout).toMatch(/\/usr\/bin\/wcf-agent check-config && \/usr\/bin\/wcf-agent doctor && \/usr\/bin\/wcf-agent plan/);
+    expect(readFileSync(join(ROOT, 'README.md'), 'utf8')).toMatch(/wcf-agent check-config[^\n]*\n[^\n]*wcf-agent doctor[^\n]*\n[^\n]*wcf-agent plan/);
     expect(r.stdout).toMatch(/systemctl enable --now wcf-agent/);
     expect(r.stdout).toMatch(/nothing was reloaded or started/);
   });
@@ -231,6 +236,24 @@ describe('install.sh (DESTDIR)', () => {
       expect(existsSync(join(dest, `usr/share/man/man${section}/${name}.${section}.gz`)), `${ref} (Documentation=) not installed`).toBe(true);
     }
     expect(readFileSync(join(dest, 'usr/share/doc/wcf-agent/README.md'), 'utf8')).toBe(readFileSync(join(ROOT, 'README.md'), 'utf8'));
+  });
+
+  it('installs what README.md links to: every link of the installed pages resolves on the host', async () => {
+    const dest = join(work, 'doc-links');
+    expect((await install(dest, '--binary', fakeBin)).exitCode).toBe(0);
+    const doc = join(dest, 'usr/share/doc/wcf-agent');
+    const pages = DOC_FILES.filter((f) => f.endsWith('.md'));
+    expect(pages).toContain('docs/configuration.md');
+    expect(brokenLinksIn(pages, doc)).toEqual([]);
+  });
+
+  it('installs the shell completions the program writes (wcf-agent completion SHELL)', async () => {
+    const dest = join(work, 'completions');
+    expect((await install(dest, '--binary', fakeBin)).exitCode).toBe(0);
+    for (const [shell, file] of Object.entries(COMPLETION_FILES)) {
+      expect(octal(modeOf(join(dest, file))), file).toBe('0644');
+      expect(readFileSync(join(dest, file), 'utf8'), file).toBe((await run(process.execPath, [join(ROOT, 'dist/cli.js'), 'completion', shell])).stdout + '\n');
+    }
   });
 });
 

@@ -42,3 +42,39 @@ describe('progress line', () => {
     expect(s.writes).toEqual([]);
   });
 });
+
+describe('connecting line', () => {
+  it('says where it connects once the wait is noticeable, then each failed attempt and why, until the API answers', () => {
+    const s = stream(true);
+    let t = 0;
+    const p = createProgress({ stream: s, delayMs: 300, tickMs: 0, now: () => t });
+    const client: { onRequest: ((i: { route: string; method: string; status?: number; error?: string; durationMs: number }) => void) | undefined } = { onRequest: undefined };
+    p.connecting('api.example.net:443', client);
+    t = 2500;
+    client.onRequest!({ route: '/feedback', method: 'GET', error: 'GET /feedback: DNS lookup of api.example.net failed: getaddrinfo EAI_AGAIN', durationMs: 2500 });
+    t = 4000;
+    client.onRequest!({ route: '/feedback', method: 'GET', status: 200, durationMs: 10 });
+    // Answered: no more connecting line; the pull's line takes over.
+    client.onRequest!({ route: '/ips', method: 'GET', error: 'later', durationMs: 1 });
+    p.onProgress!('feed', 1, 1000);
+    p.done();
+    expect(s.writes).toEqual([
+      '\rconnecting to api.example.net:443: 2s; 1 attempt failed, the last: GET /feedback: DNS lookup of api.example.net failed: getaddrinfo EAI_AGAIN\x1b[K\r',
+      '\rpulling feed: 1 page, 1,000 items\x1b[K\r',
+      '\r\x1b[K',
+    ]);
+  });
+
+  it('keeps the observer the client had, and draws nothing off a TTY', () => {
+    const seen: string[] = [];
+    const client = { onRequest: (i: { route: string }) => void seen.push(i.route) } as { onRequest: ((i: { route: string; method: string; durationMs: number }) => void) | undefined };
+    createProgress({ stream: stream(true), tickMs: 0 }).connecting('x:1', client);
+    client.onRequest!({ route: '/version', method: 'GET', durationMs: 1 });
+    expect(seen).toEqual(['/version']);
+    const off = stream(false);
+    const quiet = createProgress({ stream: off });
+    const c2 = { onRequest: undefined };
+    quiet.connecting('x:1', c2);
+    expect(c2.onRequest).toBeUndefined();
+  });
+});

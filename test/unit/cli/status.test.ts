@@ -143,6 +143,22 @@ describe('enforcing, from what the kernel holds', () => {
     ],
     ['unreadable', { firewall: { plugin: 'nftables', objects: [{ what: 'nft table inet wcf_agent', state: 'unreadable', error: 'Operation not permitted' }], entries: null } }, true, { enforcing: null, why: 'cannot read nft table inet wcf_agent (Operation not permitted)' }],
     [
+      'several objects unreadable for one reason: the reason said once, after their names',
+      {
+        firewall: {
+          plugin: 'nftables',
+          objects: [
+            { what: 'nft table inet wcf_agent', state: 'unreadable', error: 'cache initialization failed' },
+            { what: 'nft set inet wcf_agent s', state: 'unreadable', error: 'cache initialization failed' },
+            { what: 'nft chain inet wcf_agent input', state: 'unreadable', error: 'timed out' },
+          ],
+          entries: null,
+        },
+      },
+      true,
+      { enforcing: null, why: 'cannot read nft table inet wcf_agent, nft set inet wcf_agent s (cache initialization failed); nft chain inet wcf_agent input (timed out)' },
+    ],
+    [
       'an object under the agent\'s name that it did not create',
       { firewall: { plugin: 'nftables', objects: [{ what: 'nft table inet myfw', state: 'foreign', error: 'no marker' }], entries: null } },
       true,

@@ -86,7 +86,7 @@ describe('config loading', () => {
   });
 
   it('requires token or token_file, not both', () => {
-    expect(problems({ agid: 'a', base_url: base.base_url })).toEqual(['token: one of token or token_file is required']);
+    expect(problems({ agid: 'a', base_url: base.base_url })).toEqual([expect.stringMatching(/^token: missing: the API token from the platform's agent page, as token, or in a file of its own named by token_file/)]);
     expect(problems({ ...base, token_file: '/x' })).toEqual(['token_file: give token or token_file, not both']);
   });
 
