@@ -57,7 +57,7 @@ function setSize(ns: string, family: string, table: string, set: string): number
 }
 
 /** Where one enforcer keeps its entries: the agent splits them between a set of addresses and a set of networks. */
-interface KernelSets {
+export interface KernelSets {
   ns: string;
   family: string;
   table: string;
@@ -77,7 +77,7 @@ const PROGRESS_EVERY_MS = 30_000;
  * known yet). Fails loudly with what the sets hold when the enforcer exits, when `failed()`
  * gives a reason (its first cycle failed), or when the deadline passes.
  */
-async function untilSets(o: { who: string; kernel: KernelSets; want: () => number | undefined; failed?: () => Error | undefined; t0: number; pollMs: number; deadlineMs: number; alive: () => boolean }): Promise<number> {
+export async function untilSets(o: { who: string; kernel: KernelSets; want: () => number | undefined; failed?: () => Error | undefined; t0: number; pollMs: number; deadlineMs: number; alive: () => boolean }): Promise<number> {
   const seen: { at: number; n: number }[] = [];
   let toldAt = 0;
   const name = waitName(o.who, o.kernel);
