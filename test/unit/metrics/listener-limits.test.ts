@@ -76,14 +76,14 @@ describe('metrics listener bounds', () => {
   });
 
   it('closes a silent connection at the headers deadline with 408', async () => {
-    const { port } = await start({ headersTimeoutMs: 300, requestTimeoutMs: 600, checkEveryMs: 50 });
+    const { port } = await start({ headersTimeoutMs: 300, requestTimeoutMs: 10_000, checkEveryMs: 50 });
     const c = await open(port);
     await closedWithin(c, 3000, 'the silent connection to be closed');
     expect(c.received).toMatch(/^HTTP\/1\.1 408 /);
   });
 
   it('cuts a slowloris client (a header byte every 50 ms, never the end of the headers) at the headers deadline', async () => {
-    const { port } = await start({ headersTimeoutMs: 400, requestTimeoutMs: 800, checkEveryMs: 50 });
+    const { port } = await start({ headersTimeoutMs: 400, requestTimeoutMs: 10_000, checkEveryMs: 50 });
     const c = await open(port);
     c.socket.write('GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ');
     const drip = setInterval(() => c.socket.writable && c.socket.write('a'), 50);
@@ -93,6 +93,20 @@ describe('metrics listener bounds', () => {
       clearInterval(drip);
     }
     expect(c.received).toMatch(/^HTTP\/1\.1 408 /);
+  });
+
+  it('cuts a request whose body trickles in (a byte every 50 ms) at the request deadline', async () => {
+    // Answered at once (the listener reads no body), then the trickle goes on until the deadline.
+    const { port } = await start({ headersTimeoutMs: 300, requestTimeoutMs: 500, checkEveryMs: 50 });
+    const c = await open(port);
+    c.socket.write('POST /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1000\r\n\r\n');
+    const drip = setInterval(() => c.socket.writable && c.socket.write('a'), 50);
+    try {
+      await closedWithin(c, 3000, 'the slow request to be cut');
+    } finally {
+      clearInterval(drip);
+    }
+    expect(c.received).toMatch(/^HTTP\/1\.1 405 /);
   });
 
   it('closes a kept-alive connection idle after its answer at the keep-alive deadline', async () => {
