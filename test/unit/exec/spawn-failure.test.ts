@@ -33,7 +33,7 @@ const script = (runUrl: string, firewallUrl: string) => `
   try { for (;;) held.push(openSync('/dev/null', 'r')); } catch (e) { if (e.code !== 'EMFILE') throw e; }
   const out = { held: held.length };
   out.run = await runCommand(['true'], opts).then(() => ({ name: 'ok', message: '' }), show);
-  out.firewall = await createRunner().run('nft', ['list', 'tables']).then(() => ({ name: 'ok', message: '' }), show);
+  out.firewall = await createRunner().run('nft', ['--version']).then(() => ({ name: 'ok', message: '' }), show);
   for (const fd of held.splice(0, 10)) closeSync(fd);
   out.after = await runCommand(['echo', 'back'], opts).then((r) => r.stdout, show);
   console.log(JSON.stringify(out));
@@ -51,7 +51,7 @@ describe('runCommand when the child cannot be started', () => {
     expect(out.held).toBeGreaterThan(0);
     expect(out.run).toEqual({ name: 'CommandFailure', reason: 'spawn', message: 'true: could not be started: the agent has too many open files (EMFILE)' });
     expect(out.firewall).toMatchObject({ name: 'FirewallError', code: 'WCF_ERR_FIREWALL' });
-    expect(out.firewall.message).toBe('command failed: nft list tables: nft: could not be started: the agent has too many open files (EMFILE)');
+    expect(out.firewall.message).toBe('command failed: nft --version: nft: could not be started: the agent has too many open files (EMFILE)');
     expect(out.after).toBe('back\n');
   });
 
