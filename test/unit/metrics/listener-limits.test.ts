@@ -59,6 +59,17 @@ async function open(port: number): Promise<Client> {
 
 const closedWithin = (c: Client, ms: number, what: string) => waitFor(() => c.closed, what, ms, 20);
 
+/** Sends `head`, then a byte every 50 ms until the server closes the connection (3 s at most). */
+async function trickle(c: Client, head: string, what: string): Promise<void> {
+  c.socket.write(head);
+  const drip = setInterval(() => c.socket.writable && c.socket.write('a'), 50);
+  try {
+    await closedWithin(c, 3000, what);
+  } finally {
+    clearInterval(drip);
+  }
+}
+
 describe('metrics listener bounds', () => {
   it('holds at most maxConnections: the ones past it are closed on accept, counted in a warning, and a new client is served once one leaves', async () => {
     const { port, url } = await start({ maxConnections: 4 });
@@ -85,13 +96,7 @@ describe('metrics listener bounds', () => {
   it('cuts a slowloris client (a header byte every 50 ms, never the end of the headers) at the headers deadline', async () => {
     const { port } = await start({ headersTimeoutMs: 400, requestTimeoutMs: 10_000, checkEveryMs: 50 });
     const c = await open(port);
-    c.socket.write('GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ');
-    const drip = setInterval(() => c.socket.writable && c.socket.write('a'), 50);
-    try {
-      await closedWithin(c, 3000, 'the slow client to be cut');
-    } finally {
-      clearInterval(drip);
-    }
+    await trickle(c, 'GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ', 'the slow client to be cut');
     expect(c.received).toMatch(/^HTTP\/1\.1 408 /);
   });
 
@@ -99,13 +104,7 @@ describe('metrics listener bounds', () => {
     // Answered at once (the listener reads no body), then the trickle goes on until the deadline.
     const { port } = await start({ headersTimeoutMs: 300, requestTimeoutMs: 500, checkEveryMs: 50 });
     const c = await open(port);
-    c.socket.write('POST /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1000\r\n\r\n');
-    const drip = setInterval(() => c.socket.writable && c.socket.write('a'), 50);
-    try {
-      await closedWithin(c, 3000, 'the slow request to be cut');
-    } finally {
-      clearInterval(drip);
-    }
+    await trickle(c, 'POST /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1000\r\n\r\n', 'the slow request to be cut');
     expect(c.received).toMatch(/^HTTP\/1\.1 405 /);
   });
 
