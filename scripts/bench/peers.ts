@@ -6,7 +6,10 @@
  * config `netns`), CrowdSec's LAPI and bouncer on their namespace's loopback.
  *
  * For each run and side: time from the enforcer's process start until all N are in its kernel
- * set (the set listed every `pollMs`), and its peak RSS (VmHWM from /proc) at that moment.
+ * sets (listed every `pollMs`; the agent keeps addresses and networks in two sets, CrowdSec in
+ * one), and its peak RSS (VmHWM from /proc) at that moment. A side that has not got there by
+ * its deadline (peerDeadlineMs), whose enforcer exits, or whose first cycle fails, fails the
+ * run with what its sets hold; a slow side says where it stands every 30 s.
  *
  * The N entries: the simulator's data with its clock a month ahead and score_threshold 1, so
  * the agent selects every indicator (see daemon.ts); what it applied (applied-nftables.json) is
@@ -37,7 +40,7 @@ export interface PeerFigure {
   median: PeerRun;
 }
 
-/** Elements of a named nftables set in a namespace (one `nft list set`). */
+/** Elements of a named nftables set in a namespace (one `nft list set`); 0 while it does not exist. */
 function setSize(ns: string, family: string, table: string, set: string): number {
   let out: string;
   try {
@@ -53,39 +56,73 @@ function setSize(ns: string, family: string, table: string, set: string): number
   return n;
 }
 
+/** Where one enforcer keeps its entries: the agent splits them between a set of addresses and a set of networks. */
+export interface KernelSets {
+  ns: string;
+  family: string;
+  table: string;
+  sets: readonly string[];
+}
+
+const kernelCount = (k: KernelSets) => k.sets.reduce((n, set) => n + setSize(k.ns, k.family, k.table, set), 0);
+
+/** What a wait was for, for its messages: `wcf-agent 10000 (wcf_agent: wcf-blocklist + wcf-blocklist-net)`. */
+const waitName = (who: string, k: KernelSets) => `${who} (${k.table}: ${k.sets.join(' + ')})`;
+
+/** A wait that says where it stands this often, so a slow side never runs silent. */
+const PROGRESS_EVERY_MS = 30_000;
+
 /**
- * Polls until the set holds `want()` elements (undefined while not known yet); the time of
- * the first poll that saw that many.
+ * The time of the first poll that saw `want()` elements across the sets (undefined while not
+ * known yet). Fails loudly with what the sets hold when the enforcer exits, when `failed()`
+ * gives a reason (its first cycle failed), or when the deadline passes.
  */
-async function untilSet(o: { ns: string; family: string; table: string; set: string; want: () => number | undefined; t0: number; pollMs: number; deadlineMs: number; alive: () => boolean }): Promise<number> {
+export async function untilSets(o: { who: string; kernel: KernelSets; want: () => number | undefined; failed?: () => Error | undefined; t0: number; pollMs: number; deadlineMs: number; alive: () => boolean }): Promise<number> {
   const seen: { at: number; n: number }[] = [];
+  let toldAt = 0;
+  const name = waitName(o.who, o.kernel);
   for (;;) {
-    const n = setSize(o.ns, o.family, o.table, o.set);
+    const n = kernelCount(o.kernel);
     const at = performance.now() - o.t0;
     seen.push({ at, n });
     const want = o.want();
     if (want !== undefined && n >= want) return seen.find((s) => s.n >= want)!.at;
-    if (!o.alive()) throw new Error(`${o.table}: the enforcer exited with ${n} of ${want ?? '?'} in its set`);
-    if (at > o.deadlineMs) throw new Error(`${o.table}: ${n} of ${want ?? '?'} in the set after ${Math.round(at / 1000)} s`);
+    const where = `${n} of ${want ?? '?'} in the sets after ${Math.round(at / 1000)} s`;
+    const failure = o.failed?.();
+    if (failure) throw new Error(`${name}: ${failure.message}; ${where}`);
+    if (!o.alive()) throw new Error(`${name}: the enforcer exited; ${where}`);
+    if (at > o.deadlineMs) throw new Error(`${name}: deadline of ${Math.round(o.deadlineMs / 1000)} s passed; ${where}`);
+    if (at - toldAt >= PROGRESS_EVERY_MS) {
+      toldAt = at;
+      if (at > 0) log(`peers ${name}: ${where}`);
+    }
     await new Promise((r) => setTimeout(r, o.pollMs));
   }
+}
+
+/**
+ * How long one side may take before the run fails: two minutes plus 10 ms an entry (10k: 220 s;
+ * 100k: 19 min, where Debian 12's bouncer took up to 7.1 min here).
+ */
+export function peerDeadlineMs(size: number): number {
+  return 120_000 + 10 * size;
 }
 
 export interface PeerOptions {
   sizes: readonly number[];
   runs: number;
   agent: AgentForm;
-  /** Give up on one side after this long (CrowdSec 0.0.25 takes minutes at 100k). */
+  /** Give up on one side after this long (default peerDeadlineMs(size): CrowdSec 0.0.25 takes minutes at 100k). */
   deadlineMs?: number;
 }
 
 export async function benchPeers(o: PeerOptions): Promise<PeerFigure[]> {
   const pkg = crowdsecPackages();
-  const deadlineMs = o.deadlineMs ?? 1_800_000;
   const figures: PeerFigure[] = [];
   const agentVersion = JSON.parse(readFileSync(join(import.meta.dirname, '../../package.json'), 'utf8')).version as string;
   for (const size of o.sizes) {
     const pollMs = size > 20_000 ? 500 : 100;
+    const deadlineMs = o.deadlineMs ?? peerDeadlineMs(size);
     const sim = await startSimulatorProcess(size, 1, Math.floor(Date.now() / 1000) + 30 * 86_400);
     const dir = mkdtempSync(join(tmpdir(), 'wcf-bench-peers-'));
     const ns = `wcfpeer-wcf-${process.pid}`;
@@ -106,13 +143,24 @@ export async function benchPeers(o: PeerOptions): Promise<PeerFigure[]> {
         const t0 = performance.now();
         const d = startDaemon(o.agent, configPath, 60_000);
         try {
-          // Every indicator is selected but a few (allow decisions): N is what the first cycle applied.
+          // Every indicator is selected but a few (allow decisions). The kernel's count once the first
+          // cycle is done is final: it is N (the applied entries, overlaps resolved, across both sets).
+          const kernel: KernelSets = { ns, family: 'inet', table: 'wcf_agent', sets: ['wcf-blocklist', 'wcf-blocklist-net'] };
           let applied: number | undefined;
-          void d.nextCycle().then((c) => (applied = c.applied), () => undefined);
-          const readyMs = await untilSet({ ns, family: 'inet', table: 'wcf_agent', set: 'wcf-blocklist', want: () => applied, t0, pollMs, deadlineMs, alive: () => d.child.exitCode === null });
+          let inKernel: number | undefined;
+          let failed: Error | undefined;
+          void d.nextCycle().then(
+            (c) => {
+              applied = c.applied;
+              inKernel = kernelCount(kernel);
+            },
+            (err: Error) => (failed = err),
+          );
+          const readyMs = await untilSets({ who: `wcf-agent ${size}`, kernel, want: () => inKernel, failed: () => failed, t0, pollMs, deadlineMs, alive: () => d.child.exitCode === null });
+          if (!inKernel) throw new Error(`${waitName(`wcf-agent ${size}`, kernel)}: the first cycle applied ${applied} entries and the sets hold none`);
           const run = { readyMs, peakMB: procMemory(d.child.pid!).hwmMB };
           wcf.push(run);
-          log(`peers wcf-agent ${size}: ${applied} in the set after ${run.readyMs.toFixed(0)} ms, peak RSS ${run.peakMB.toFixed(0)} MB`);
+          log(`peers wcf-agent ${size}: ${applied} applied, ${inKernel} in the sets after ${run.readyMs.toFixed(0)} ms, peak RSS ${run.peakMB.toFixed(0)} MB`);
         } finally {
           await d.stop();
         }
@@ -128,7 +176,8 @@ export async function benchPeers(o: PeerOptions): Promise<PeerFigure[]> {
         try {
           const t0 = performance.now();
           const b = run.bouncer;
-          const readyMs = await untilSet({ ns: run.ns, family: 'ip', table: 'crowdsec', set: 'crowdsec-blacklists', want: () => want, t0, pollMs, deadlineMs, alive: () => b.exitCode === null });
+          const kernel: KernelSets = { ns: run.ns, family: 'ip', table: 'crowdsec', sets: ['crowdsec-blacklists'] };
+          const readyMs = await untilSets({ who: `crowdsec ${size}`, kernel, want: () => want, t0, pollMs, deadlineMs, alive: () => b.exitCode === null });
           const r = { readyMs, peakMB: procMemory(b.pid!).hwmMB };
           cs.push(r);
           log(`peers crowdsec ${size}: ${want} in the set after ${r.readyMs.toFixed(0)} ms, peak RSS ${r.peakMB.toFixed(0)} MB`);

@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { childExited, deathSignalWrapper, rememberChild, trackRead } from './children.js';
 
 /**
@@ -111,6 +111,23 @@ function feed(stdin: NodeJS.WritableStream, input: string | Buffer | undefined):
   writeMore();
 }
 
+/** What a failed start means, for the errors a host under pressure gives (the code stays in the message). */
+const START_ERRORS: Readonly<Record<string, string>> = {
+  EMFILE: 'the agent has too many open files',
+  ENFILE: 'the host has too many open files',
+  EAGAIN: 'no process can be created now (process or memory limit)',
+  ENOMEM: 'out of memory',
+  E2BIG: 'its arguments are too long',
+};
+
+/** A child that could not be started, as a failed command: ENOENT is a missing tool, anything else a failed start. */
+function startFailure(name: string, err: unknown): CommandFailure {
+  const code = (err as NodeJS.ErrnoException).code;
+  if (code === 'ENOENT') return new CommandFailure(`${name}: ${(err as Error).message}`, { reason: 'not-found', cause: err });
+  const why = code && START_ERRORS[code] ? `${START_ERRORS[code]} (${code})` : (err as Error).message;
+  return new CommandFailure(`${name}: could not be started: ${why}`, { reason: 'spawn', cause: err });
+}
+
 /** setpriv's exit code and message when the tool it was to run cannot be executed. */
 const WRAPPED_NOT_FOUND = /^setpriv: failed to execute/m;
 
@@ -133,12 +150,34 @@ export function runCommand(argv: readonly string[], options: RunCommandOptions):
     let overflowed = false;
     let settled = false;
     let killTimer: NodeJS.Timeout | undefined;
-    const child = spawn(file, args, {
-      shell: false,
-      // Three pipes always (the streams below are never null); fd 3 only when asked for.
-      stdio: options.passFd === undefined ? ['pipe', 'pipe', 'pipe'] : ['pipe', 'pipe', 'pipe', options.passFd],
-      env: { ...process.env, ...options.env },
+    let child: ChildProcess;
+    try {
+      child = spawn(file, args, {
+        shell: false,
+        // Three pipes always; fd 3 only when asked for.
+        stdio: options.passFd === undefined ? ['pipe', 'pipe', 'pipe'] : ['pipe', 'pipe', 'pipe', options.passFd],
+        env: { ...process.env, ...options.env },
+      });
+    } catch (err) {
+      // Node throws for some failures (ENOMEM, E2BIG) instead of emitting 'error'.
+      reject(startFailure(argv[0]!, err));
+      return;
+    }
+    // First of all: a failed start (EMFILE, EAGAIN, ENOENT) is emitted as 'error' on the next
+    // tick, and an 'error' nobody listens to is an uncaught exception that ends the daemon. Once
+    // the child runs, an 'error' is only a failed kill of an exited child: 'close' tells the outcome.
+    child.on('error', (err: NodeJS.ErrnoException) => {
+      if (child.pid === undefined) reject(startFailure(argv[0]!, err));
     });
+    const { stdin, stdout: outStream, stderr: errStream } = child;
+    // Out of descriptors Node gives up before it creates the pipes: no process and no streams;
+    // the 'error' above settles the run.
+    if (child.pid === undefined) return;
+    if (!stdin || !outStream || !errStream) {
+      child.kill('SIGKILL');
+      reject(new CommandFailure(`${argv[0]}: started without its pipes`, { reason: 'spawn' }));
+      return;
+    }
     rememberChild(child.pid);
     const kill = (): void => {
       child.kill('SIGTERM');
@@ -159,8 +198,8 @@ export function runCommand(argv: readonly string[], options: RunCommandOptions):
       overflowed = true;
       kill();
     };
-    const stdout = collect(child.stdout!, options.maxBuffer, onOverflow);
-    const stderr = collect(child.stderr!, options.maxBuffer, onOverflow);
+    const stdout = collect(outStream, options.maxBuffer, onOverflow);
+    const stderr = collect(errStream, options.maxBuffer, onOverflow);
     const finish = (outcome: CommandOutput | CommandFailure): void => {
       if (settled) return;
       settled = true;
@@ -170,12 +209,6 @@ export function runCommand(argv: readonly string[], options: RunCommandOptions):
       if (outcome instanceof CommandFailure) reject(outcome);
       else resolve(outcome);
     };
-    child.on('error', (err: NodeJS.ErrnoException) => {
-      // Only a failed spawn reaches here before 'close' (a failed kill of an exited child is harmless).
-      if (child.pid !== undefined) return;
-      const reason: FailureReason = err.code === 'ENOENT' ? 'not-found' : 'spawn';
-      finish(new CommandFailure(`${argv[0]}: ${err.message}`, { reason, cause: err }));
-    });
     child.on('close', (exitCode, signal) => {
       childExited(child.pid);
       const out = { stdout: stdout(), stderr: stderr() };
@@ -187,6 +220,6 @@ export function runCommand(argv: readonly string[], options: RunCommandOptions):
       else if (exitCode !== null) finish(new CommandFailure(`exit code ${exitCode}`, { reason: 'exit', exitCode, ...out }));
       else finish(new CommandFailure(`killed by ${signal ?? 'a signal'}`, { reason: 'signal', signal, ...out }));
     });
-    if (child.pid !== undefined) feed(child.stdin!, options.input);
+    feed(stdin, options.input);
   });
 }

@@ -136,18 +136,30 @@ export class NftMonitor {
     // Under the same wrapper as every other tool: it dies with the agent, even on SIGKILL.
     const argv = wrapForDeath([...netnsPrefix(this.opts.netns), ...(source.xtables ? source.argv : ['nft', 'monitor'])]);
     const started = Date.now();
-    const child = spawn(argv[0]!, argv.slice(1), { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, LC_ALL: 'C' } });
+    let child: ChildProcess;
+    try {
+      child = spawn(argv[0]!, argv.slice(1), { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, LC_ALL: 'C' } });
+    } catch (err) {
+      // Node throws for some failed starts (ENOMEM) instead of emitting 'error': try again later, as after a death.
+      this.opts.logger.warn({ restartInMs: this.restartMs }, `nft monitor could not be started (${(err as Error).message}); restarting it, periodic checks cover the gap`);
+      this.opts.onState?.(false);
+      this.restartTimer = setTimeout(() => this.spawn(), this.restartMs);
+      this.restartMs = Math.min(RESTART_MAX_MS, this.restartMs * 2);
+      return;
+    }
     this.child = child;
-    let stderr = '';
-    child.stderr?.on('data', (d: Buffer) => {
-      if (stderr.length < 1000) stderr += d.toString('utf8');
-    });
-    createInterface({ input: child.stdout! }).on('line', (line) => this.onLine(reader, line));
-    if (child.pid !== undefined) this.opts.onState?.(true);
+    // Listened to first: a failed start (EMFILE) is an 'error' on the next tick, fatal with no listener;
+    // it leaves no pipes, and 'close' follows it (handled below like a death).
     let spawnError: NodeJS.ErrnoException | undefined;
     child.on('error', (err: NodeJS.ErrnoException) => {
       spawnError = err;
     });
+    let stderr = '';
+    child.stderr?.on('data', (d: Buffer) => {
+      if (stderr.length < 1000) stderr += d.toString('utf8');
+    });
+    if (child.stdout) createInterface({ input: child.stdout }).on('line', (line) => this.onLine(reader, line));
+    if (child.pid !== undefined) this.opts.onState?.(true);
     // 'close': the process has ended and its pipes are drained (also after a failed spawn).
     child.on('close', (code: number | null, signal: NodeJS.Signals | null) => {
       if (this.child === child) this.child = undefined;

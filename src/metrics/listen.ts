@@ -53,3 +53,35 @@ export function parseListen(value: string): ListenAddress {
   if (host !== 'localhost' && !isIPv4(host) && !isIPv6(host)) throw problem(value, 'has a host that is not an IP address or localhost');
   return { host, port: Number(portText), loopback: isLoopbackHost(host), explicitHost };
 }
+
+/**
+ * The listener's own bounds. It is reachable by every local user (and, in the DaemonSet, by
+ * every hostNetwork pod), so what a connection may cost is the agent's decision, not the
+ * Node version's: each open connection costs the agent about 8 KB, and without a cap 12,000
+ * silent ones added 100 MB. Prometheus keeps one connection per target and the kubelet opens
+ * one per probe, so 64 is many times what honest clients hold at once; past it a new
+ * connection is closed as soon as it is accepted. Stated in docs/daemon.md (Metrics).
+ */
+export interface ListenerLimits {
+  /** Open connections at most; one more is closed on accept. */
+  readonly maxConnections: number;
+  /** A request's headers must be complete this long after it began (or after the connection opened): silent and slow-header clients get 408 and are closed. */
+  readonly headersTimeoutMs: number;
+  /** A whole request must have arrived within this. */
+  readonly requestTimeoutMs: number;
+  /** An idle kept-alive connection is closed this long after its last answer. */
+  readonly keepAliveTimeoutMs: number;
+  /** A connection on which no byte moves either way for this long is destroyed (a client that stopped reading, or vanished). */
+  readonly idleTimeoutMs: number;
+  /** How often the header and request deadlines are checked (Node's default is 30 s, which let a silent connection live up to 35 s). */
+  readonly checkEveryMs: number;
+}
+
+export const LISTENER_LIMITS: ListenerLimits = Object.freeze({
+  maxConnections: 64,
+  headersTimeoutMs: 5_000,
+  requestTimeoutMs: 10_000,
+  keepAliveTimeoutMs: 5_000,
+  idleTimeoutMs: 15_000,
+  checkEveryMs: 1_000,
+});

@@ -1,8 +1,8 @@
-import type { Server } from 'node:http';
+import type { Server, ServerOptions } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Registry } from 'prom-client';
 import type { Logger } from '../log.js';
-import type { ListenAddress } from './listen.js';
+import { LISTENER_LIMITS, type ListenAddress, type ListenerLimits } from './listen.js';
 
 /** The daemon's probes: /healthz (alive) and /readyz (enforcing). */
 export interface HealthProbes {
@@ -23,9 +23,15 @@ export interface MetricsServer {
  * `health`, `GET /healthz` and `/readyz`: 200 or 503 with a one-line reason (for
  * Kubernetes' probes). Everything else is 404/405. Read-only: nothing here changes the agent.
  */
-export async function startMetricsServer(listen: ListenAddress, registry: Registry, logger: Logger, health?: HealthProbes): Promise<MetricsServer> {
+export async function startMetricsServer(
+  listen: ListenAddress,
+  registry: Registry,
+  logger: Logger,
+  health?: HealthProbes,
+  limits: ListenerLimits = LISTENER_LIMITS,
+): Promise<MetricsServer> {
   // node:http as CommonJS exports, not an ES import: see src/api/http.ts.
-  const server: Server = process.getBuiltinModule('node:http').createServer((req, res) => {
+  const server: Server = process.getBuiltinModule('node:http').createServer(serverOptions(limits), (req, res) => {
     const path = (req.url ?? '/').split('?')[0];
     const probe = health && (path === '/healthz' || path === '/readyz') ? path : undefined;
     if (path !== '/metrics' && !probe) {
@@ -55,9 +61,7 @@ export async function startMetricsServer(listen: ListenAddress, registry: Regist
       },
     );
   });
-  server.requestTimeout = 10_000;
-  server.headersTimeout = 5_000;
-  server.keepAliveTimeout = 5_000;
+  boundConnections(server, limits, logger);
 
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -66,7 +70,8 @@ export async function startMetricsServer(listen: ListenAddress, registry: Regist
       resolve();
     });
   });
-  server.on('error', (err) => logger.warn(`metrics server error: ${err.message}`));
+  // Out of descriptors every accept fails (EMFILE) and says so: once a minute is enough.
+  server.on('error', throttled((n, err: Error) => logger.warn({ count: n }, `metrics server error: ${err.message}${n > 1 ? ` (${n} times since the last line)` : ''}`)));
   const addr = server.address() as AddressInfo;
   const host = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
   const url = `http://${host}:${addr.port}/metrics`;
@@ -78,4 +83,47 @@ export async function startMetricsServer(listen: ListenAddress, registry: Regist
         server.closeAllConnections();
       }),
   };
+}
+
+/** The deadlines node:http takes only when the server is created (the checking interval cannot be changed later). */
+function serverOptions(limits: ListenerLimits): ServerOptions {
+  return {
+    headersTimeout: limits.headersTimeoutMs,
+    requestTimeout: limits.requestTimeoutMs,
+    keepAliveTimeout: limits.keepAliveTimeoutMs,
+    connectionsCheckingInterval: limits.checkEveryMs,
+  };
+}
+
+/** A listener event repeated by a flood is logged at most this often (a flood of the port must not flood the journal too). */
+const LOG_EVERY_MS = 60_000;
+
+/** Calls `log` for the first event and then at most once per LOG_EVERY_MS, with the count since its last call and the latest event. */
+function throttled<T>(log: (count: number, latest: T) => void): (latest: T) => void {
+  let count = 0;
+  let loggedAt = -Infinity;
+  return (latest) => {
+    count++;
+    const now = performance.now();
+    if (now - loggedAt < LOG_EVERY_MS) return;
+    log(count, latest);
+    count = 0;
+    loggedAt = now;
+  };
+}
+
+/** The cap on open connections and the idle deadline, with refusals logged. */
+function boundConnections(server: Server, limits: ListenerLimits, logger: Logger): void {
+  server.maxConnections = limits.maxConnections;
+  // With no 'timeout' listener, node:http destroys a socket idle this long.
+  server.timeout = limits.idleTimeoutMs;
+  server.on(
+    'drop',
+    throttled((refused) =>
+      logger.warn(
+        { refused, maxConnections: limits.maxConnections },
+        `metrics listener: ${refused} connection(s) refused, ${limits.maxConnections} already open (a client holding connections open, or a flood of the port)`,
+      ),
+    ),
+  );
 }
