@@ -170,8 +170,8 @@ export async function enforceDemo(root) {
     const nsExec = (...args) => spawnSync('ip', ['netns', 'exec', ns, ...args], { encoding: 'utf8' }).stdout;
     if (plugin === 'nftables') {
       const size = (set) => JSON.parse(nsExec('nft', '-j', 'list', 'set', 'inet', 'wcf_agent', set) || '{"nftables":[]}').nftables.find((o) => o.set)?.set.elem?.length ?? 0;
-      const [addresses, networks] = [size('wcf-blocklist'), size('wcf-blocklist-net')];
-      console.log(`set inet wcf_agent wcf-blocklist: ${addresses} addresses; wcf-blocklist-net: ${networks} networks; ${addresses + networks} entries in all (the plan selected ${plan.entries.length})`);
+      const [addresses, networks] = [size('wcf-blocklist'), size('wcf-blocklist-nets')];
+      console.log(`set inet wcf_agent wcf-blocklist: ${addresses} addresses; wcf-blocklist-nets: ${networks} networks; ${addresses + networks} entries in all (the plan selected ${plan.entries.length})`);
     } else {
       const entries = nsExec('ipset', 'save', 'wcf-blocklist').split('\n').filter((l) => l.startsWith('add ') && !l.includes(' nomatch')).length;
       console.log(`ipset wcf-blocklist: ${entries} entries (the plan selected ${plan.entries.length})`);

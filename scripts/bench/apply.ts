@@ -98,7 +98,7 @@ export async function benchApply(o: ApplyBenchOptions): Promise<ApplyResult[]> {
     };
     const nftText = () =>
       renderNftRecreate(
-        { table: 'bench_bare', set: names.setName, nets: `${names.setName}-net`, drops: `${names.setName}-drops`, hooks: nftHooks(['INPUT', 'FORWARD', 'OUTPUT']), action: 'DROP', logBlocked: false, direction: 'both' },
+        { table: 'bench_bare', set: names.setName, nets: `${names.setName}-nets`, drops: `${names.setName}-drops`, hooks: nftHooks(['INPUT', 'FORWARD', 'OUTPUT']), action: 'DROP', logBlocked: false, direction: 'both' },
         resolveOverlaps(normalizeEntries(entries)),
       );
 

@@ -66,7 +66,7 @@ export interface KernelSets {
 
 const kernelCount = (k: KernelSets) => k.sets.reduce((n, set) => n + setSize(k.ns, k.family, k.table, set), 0);
 
-/** What a wait was for, for its messages: `wcf-agent 10000 (wcf_agent: wcf-blocklist + wcf-blocklist-net)`. */
+/** What a wait was for, for its messages: `wcf-agent 10000 (wcf_agent: wcf-blocklist + wcf-blocklist-nets)`. */
 const waitName = (who: string, k: KernelSets) => `${who} (${k.table}: ${k.sets.join(' + ')})`;
 
 /** A wait that says where it stands this often, so a slow side never runs silent. */
@@ -145,7 +145,7 @@ export async function benchPeers(o: PeerOptions): Promise<PeerFigure[]> {
         try {
           // Every indicator is selected but a few (allow decisions). The kernel's count once the first
           // cycle is done is final: it is N (the applied entries, overlaps resolved, across both sets).
-          const kernel: KernelSets = { ns, family: 'inet', table: 'wcf_agent', sets: ['wcf-blocklist', 'wcf-blocklist-net'] };
+          const kernel: KernelSets = { ns, family: 'inet', table: 'wcf_agent', sets: ['wcf-blocklist', 'wcf-blocklist-nets'] };
           let applied: number | undefined;
           let inKernel: number | undefined;
           let failed: Error | undefined;

@@ -62,7 +62,7 @@ describe('npm run demo -- --enforce', () => {
     const applied = Number(/sync ok: (\d+) entries on nftables/.exec(String(r.stderr))?.[1]);
     expect(applied).toBeGreaterThan(0);
     // The kernel's own count, and it is what the sync applied.
-    const held = /set inet wcf_agent wcf-blocklist: (\d+) addresses; wcf-blocklist-net: (\d+) networks; (\d+) entries in all \(the plan selected (\d+)\)/.exec(out);
+    const held = /set inet wcf_agent wcf-blocklist: (\d+) addresses; wcf-blocklist-nets: (\d+) networks; (\d+) entries in all \(the plan selected (\d+)\)/.exec(out);
     expect(held, out).not.toBeNull();
     expect(Number(held![1]) + Number(held![2])).toBe(applied);
     expect(Number(held![3])).toBe(applied);
