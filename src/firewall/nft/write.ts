@@ -45,12 +45,19 @@ export function netsNeedRefill(add: EntryColumns, del: EntryColumns): boolean {
 }
 
 /**
- * The transactions of one apply, each at most NFT_CHUNK elements, in an order
- * that never unblocks a wanted address: every addition (and refill) before any
- * deletion, so while they run the set holds the old entries and the new ones,
- * each wanted at one of the two moments. A change that fits one chunk is one
- * transaction (atomic, as before). The table itself, when it is (re-)created,
- * comes first with what fits of its elements.
+ * What one element of the networks' set costs nft to parse, against one of the set of
+ * addresses: 100,000 networks of its concatenated key held nft at 119 MB, as many addresses
+ * at 43 MB. A run is sized by this weight, so no run costs nft more than ~45 MB.
+ */
+export const NETS_WEIGHT = 3;
+
+/**
+ * The transactions of one apply, each at most NFT_CHUNK elements (networks weighted by
+ * NETS_WEIGHT), in an order that never unblocks a wanted address: every addition (and refill)
+ * before any deletion, so while they run the set holds the old entries and the new ones, each
+ * wanted at one of the two moments. A change that fits one chunk is one transaction (atomic, as
+ * before). The table itself, when it is (re-)created, comes first with what fits of its
+ * networks, then of its addresses; the rest follows in further runs.
  */
 export function* transactions(l: NftLayout, changes: readonly SetChange[], recreate?: NftParts): Generator<Buffer> {
   let room = NFT_CHUNK;
@@ -59,16 +66,20 @@ export function* transactions(l: NftLayout, changes: readonly SetChange[], recre
     if (parts.length > 0) yield Buffer.concat(parts.splice(0));
     room = NFT_CHUNK;
   };
+  const weight = (set: string) => (set === l.nets ? NETS_WEIGHT : 1);
   if (recreate) {
-    // The networks whole (an interval set cannot take a later add without nft reading it back), the addresses that fit.
-    const first = Math.max(0, Math.min(recreate.hosts.length, NFT_CHUNK - recreate.nets.length));
-    parts.push(nftRecreateScript(l, { nets: recreate.nets, hosts: sliceColumns(recreate.hosts, 0, first) }));
-    room -= first + recreate.nets.length;
-    for (let i = first; i < recreate.hosts.length; i += NFT_CHUNK) {
-      yield* flush();
-      const end = Math.min(recreate.hosts.length, i + NFT_CHUNK);
-      parts.push(nftDeltaScript(l, sliceColumns(recreate.hosts, i, end), EMPTY, l.set));
-      room -= end - i;
+    const firstNets = Math.min(recreate.nets.length, Math.floor(NFT_CHUNK / NETS_WEIGHT));
+    const firstHosts = Math.max(0, Math.min(recreate.hosts.length, NFT_CHUNK - firstNets * NETS_WEIGHT));
+    parts.push(nftRecreateScript(l, { nets: sliceColumns(recreate.nets, 0, firstNets), hosts: sliceColumns(recreate.hosts, 0, firstHosts) }));
+    room -= firstHosts + firstNets * NETS_WEIGHT;
+    for (const [set, c, from] of [[l.nets, recreate.nets, firstNets], [l.set, recreate.hosts, firstHosts]] as const) {
+      const per = Math.floor(NFT_CHUNK / weight(set));
+      for (let i = from; i < c.length; i += per) {
+        yield* flush();
+        const end = Math.min(c.length, i + per);
+        parts.push(nftDeltaScript(l, sliceColumns(c, i, end), EMPTY, set));
+        room -= (end - i) * weight(set);
+      }
     }
   }
   const put = function* (size: number, script: () => Buffer): Generator<Buffer> {
@@ -77,21 +88,25 @@ export function* transactions(l: NftLayout, changes: readonly SetChange[], recre
     room -= size;
   };
   for (const c of changes) {
+    const w = weight(c.set);
     if (c.refill) {
       const refill = c.refill;
-      yield* put(refill.length, () => nftRefillScript(l, refill, c.set));
+      yield* put(refill.length * w, () => nftRefillScript(l, refill, c.set));
       continue;
     }
-    for (let i = 0; i < c.add.length; i += NFT_CHUNK) {
-      const end = Math.min(c.add.length, i + NFT_CHUNK);
-      yield* put(end - i, () => nftDeltaScript(l, sliceColumns(c.add, i, end), EMPTY, c.set));
+    const per = Math.floor(NFT_CHUNK / w);
+    for (let i = 0; i < c.add.length; i += per) {
+      const end = Math.min(c.add.length, i + per);
+      yield* put((end - i) * w, () => nftDeltaScript(l, sliceColumns(c.add, i, end), EMPTY, c.set));
     }
   }
   for (const c of changes) {
     if (c.refill) continue;
-    for (let i = 0; i < c.del.length; i += NFT_CHUNK) {
-      const end = Math.min(c.del.length, i + NFT_CHUNK);
-      yield* put(2 * (end - i), () => nftDeltaScript(l, EMPTY, sliceColumns(c.del, i, end), c.set));
+    const w = weight(c.set);
+    const per = Math.floor(NFT_CHUNK / w);
+    for (let i = 0; i < c.del.length; i += per) {
+      const end = Math.min(c.del.length, i + per);
+      yield* put(2 * (end - i) * w, () => nftDeltaScript(l, EMPTY, sliceColumns(c.del, i, end), c.set));
     }
   }
   yield* flush();

@@ -90,7 +90,8 @@ describe('the DaemonSet', () => {
 
   it('keeps the state dir on the node and shares its xtables lock', () => {
     expect(mount('state').mountPath).toBe('/var/lib/wcf-agent');
-    expect(volume('state').hostPath).toEqual({ path: '/var/lib/wcf-agent', type: 'DirectoryOrCreate' });
+    // A host path of its own, not the .deb's state_dir: two agents on one node stay two agents.
+    expect(volume('state').hostPath).toEqual({ path: '/var/lib/wcf-agent-daemonset', type: 'DirectoryOrCreate' });
     expect(mount('xtables-lock').mountPath).toBe('/run/xtables.lock');
     expect(volume('xtables-lock').hostPath).toEqual({ path: '/run/xtables.lock', type: 'FileOrCreate' });
   });
