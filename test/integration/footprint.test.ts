@@ -85,7 +85,7 @@ describe('what a running daemon has loaded after its first cycle', () => {
   });
 
   it('not the URL feed, the resolver backends or the public suffix list while url_feed is off', () => {
-    const urlFeed = loaded.sources.filter((s) => /^src\/dns\/|\/tldts|^src\/agent\/cycle\/url-feed-step\.ts$|^src\/feed\/(url-|host\.ts)/.test(s));
+    const urlFeed = loaded.sources.filter((s) => /^src\/dns\/|\/tldts|^src\/agent\/cycle\/url-feed\/|^src\/feed\/(url-|host\.ts)/.test(s));
     expect(urlFeed).toEqual([]);
   });
 

@@ -3,7 +3,7 @@ import type { Settings } from '../../config/server.js';
 import type { ApiClient } from '../../api/client.js';
 import type { Logger } from '../../log.js';
 import type { Scoring } from '../../score/decay.js';
-import type { DnsPlan, DnsStepRecord, UrlPullStarted } from './url-feed-step.js';
+import type { DnsPlan, DnsStepRecord, UrlPullStarted } from './url-feed/step.js';
 
 export type { DnsPlan, DnsStepRecord, UrlPullStarted };
 
@@ -11,11 +11,11 @@ export type { DnsPlan, DnsStepRecord, UrlPullStarted };
  * The cycle's and the daemon's way into the URL feed. Its code (the resolver backends, the
  * URL cache, the public suffix list) is loaded only when `url_feed` is on: most hosts never
  * turn it on, and loading it costs a daemon a few MB resident for nothing. Each step is a
- * no-op when the feed is off, exactly as in url-feed-step.ts.
+ * no-op when the feed is off, exactly as in url-feed/step.ts.
  */
-const dnsCycle = () => import('./url-feed-step.js');
+const dnsCycle = () => import('./url-feed/step.js');
 
-/** Start pulling the URL feed beside the IPv4 pulls (see url-feed-step.ts); undefined when `url_feed` is off. */
+/** Start pulling the URL feed beside the IPv4 pulls (see url-feed/step.ts); undefined when `url_feed` is off. */
 export function startUrlPull(o: { config: AgentConfig; client: ApiClient; logger: Logger; now: number; useCache: boolean }): UrlPullStarted | undefined {
   if (!o.config.url_feed) return undefined;
   const result = dnsCycle().then((m) => m.startUrlPull(o)!.result);
@@ -29,7 +29,7 @@ export async function finishDnsPlan(started: UrlPullStarted | undefined, o: { co
   return (await dnsCycle()).finishDnsPlan(started, o);
 }
 
-/** The DNS part of a cycle, after the firewall's (see url-feed-step.ts); undefined without a plan. */
+/** The DNS part of a cycle, after the firewall's (see url-feed/step.ts); undefined without a plan. */
 export async function applyDnsStep(
   o: { config: AgentConfig; logger: Logger; dryRun: boolean; force?: boolean; now: number },
   plan: DnsPlan | undefined,

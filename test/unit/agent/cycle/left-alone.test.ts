@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
-import { LEFT_ALONE_KEPT, recordLeftAlone } from '../../../../src/agent/cycle/left-alone.js';
+import { LEFT_ALONE_KEPT, recordLeftAlone } from '../../../../src/agent/cycle/url-feed/left-alone.js';
 import { DnsStateStore } from '../../../../src/agent/state/url-feed-state.js';
 
 /** A logger that keeps each line's level and message. */

@@ -1,11 +1,11 @@
-import type { AgentConfig } from '../../config/load.js';
-import type { DnsPlugin } from '../../dns/index.js';
-import type { Logger } from '../../log.js';
-import { DOMAIN_SKIPS, type DomainSelection, type DomainSkip } from '../../policy/domains.js';
-import type { Cause, HistoryReason } from '../state/history/codes.js';
-import { EventColumns } from '../state/history/events.js';
-import { History, MIB } from '../state/history/journal.js';
-import type { UrlCache } from '../../feed/url-cache.js';
+import type { AgentConfig } from '../../../config/load.js';
+import type { DnsPlugin } from '../../../dns/index.js';
+import type { Logger } from '../../../log.js';
+import { DOMAIN_SKIPS, type DomainSelection, type DomainSkip } from '../../../policy/domains.js';
+import type { Cause, HistoryReason } from '../../state/history/codes.js';
+import { EventColumns } from '../../state/history/events.js';
+import { History, MIB } from '../../state/history/journal.js';
+import type { UrlCache } from '../../../feed/url-cache.js';
 
 /** What the URL feed's selection tells of each name (the cycle's DnsPlan). */
 interface NamesPlan {

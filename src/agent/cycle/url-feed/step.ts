@@ -1,17 +1,17 @@
-import type { AgentConfig } from '../../config/load.js';
-import type { Settings } from '../../config/server.js';
-import { GuardError } from '../../errors.js';
-import type { ApiClient } from '../../api/client.js';
-import { UrlApi } from '../../api/url-api.js';
-import { createDnsPlugin, dnsOwnedFiles, domainPolicyOf, type DnsApplyResult } from '../../dns/index.js';
-import type { UrlCache } from '../../feed/url-cache.js';
-import { pullUrls } from '../../feed/url-pull.js';
-import type { Logger } from '../../log.js';
-import { selectDomains, type DomainReason, type DomainSelection } from '../../policy/domains.js';
-import type { Scoring } from '../../score/decay.js';
-import { DnsStateStore } from '../state/url-feed-state.js';
+import type { AgentConfig } from '../../../config/load.js';
+import type { Settings } from '../../../config/server.js';
+import { GuardError } from '../../../errors.js';
+import type { ApiClient } from '../../../api/client.js';
+import { UrlApi } from '../../../api/url-api.js';
+import { createDnsPlugin, dnsOwnedFiles, domainPolicyOf, type DnsApplyResult } from '../../../dns/index.js';
+import type { UrlCache } from '../../../feed/url-cache.js';
+import { pullUrls } from '../../../feed/url-pull.js';
+import type { Logger } from '../../../log.js';
+import { selectDomains, type DomainReason, type DomainSelection } from '../../../policy/domains.js';
+import type { Scoring } from '../../../score/decay.js';
+import { DnsStateStore } from '../../state/url-feed-state.js';
 import { recordLeftAlone } from './left-alone.js';
-import { checkShrink } from './shrink-guard.js';
+import { checkShrink } from '../shrink-guard.js';
 import { namesHistory, recordNames } from './names-history.js';
 
 /** What a cycle learnt from the URL feed, and what it would enforce. */

@@ -1,6 +1,6 @@
-import type { LeftAlone } from '../../dns/index.js';
-import type { Logger } from '../../log.js';
-import type { DnsSmallState, DnsStateStore } from '../state/url-feed-state.js';
+import type { LeftAlone } from '../../../dns/index.js';
+import type { Logger } from '../../../log.js';
+import type { DnsSmallState, DnsStateStore } from '../../state/url-feed-state.js';
 
 /** Names kept with what holds them: enough for explain and the log, bounded whatever the resolver holds. */
 export const LEFT_ALONE_KEPT = 1000;
