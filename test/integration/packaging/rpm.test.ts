@@ -11,6 +11,7 @@
 import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { versionLine } from '../../helpers/packaging.js';
 import { VERSION, modeOf, octal, run, runScript, tempDir } from '../../helpers/packaging.js';
 import { EM_AARCH64, EM_X86_64, arm64Sysroot, elfMachine, requireQemu, runArm64 } from '../../helpers/arm64.js';
 
@@ -171,7 +172,7 @@ describe('rpm --root install, upgrade and erase', () => {
 
   it('the installed binary answers --version, and check-config names the example’s placeholders until a real config is in place', async () => {
     const v = await run(at('usr/bin/wcf-agent'), ['--version'], { env: {} });
-    expect(v.stdout.trim()).toBe(VERSION);
+    expect(v.stdout.trim()).toMatch(versionLine(VERSION));
     const example = await run(at('usr/bin/wcf-agent'), ['check-config', '--config', at('etc/wcf-agent/config.json')], { env: {} });
     expect(example.exitCode).toBe(2);
     expect(example.stderr).toMatch(/agid: still the example's placeholder/);
@@ -220,7 +221,7 @@ describe('rpm --root install, upgrade and erase', () => {
     const sysroot = await arm64Sysroot();
     try {
       const v = await runArm64(sysroot, bin, ['--version']);
-      expect(v.stdout.trim(), v.stderr).toBe(VERSION);
+      expect(v.stdout.trim(), v.stderr).toMatch(versionLine(VERSION));
     } finally {
       rmSync(sysroot, { recursive: true, force: true });
     }
