@@ -1,6 +1,6 @@
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator, type Simulator } from '../simulator/index.js';
 import { runCli, writeConfig, type CliResult } from '../helpers/cli.js';
 import { ADDR, createLab, isRoot, type Lab } from '../netns/netns.js';
@@ -57,6 +57,12 @@ describe.each(['nftables', 'ipset'] as const)('protected set with the %s backend
     lab = await startLab();
     const target = { host: '127.0.0.1', port: Number(new URL(sim.url).port) };
     relays.push(await relayInto(lab.peer, PEER.api, API_PORT, target), await relayInto(lab.peer, PEER.movedApi, API_PORT, target));
+  });
+  // Each test's agent has a state dir of its own: what one left in the kernel is, to the next,
+  // another agent's table (refused, code 32). Removed between tests, as a reboot would.
+  afterEach(async () => {
+    await lab.host.exec('nft', ['flush', 'ruleset']);
+    await lab.host.exec('sh', ['-c', 'ipset destroy 2>/dev/null; true']);
   });
   afterAll(async () => {
     for (const r of relays) await r.close();

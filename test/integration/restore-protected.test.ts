@@ -1,5 +1,5 @@
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator, type Simulator } from '../simulator/index.js';
 import { runCli, writeConfig } from '../helpers/cli.js';
 import { DaemonProcess } from '../helpers/daemon.js';
@@ -21,6 +21,13 @@ describe.each(['nftables', 'ipset'] as const)('start-up restore with the %s back
     if (!isRoot) throw new Error('the netfilter tests need root (CAP_NET_ADMIN) to create network namespaces');
     sim = await startSimulator({ indicators: 100, seed: 23, agentConfig: { maximum_rules: '100', score_threshold: '4', sync_time: '5', running: 'true' } });
     lab = await createLab();
+  });
+  // Each test's agent has a state dir of its own: what one left in the kernel is, to the next,
+  // another agent's table (refused, code 32). Removed between tests, as a reboot would.
+  afterEach(async () => {
+    for (const d of daemons.splice(0)) await d.stop();
+    await lab.host.exec('nft', ['flush', 'ruleset']);
+    await lab.host.exec('sh', ['-c', 'ipset destroy 2>/dev/null; true']);
   });
   afterAll(async () => {
     for (const d of daemons) await d.stop();
