@@ -2,7 +2,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execa } from 'execa';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator, type Simulator } from '../simulator/index.js';
 import { fastFailConfig, waitFor } from '../helpers/cli.js';
 import { DaemonProcess } from '../helpers/daemon.js';
@@ -46,6 +46,10 @@ describe('daemon signals and children, nftables in a namespace', () => {
     ns = await Netns.create();
     shims = mkdtempSync(join(tmpdir(), 'wcf-shim-'));
     realNft = (await execa('sh', ['-c', 'command -v nft'])).stdout.trim();
+  });
+  // Each test's agent has a state dir of its own: what one left is, to the next, another agent's table.
+  afterEach(async () => {
+    await ns.exec('nft', ['flush', 'ruleset']);
   });
   afterAll(async () => {
     await ns?.destroy();
@@ -103,7 +107,7 @@ describe('daemon signals and children, nftables in a namespace', () => {
       await waitFor(() => existsSync(s.held), 'a listing held', LONG);
       d.signal('SIGTERM');
       await d.waitForLog(/^stopping$/, 1, LONG);
-      expect(await d.exit()).toBe(0);
+      expect(await d.exit(), `signal ${d.signalled}\n${d.raw.slice(-25).map((l) => l.slice(0, 300)).join('\n')}`).toBe(0);
       // Exited while the listing would still be waiting at the gate.
       expect(existsSync(s.gate)).toBe(true);
     } finally {

@@ -40,6 +40,8 @@ afterEach(async () => {
   sim.finishTrickles();
   await Promise.all(daemons.splice(0).map((d) => d.stop()));
   for (const ip of [ADDR.blocked, ADDR.other]) sim.setDecision(ip, -1);
+  // Each test's agent has a state dir of its own: what one left is, to the next, another agent's table.
+  await lab.host.exec('nft', ['flush', 'ruleset']);
 });
 afterAll(async () => {
   await lab?.destroy();

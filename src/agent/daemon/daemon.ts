@@ -71,6 +71,8 @@ export class Daemon {
   private readonly memory = new AppliedMemory();
   private watcher: Watcher | undefined;
   private reloads = 0; // configurations taken by SIGHUP so far (each cycle logs the one it ran with)
+  /** The start-up restore, while it runs (a stop waits for it before reads are allowed again). */
+  private restoring: Promise<void> | undefined;
   /** What the watcher last found in the kernel (and each apply wrote): readiness, `status` and the metrics answer from it. */
   readonly truth = new KernelTruth();
   /** For /healthz and /readyz: the loop turns, and the firewall holds the last applied set. */
@@ -107,7 +109,8 @@ export class Daemon {
   async start(): Promise<void> {
     this.parts = this.remembering(await this.opts.open(this.opts.initialConfig));
     this.settings = previousSettings(this.parts).settings;
-    await this.health.during(() => this.restore());
+    this.restoring = this.health.during(() => this.restore());
+    await this.restoring;
     if (this.stopping) return;
     await this.fast.start();
     const { minuteMs = 60_000, random = Math.random } = this.opts;
@@ -277,6 +280,9 @@ export class Daemon {
     this.health.stopped();
     await this.fast.stop();
     await this.writer.idle();
+    // The restore too: its reads are ended now, and one it starts next (after a read it could do
+    // without) must be ended as well, not wait at the end of a stop that already let reads run.
+    await this.restoring;
     allowReads();
     if (this.parts.config.on_stop === 'flush') {
       try {
