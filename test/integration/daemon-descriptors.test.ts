@@ -67,7 +67,7 @@ const tablePresent = async () => (await ns.exec('nft', ['list', 'table', 'inet',
 /** Addresses in the agent's set (0 when the table is absent). */
 const setEntries = async () => (await ns.exec('nft', ['list', 'set', 'inet', 'wcf_agent', 'wcf-blocklist']).then((out) => out.match(/203\.0\.113\.\d+/g)?.length ?? 0, () => 0));
 /** A command that could not be started, as the daemon logs it. */
-const EMFILE = /command failed: .*: could not be started: the agent has too many open files \(EMFILE\)|^nft monitor stopped \(spawn \S+ EMFILE\)/;
+const EMFILE = /(command failed|cannot lock) .*: could not be started: the agent has too many open files \(EMFILE\)|^nft monitor stopped \(spawn \S+ EMFILE\)/;
 
 describe('`run` out of file descriptors', () => {
   it('fails the commands it cannot start, logs them, keeps running, and repairs the deleted table once descriptors are back', async () => {
@@ -93,7 +93,9 @@ describe('`run` out of file descriptors', () => {
       // The reload restarts the event source and starts a cycle: neither can start its commands now.
       d.signal('SIGHUP');
       await d.waitForLog(/^configuration reloaded/);
-      const failed = await d.waitForLog(EMFILE);
+      const failed = await d.waitForLog(EMFILE).catch((err: Error) => {
+        throw new Error(`${err.message}\n${d.raw.slice(-15).map((l) => l.slice(0, 300)).join('\n')}`);
+      });
       // A line the daemon logged (a crash's stack trace is not one: level 0).
       expect(failed.level, `not a log line of the daemon:\n${d.raw.slice(-12).join('\n')}`).toBeGreaterThanOrEqual(40);
       await ns.exec('nft', ['delete', 'table', 'inet', 'wcf_agent']);

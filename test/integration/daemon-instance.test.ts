@@ -30,6 +30,8 @@ afterEach(async () => {
   // SIGKILL for a daemon behind unshare (which blocks SIGTERM; its --kill-child ends the daemon).
   await Promise.all(daemons.splice(0).map((d) => (d.prefixed ? (d.signal('SIGKILL'), d.exit()) : d.stop())));
   sim.setDecision(ADDR.blocked, -1);
+  // Each test's agent has a state dir of its own: what one left is, to the next, another agent's table.
+  await ns.exec('nft', ['flush', 'ruleset']);
 });
 afterAll(async () => {
   await ns?.destroy();
