@@ -48,22 +48,17 @@ function rewrite(page, text) {
         fence = open;
         return line;
       }
-      // Code spans keep their text; links elsewhere on the line are looked at.
-      return line
-        .split(/(`[^`]*`)/)
-        .map((part) =>
-          part.startsWith('`')
-            ? part
-            : part.replace(/\[([^\]]+)\]\(([^)\s#]+)(#[^)\s]*)?\)/g, (whole, label, target) => {
-                if (/^(https?|mailto):/i.test(target)) return whole;
-                const abs = resolve(ROOT, dirname(page), decodeURIComponent(target));
-                const rel = relative(ROOT, abs);
-                const dir = existsSync(abs) && statSync(abs).isDirectory();
-                if (installed.has(rel) || (dir && [...installed].some((f) => f.startsWith(`${rel}/`)))) return whole;
-                return label.replaceAll('`', '') === rel ? `\`${rel}\` (in the source tree)` : `${label} (\`${rel}\` in the source tree)`;
-              }),
-        )
-        .join('');
+      // Code spans keep their text; a link outside them (its label may hold one) is looked at.
+      const spans = [...line.matchAll(/`[^`]*`/g)].map((m) => [m.index, m.index + m[0].length]);
+      const inSpan = (i) => spans.some(([a, b]) => i > a && i < b);
+      return line.replace(/\[((?:[^\]`]|`[^`]*`)+)\]\(([^)\s#]+)(#[^)\s]*)?\)/g, (whole, label, target, _hash, at) => {
+        if (inSpan(at) || /^(https?|mailto):/i.test(target)) return whole;
+        const abs = resolve(ROOT, dirname(page), decodeURIComponent(target));
+        const rel = relative(ROOT, abs);
+        const dir = existsSync(abs) && statSync(abs).isDirectory();
+        if (installed.has(rel) || (dir && [...installed].some((f) => f.startsWith(`${rel}/`)))) return whole;
+        return label.replaceAll('`', '') === rel || label.replaceAll('`', '') === `${rel}/` ? `\`${rel}\` (in the source tree)` : `${label} (\`${rel}\` in the source tree)`;
+      });
     })
     .join('\n');
 }

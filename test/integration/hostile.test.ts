@@ -188,9 +188,10 @@ describe('a full disk under state_dir (a small tmpfs in a private mount namespac
   it('the rules are applied and recorded; the feed cache is a warning and code 40', async () => {
     const cfg = fastFailConfig(sim, { dry_run_output: 'rules.ipset' });
     mkdirSync(cfg.state, { recursive: true });
-    // 40 KiB: room for state.json, the lock and the applied set (300 entries), not for the
-    // feed cache (3000 indicators x 21 bytes). The mount dies with the namespace.
-    const script = 'mount -t tmpfs -o size=40k,mode=0700 wcf-test "$0" && exec "$@"';
+    // 56 KiB: room for state.json, the lock, the instance id, the change history's first block and
+    // the applied set (300 entries), not for the feed cache (3000 indicators x 21 bytes, 63 KB).
+    // The mount dies with the namespace.
+    const script = 'mount -t tmpfs -o size=56k,mode=0700 wcf-test "$0" && exec "$@"';
     const r = await execa('unshare', ['-m', '--propagation', 'private', 'sh', '-c', script, cfg.state, process.execPath, CLI, 'sync', '--once', '--json', '--config', cfg.path], {
       reject: false,
       env: { WCF_LOG_LEVEL: 'info' },
