@@ -1,12 +1,9 @@
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startSimulator, type Simulator } from '../simulator/index.js';
 import { waitFor, writeConfig } from '../helpers/cli.js';
 import { DaemonProcess } from '../helpers/daemon.js';
-import { isRoot, Netns } from '../netns/netns.js';
+import { largeSetLab, type LargeSetLab } from '../helpers/large-set.js';
 
 /**
  * Knowing the kernel never costs the host, at 100,000 entries: a flood of scrapes and readiness
@@ -18,22 +15,15 @@ import { isRoot, Netns } from '../netns/netns.js';
  */
 
 const SIZE = 100_000;
-let sim: Simulator;
-let ns: Netns;
+let lab: LargeSetLab;
 let d: DaemonProcess | undefined;
-const dirs: string[] = [];
 
 beforeAll(async () => {
-  if (!isRoot) throw new Error('the kernel cost tests need root (network namespaces)');
-  // Stamped ahead of the agent's clock so decay leaves most indicators above the threshold.
-  sim = await startSimulator({ indicators: 120_000, seed: 9, now: Math.floor(Date.now() / 1000) + 30 * 86_400, agentConfig: { maximum_rules: String(SIZE), score_threshold: '1', sync_time: '1', running: 'true' } });
-  ns = await Netns.create();
+  lab = await largeSetLab(SIZE, 9, 1);
 });
 afterAll(async () => {
   await d?.stop();
-  await ns?.destroy();
-  await sim?.close();
-  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+  await lab?.close();
 });
 
 /** Descendants of `pid` now (from /proc), as `pid comm`. */
@@ -65,19 +55,16 @@ function descendants(pid: number): string[] {
 
 describe('the cost of knowing the kernel at 100,000 entries', () => {
   it('scrape and readiness floods, then another tool’s rule a second: no listing of the agent’s table or sets, bounded children, cycles that finish', { timeout: 300_000 }, async () => {
-    const shims = mkdtempSync(join(tmpdir(), 'wcf-shim-'));
-    dirs.push(shims);
-    const calls = join(shims, 'calls');
+    const calls = join(lab.dir('wcf-calls-'), 'calls');
     writeFileSync(calls, '');
-    const realNft = (await execa('sh', ['-c', 'command -v nft'])).stdout.trim();
-    writeFileSync(join(shims, 'nft'), `#!/bin/sh\necho "$*" >>'${calls}'\nexec '${realNft}' "$@"\n`, { mode: 0o755 });
+    const path = await lab.nftShim(`echo "$*" >>'${calls}'`);
+    const { sim, ns } = lab;
     const cfg = writeConfig({
       agid: sim.agid, base_url: sim.url, token: sim.token, retries: 0, jitter_seconds: 0, plugin: 'nftables', netns: ns.name,
       metrics_listen: '127.0.0.1:0', decision_poll_seconds: 0, watch_interval_seconds: 1, startup_delay_seconds: 0,
     });
-    dirs.push(cfg.dir);
     // One minute is 10 s here: a cycle every 10 s after the last ended.
-    d = new DaemonProcess(cfg.path, { WCF_AGENT_MINUTE_MS: '10000', PATH: `${shims}:${process.env.PATH ?? ''}` });
+    d = new DaemonProcess(cfg.path, { WCF_AGENT_MINUTE_MS: '10000', PATH: path });
     const base = /(http:\/\/127\.0\.0\.1:\d+)\/metrics/.exec((await d.waitForLog(/^metrics listening on /)).msg)![1]!;
     await d.waitForLog(/^cycle done/, 1, 120_000);
     const nftCalls = () => readFileSync(calls, 'utf8').split('\n').filter(Boolean);

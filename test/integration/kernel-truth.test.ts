@@ -1,12 +1,10 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startSimulator, type Simulator } from '../simulator/index.js';
 import { runCli, waitFor, writeConfig } from '../helpers/cli.js';
 import { DaemonProcess } from '../helpers/daemon.js';
-import { isRoot, Netns } from '../netns/netns.js';
+import { largeSetLab, type LargeSetLab } from '../helpers/large-set.js';
 
 /**
  * What the daemon says is what the kernel holds: another process flushes the agent's set of
@@ -16,29 +14,22 @@ import { isRoot, Netns } from '../netns/netns.js';
  */
 
 const SIZE = 100_000;
-let sim: Simulator;
-let ns: Netns;
+let lab: LargeSetLab;
 let d: DaemonProcess | undefined;
-const dirs: string[] = [];
 
 beforeAll(async () => {
-  if (!isRoot) throw new Error('the kernel truth tests need root (network namespaces)');
-  // Stamped ahead of the agent's clock, as the scale benchmark does, so decay leaves most indicators above the threshold.
-  sim = await startSimulator({ indicators: 120_000, seed: 5, now: Math.floor(Date.now() / 1000) + 30 * 86_400, agentConfig: { maximum_rules: String(SIZE), score_threshold: '1', sync_time: '600', running: 'true' } });
-  ns = await Netns.create();
+  lab = await largeSetLab(SIZE, 5, 600);
 });
 afterAll(async () => {
   await d?.stop();
-  await ns?.destroy();
-  await sim?.close();
-  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+  await lab?.close();
 });
 
 /** Elements of the agent's two sets, counted from `nft list set` (independent of the agent). */
 async function kernelCount(): Promise<number> {
   let n = 0;
   for (const set of ['wcf-blocklist', 'wcf-blocklist-nets']) {
-    const { stdout } = await execa('ip', ['netns', 'exec', ns.name, 'nft', '-j', 'list', 'set', 'inet', 'wcf_agent', set]);
+    const { stdout } = await execa('ip', ['netns', 'exec', lab.ns.name, 'nft', '-j', 'list', 'set', 'inet', 'wcf_agent', set]);
     const doc = JSON.parse(stdout) as { nftables: Array<{ set?: { elem?: unknown[] } }> };
     for (const item of doc.nftables) n += item.set?.elem?.length ?? 0;
   }
@@ -47,17 +38,14 @@ async function kernelCount(): Promise<number> {
 
 describe('a set flushed by another process at 100,000 entries', () => {
   it('/readyz, status and the metrics say the kernel lacks the entries until the watcher has put them back', { timeout: 180_000 }, async () => {
-    const shims = mkdtempSync(join(tmpdir(), 'wcf-shim-'));
-    dirs.push(shims);
-    const slow = join(shims, 'slow');
-    const realNft = (await execa('sh', ['-c', 'command -v nft'])).stdout.trim();
-    writeFileSync(join(shims, 'nft'), `#!/bin/sh\ncase " $* " in *" -c "*) ;; *" -f "*) if [ -e '${slow}' ]; then sleep 4; fi;; esac\nexec '${realNft}' "$@"\n`, { mode: 0o755 });
+    const slow = join(lab.dir('wcf-slow-'), 'slow');
+    const path = await lab.nftShim(`case " $* " in *" -c "*) ;; *" -f "*) if [ -e '${slow}' ]; then sleep 4; fi;; esac`);
+    const { sim, ns } = lab;
     const cfg = writeConfig({
       agid: sim.agid, base_url: sim.url, token: sim.token, retries: 0, jitter_seconds: 0, plugin: 'nftables', netns: ns.name,
       metrics_listen: '127.0.0.1:0', decision_poll_seconds: 0, watch_interval_seconds: 1, startup_delay_seconds: 0,
     });
-    dirs.push(cfg.dir);
-    d = new DaemonProcess(cfg.path, { WCF_AGENT_MINUTE_MS: '60000', PATH: `${shims}:${process.env.PATH ?? ''}` });
+    d = new DaemonProcess(cfg.path, { WCF_AGENT_MINUTE_MS: '60000', PATH: path });
     const base = /(http:\/\/127\.0\.0\.1:\d+)\/metrics/.exec((await d.waitForLog(/^metrics listening on /)).msg)![1]!;
     const get = async (path: string) => {
       const r = await fetch(`${base}${path}`);

@@ -22,30 +22,18 @@
  * Runs as root inside network namespaces it creates and removes (never the machine's own
  * ruleset). Builds nothing: run `npm run build` first.
  */
-import { execFileSync } from 'node:child_process';
 import { mkdtempSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execa, type ResultPromise } from 'execa';
 import { onExit } from '../netns.js';
+import { arg, benchNetns, CLI } from './common.js';
 import { treeSampler } from '../scale.js';
 import { startSimulatorProcess } from '../simulator.js';
 
-const CLI = join(import.meta.dirname, '..', '..', '..', 'dist', 'cli.js');
 const NODE = process.execPath;
 
-function arg(name: string, fallback: string): string {
-  const i = process.argv.indexOf(`--${name}`);
-  return i !== -1 && process.argv[i + 1] ? process.argv[i + 1]! : fallback;
-}
-
-let nsCount = 0;
-async function netns(): Promise<{ name: string; exec: (file: string, args: string[], input?: string) => Promise<string> }> {
-  const name = `wcfbt-${process.pid}-${++nsCount}`;
-  await execa('ip', ['netns', 'add', name]);
-  onExit(() => execFileSync('ip', ['netns', 'del', name], { stdio: 'ignore' }));
-  return { name, exec: async (file, args, input) => (await execa('ip', ['netns', 'exec', name, file, ...args], { env: { LC_ALL: 'C' }, input: input ?? '' })).stdout };
-}
+const netns = () => benchNetns('wcfbt');
 
 const dotted = (n: number) => `${n >>> 24}.${(n >>> 16) & 255}.${(n >>> 8) & 255}.${n & 255}`;
 /** The i-th address and network of the prepared set (45.0.0.0/8 addresses, 46.0.0.0/8 and up /24 networks). */
@@ -175,8 +163,8 @@ async function repair(): Promise<void> {
       const p = prepare(size, ns.name);
       const d = startDaemon(p.config);
       await d.next(/^watching the agent/, 0);
-      await d.next(CHECKED, 0); // the start's own verification
-      await new Promise((r) => setTimeout(r, 3000)); // past the gap between verifications
+      const start = await d.next(CHECKED, 0); // the start's own verification
+      await new Promise((r) => setTimeout(r, Math.max(3000, 1.5 * Number(start.rec.ms)))); // past the gap between verifications
       const sampler = treeSampler(d.child.pid!, 100);
       const cpu0 = cpuSeconds(d.child.pid!);
       const t0 = performance.now();
@@ -193,8 +181,8 @@ async function repair(): Promise<void> {
       const p = prepare(size, ns.name);
       const d = startDaemon(p.config);
       await d.next(/^watching the agent/, 0);
-      await d.next(CHECKED, 0);
-      await new Promise((r) => setTimeout(r, 3000));
+      const start = await d.next(CHECKED, 0);
+      await new Promise((r) => setTimeout(r, Math.max(3000, 1.5 * Number(start.rec.ms))));
       const sampler = treeSampler(d.child.pid!, 100);
       const cpu0 = cpuSeconds(d.child.pid!);
       await kind.change(ns, d);

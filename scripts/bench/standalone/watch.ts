@@ -19,29 +19,17 @@
  * Runs as root inside network namespaces it creates and removes (never the
  * machine's own ruleset). Builds nothing: run `npm run build` first.
  */
-import { execFileSync } from 'node:child_process';
 import { mkdtempSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execa, type ResultPromise } from 'execa';
 import { onExit } from '../netns.js';
+import { arg, benchNetns, CLI } from './common.js';
 
 type Backend = 'ipset' | 'nftables';
-const CLI = join(import.meta.dirname, '..', '..', '..', 'dist', 'cli.js');
 const NODE = process.execPath;
 
-function arg(name: string, fallback: string): string {
-  const i = process.argv.indexOf(`--${name}`);
-  return i !== -1 && process.argv[i + 1] ? process.argv[i + 1]! : fallback;
-}
-
-let nsCount = 0;
-async function netns(): Promise<{ name: string; exec: (file: string, args: string[]) => Promise<string> }> {
-  const name = `wcfbw-${process.pid}-${++nsCount}`;
-  await execa('ip', ['netns', 'add', name]);
-  onExit(() => execFileSync('ip', ['netns', 'del', name], { stdio: 'ignore' }));
-  return { name, exec: async (file, args) => (await execa('ip', ['netns', 'exec', name, file, ...args], { env: { LC_ALL: 'C' } })).stdout };
-}
+const netns = () => benchNetns('wcfbw');
 
 /** A config and a state dir holding an applied set of `size` entries (198.18.0.0/15 and 100.64.0.0/10 hosts). */
 function prepare(backend: Backend, size: number, ns: string, watch: number): string {
