@@ -177,7 +177,8 @@ async function repair(): Promise<void> {
       await d.stop();
       await ns.exec('nft', ['flush', 'ruleset']);
     }
-    for (const kind of KINDS) {
+    const only = arg('kinds', '').split(',').filter(Boolean);
+    for (const kind of KINDS.filter((k) => only.length === 0 || only.some((o) => k.name.includes(o)))) {
       const p = prepare(size, ns.name);
       const d = startDaemon(p.config);
       await d.next(/^watching the agent/, 0);
@@ -191,6 +192,11 @@ async function repair(): Promise<void> {
       const cpu = cpuSeconds(d.child.pid!) - cpu0;
       const peak = sampler.stop();
       const r = fixed.rec;
+      // What the daemon logged from the change to the repair, for where the time went.
+      for (const l of d.lines.filter((x) => x.at >= t0 - 5000 && x.at <= fixed.at)) {
+        const { msg, ms, why, found, checkMs, applyMs, mode, added, runs } = l.rec as Record<string, unknown>;
+        process.stderr.write(`  ${((l.at - t0) / 1000).toFixed(2)} ${String(msg).slice(0, 90)} ${JSON.stringify({ ms, why, found, checkMs, applyMs, mode, added, runs })}\n`);
+      }
       rows.push(`${size}\t${kind.name}\t${Math.round(fixed.at - t0)} ms to the repair\tcheck ${String(r.checkMs ?? '-')} ms, apply ${String(r.applyMs)} ms\tcpu ${cpu.toFixed(2)} s\tpeak agent+children ${peak.treeMB.toFixed(0)} MB`);
       process.stderr.write(`${rows.at(-1)}\n`);
       await d.stop();
