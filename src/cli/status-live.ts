@@ -91,7 +91,7 @@ async function readFirewall(config: AgentConfig, logger: Logger, applied: number
         if (!plugin.lookup || applied <= LIST_UP_TO) firewall.entries = (await plugin.list()).length;
         else firewall.appliedNotListed = applied;
         const entries = plugin.verify ? lastApplied?.(plugin.name) : undefined;
-        if (entries) firewall.check = await plugin.verify!(entries);
+        if (entries) firewall.check = await plugin.verify!(() => entries);
       }
     }
   } catch (err) {

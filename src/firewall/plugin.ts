@@ -156,13 +156,15 @@ export interface FirewallPlugin {
    */
   distrust?(why: string): void;
   /**
-   * Optional: whether the kernel still holds every entry of `entries` (the
+   * Optional: whether the kernel still holds every entry of `entries()` (the
    * last applied set as of now), asked without listing a big set (nftables:
    * check mode, see nft/verify.ts; ipset: the entry count). Read-only in the
-   * kernel; a backend that keeps a record of what it wrote (nftables) notes
-   * what is missing, so that the next apply puts back exactly that.
+   * kernel; a backend that keeps a record of what it wrote (nftables) checks
+   * that instead (the entries are then never made: a million of them are
+   * 13 MB at each verification) and notes what is missing, so that the next
+   * apply puts back exactly that.
    */
-  verify?(entries: FirewallEntries): Promise<EntryCheck>;
+  verify?(entries: () => FirewallEntries): Promise<EntryCheck>;
   /**
    * Optional, for backends whose whole listing is slow at scale (nftables): the
    * owned entries overlapping `query`, read without listing the whole set.

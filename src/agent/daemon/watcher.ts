@@ -1,8 +1,9 @@
 import { errorMessage, LockHeldError, type WcfError } from '../../errors.js';
 import { NftMonitor, type ApplyResult, type EntryCheck, type FirewallPlugin, type OwnedNames, type RulesetChange } from '../../firewall/index.js';
-import type { EntryColumns } from '../../firewall/entry-columns.js';
+import { EntryColumns } from '../../firewall/entry-columns.js';
 import type { Logger } from '../../log.js';
 import type { AppliedMemory } from '../state/applied-memory.js';
+import { releaseCycleMemory } from '../../util/release-memory.js';
 import { KernelTruth } from './kernel-truth.js';
 import { RepairGuard } from './repair-backoff.js';
 import { PERIODIC_MS, VerifySchedule } from './verify-schedule.js';
@@ -186,11 +187,10 @@ export class Watcher {
   /** The probe, then the entries when due; repairs what is missing. Answers the wait when something had to wait. */
   private async look(changes: readonly RulesetChange[]): Promise<number | undefined> {
     const { plugin, memory } = this.opts;
-    const applied = memory.entriesNow(this.now());
-    if (!applied || this.stopped) return; // nothing applied by this process yet: the cycle installs
+    if (!memory.holds || this.stopped) return; // nothing applied by this process yet: the cycle installs
     const checked = await plugin.check!();
     if (checked.missing.length > 0) {
-      this.opts.truth.damaged(`missing from the kernel: ${checked.missing.join(', ')}`, applied.entries.length);
+      this.opts.truth.damaged(`missing from the kernel: ${checked.missing.join(', ')}`, memory.lastingCount(this.now(), 0) ?? 0);
       return this.repair(checked.missing, changes, {});
     }
     // Damage found earlier and not yet put back (the repair had to wait, or a manual sync made it):
@@ -211,7 +211,8 @@ export class Watcher {
     let found: EntryCheck;
     const started = this.now();
     try {
-      found = await plugin.verify(applied.entries);
+      // Made only for a backend that has no record of its own to check (nftables has).
+      found = await plugin.verify(() => memory.entriesNow(this.now())?.entries ?? new EntryColumns(1));
     } finally {
       this.schedule.ended(this.now() - started);
     }
@@ -281,6 +282,8 @@ export class Watcher {
     );
     this.opts.onRepair(objects, Math.floor(at / 1000));
     this.guard.repaired(at);
+    // As after a cycle: a repair at a million entries leaves hundreds of MB that V8 keeps otherwise.
+    setImmediate(releaseCycleMemory);
     return undefined;
   }
 }

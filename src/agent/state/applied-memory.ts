@@ -37,6 +37,11 @@ export class AppliedMemory {
     };
   }
 
+  /** Whether this process has applied a set (and not flushed it since). */
+  get holds(): boolean {
+    return this.last !== undefined;
+  }
+
   /**
    * How many of the last applied entries still have more than `slackS` seconds left at
    * `nowMs` (permanent ones count), without making them into objects; undefined when

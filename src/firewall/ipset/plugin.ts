@@ -296,7 +296,8 @@ export class IpsetPlugin extends KernelPlugin implements FirewallPlugin {
    * collection removes them, so a deletion hides behind as many of those; an extra entry
    * cannot be told from them at all (see docs/firewall.md).
    */
-  async verify(entries: FirewallEntries): Promise<EntryCheck> {
+  async verify(entriesNow: () => FirewallEntries): Promise<EntryCheck> {
+    const entries = entriesNow();
     const started = Date.now();
     const wanted = lastingEntries(asColumns(entries)).length;
     const count = await setHeaderCount(this.runner, this.setName);

@@ -214,10 +214,10 @@ export class NftablesPlugin extends KernelPlugin implements FirewallPlugin {
    * addresses (see verify.ts). What the record of this process says is checked when it is
    * trusted (and what is missing is marked for the next apply to put back); else `entries`.
    */
-  async verify(entries: FirewallEntries): Promise<EntryCheck> {
+  async verify(entries: () => FirewallEntries): Promise<EntryCheck> {
     const started = this.now();
     const trusted = this.ledger.trusted();
-    const parts = trusted ?? { ...this.wantedParts(entries), ageS: 0 };
+    const parts = trusted ?? { ...this.wantedParts(entries()), ageS: 0 };
     const found = await verifyNft(this.runner, this.layout, parts.hosts, parts.nets, parts.ageS, nftTimeoutMs(VERIFY_SLICE));
     if (trusted) this.ledger.suspect(found.hostsSuspect, found.netsSuspect);
     return { checked: found.checked, missing: found.hostsSuspect.length + found.netsSuspect.length, extra: 0, ms: this.now() - started };

@@ -1,9 +1,9 @@
 import { FirewallError } from '../../errors.js';
 import { ENTRY_LINE_MAX, TextBuilder } from '../../util/text-builder.js';
 import { EntryColumns } from '../entry-columns.js';
-import { lastingEntries } from '../entries.js';
+import { EXPIRY_SLACK_S } from '../entries.js';
 import type { CommandRunner } from '../../exec/runner.js';
-import { keyTail, writeNftElements, type NftLayout } from './text.js';
+import { keyTail, type NftLayout } from './text.js';
 import { sliceColumns } from './write.js';
 
 /**
@@ -42,22 +42,33 @@ export interface NftVerification {
   readonly netsSuspect: EntryColumns;
 }
 
-/** `delete element inet T S { a, b, ... }` for check mode. */
-function deleteCheckScript(l: NftLayout, set: string, slice: EntryColumns): Buffer {
+/**
+ * `delete element inet T S { a, b, ... }` for check mode, of the entries of `slice` with more than
+ * EXPIRY_SLACK_S left `ageS` seconds after their timeouts were taken (written from the slice in
+ * place: no copy of a million entries); undefined when none is.
+ */
+function deleteCheckScript(l: NftLayout, set: string, slice: EntryColumns, ageS: number): { script: Buffer; count: number } | undefined {
+  const tail = keyTail(l, set);
   const t = new TextBuilder(slice.length * (ENTRY_LINE_MAX + 8) + 256);
   t.str(`delete element inet ${l.table} ${set} {\n`);
-  writeNftElements(t, '', slice, keyTail(l, set), false);
+  let count = 0;
+  for (let i = 0; i < slice.length; i++) {
+    const left = slice.timeouts[i]!;
+    if (!Number.isNaN(left) && left - ageS <= EXPIRY_SLACK_S) continue;
+    if (count++ > 0) t.str(',\n');
+    t.cidr(slice.starts[i]!, slice.prefixes[i]!).str(tail);
+  }
   t.str('\n}\n');
-  return t.toBuffer();
+  return count === 0 ? undefined : { script: t.toBuffer(), count };
 }
 
 /** Why the kernel refuses a check-mode delete when an element is not there (or the set is gone, which the probe reports). */
 const ABSENT = /No such file or directory|No buffer space available/;
 
-/** Whether the kernel holds every element of `slice` in `set` (one check-mode run). */
-async function sliceHeld(runner: CommandRunner, l: NftLayout, set: string, slice: EntryColumns, timeoutMs: number): Promise<boolean> {
+/** Whether the kernel holds every element of `script` (one check-mode run). */
+async function sliceHeld(runner: CommandRunner, script: Buffer, timeoutMs: number): Promise<boolean> {
   try {
-    await runner.run('nft', ['-c', '-f', '-'], { input: deleteCheckScript(l, set, slice), timeoutMs });
+    await runner.run('nft', ['-c', '-f', '-'], { input: script, timeoutMs });
     return true;
   } catch (err) {
     if (err instanceof FirewallError && ABSENT.test(err.stderr ?? '')) return false;
@@ -65,16 +76,23 @@ async function sliceHeld(runner: CommandRunner, l: NftLayout, set: string, slice
   }
 }
 
-/** Every slice of both sets, PARALLEL at a time: the elements of the slices the kernel refused, per set. */
-async function checkSlices(runner: CommandRunner, l: NftLayout, sets: Array<[string, EntryColumns]>, timeoutMs: number): Promise<Map<string, EntryColumns>> {
+/**
+ * Every slice of both sets, PARALLEL at a time: the elements of the slices the kernel refused, per
+ * set, and how many entries were looked for.
+ */
+async function checkSlices(runner: CommandRunner, l: NftLayout, sets: Array<[string, EntryColumns]>, ageS: number, timeoutMs: number): Promise<{ refused: Map<string, EntryColumns>; checked: number }> {
   const jobs: Array<[string, EntryColumns]> = [];
   for (const [set, c] of sets) for (let i = 0; i < c.length; i += VERIFY_SLICE) jobs.push([set, sliceColumns(c, i, Math.min(c.length, i + VERIFY_SLICE))]);
   const refused: Array<[string, EntryColumns]> = [];
   let next = 0;
+  let checked = 0;
   const worker = async () => {
     while (next < jobs.length) {
       const [set, slice] = jobs[next++]!;
-      if (!(await sliceHeld(runner, l, set, slice, timeoutMs))) refused.push([set, slice]);
+      const check = deleteCheckScript(l, set, slice, ageS);
+      if (!check) continue;
+      checked += check.count;
+      if (!(await sliceHeld(runner, check.script, timeoutMs))) refused.push([set, slice]);
     }
   };
   await Promise.all(Array.from({ length: PARALLEL }, worker));
@@ -85,7 +103,7 @@ async function checkSlices(runner: CommandRunner, l: NftLayout, sets: Array<[str
     for (const c of mine) for (let i = 0; i < c.length; i++) all.push(c.starts[i]!, c.prefixes[i]!, c.timeoutAt(i));
     out.set(set, all);
   }
-  return out;
+  return { refused: out, checked };
 }
 
 /**
@@ -93,8 +111,6 @@ async function checkSlices(runner: CommandRunner, l: NftLayout, sets: Array<[str
  * `ageS` seconds old. `timeoutMs`: each nft run's limit.
  */
 export async function verifyNft(runner: CommandRunner, l: NftLayout, hosts: EntryColumns, nets: EntryColumns, ageS: number, timeoutMs: number): Promise<NftVerification> {
-  const h = lastingEntries(hosts, ageS);
-  const n = lastingEntries(nets, ageS);
-  const refused = await checkSlices(runner, l, [[l.set, h], [l.nets, n]], timeoutMs);
-  return { checked: h.length + n.length, hostsSuspect: refused.get(l.set)!, netsSuspect: refused.get(l.nets)! };
+  const { refused, checked } = await checkSlices(runner, l, [[l.set, hosts], [l.nets, nets]], ageS, timeoutMs);
+  return { checked, hostsSuspect: refused.get(l.set)!, netsSuspect: refused.get(l.nets)! };
 }

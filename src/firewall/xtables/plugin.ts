@@ -123,7 +123,8 @@ export class IptablesPlugin extends KernelPlugin implements FirewallPlugin {
   }
 
   /** The chain's entry rules against `entries` (no timeouts here: every one of them must be there). */
-  async verify(entries: FirewallEntries): Promise<EntryCheck> {
+  async verify(entriesNow: () => FirewallEntries): Promise<EntryCheck> {
+    const entries = entriesNow();
     const started = Date.now();
     const held = new Set(await this.list());
     const wanted = new Set(kernelList(normalizeEntries(entries)).map((e) => e.cidr.text));
