@@ -93,8 +93,9 @@ function processTable(): Map<number, { ppid: number; rssKB: number; name: string
  * Samples the summed RSS of `pid` and its descendants every `everyMs`; stop() answers the peaks (MB),
  * and which descendant was the largest at the children's peak (`name rss MB`), to say who paid.
  */
-export function treeSampler(pid: number, everyMs = 200): { stop(): { treeMB: number; childrenMB: number; largestChild: string } } {
+export function treeSampler(pid: number, everyMs = 200): { stop(): { treeMB: number; childrenMB: number; largestChild: string; peakChildren: number } } {
   let treeKB = 0;
+  let peakChildren = 0;
   let childrenKB = 0;
   let largestChild = 'none';
   const sample = () => {
@@ -102,16 +103,19 @@ export function treeSampler(pid: number, everyMs = 200): { stop(): { treeMB: num
     const kids = new Map<number, number[]>();
     for (const [p, v] of table) kids.set(v.ppid, [...(kids.get(v.ppid) ?? []), p]);
     let sum = 0;
+    let count = -1; // the agent itself is not its own child
     let largest: { name: string; rssKB: number } | undefined;
     const stack = [pid];
     while (stack.length) {
       const p = stack.pop()!;
       const row = table.get(p);
+      count++;
       sum += row?.rssKB ?? 0;
       if (row && p !== pid && (!largest || row.rssKB > largest.rssKB)) largest = row;
       stack.push(...(kids.get(p) ?? []));
     }
     treeKB = Math.max(treeKB, sum);
+    peakChildren = Math.max(peakChildren, count);
     const children = sum - (table.get(pid)?.rssKB ?? 0);
     if (children > childrenKB && largest) largestChild = `${largest.name} ${((largest.rssKB * 1024) / 1e6).toFixed(0)} MB`;
     childrenKB = Math.max(childrenKB, children);
@@ -121,7 +125,7 @@ export function treeSampler(pid: number, everyMs = 200): { stop(): { treeMB: num
   return {
     stop() {
       clearInterval(timer);
-      return { treeMB: (treeKB * 1024) / 1e6, childrenMB: (childrenKB * 1024) / 1e6, largestChild };
+      return { treeMB: (treeKB * 1024) / 1e6, childrenMB: (childrenKB * 1024) / 1e6, largestChild, peakChildren };
     },
   };
 }

@@ -47,7 +47,7 @@ describe.each(['nftables', 'ipset'] as const)('beside firewalld, the agent with 
     expect((await firewalld.cmd(['--state'])).trim()).toBe('running');
   });
 
-  it('firewall-cmd --reload: enforcing again within 10 s, with at most the one repair the reload made necessary, then no writes', async () => {
+  it('firewall-cmd --reload: enforcing again within 10 s, with only the repairs the reload made necessary, then no writes', async () => {
     const entries = await agent.entries();
     const r = await agent.around(() => firewalld.cmd(['--reload']));
     expect(r.cycles).toBeGreaterThanOrEqual(CYCLES_WATCHED);
@@ -56,10 +56,14 @@ describe.each(['nftables', 'ipset'] as const)('beside firewalld, the agent with 
       expect(r.writes).toEqual([]);
     } else {
       // firewalld's reload flushes the iptables filter table (iptables-restore), the agent's
-      // chain and hooks with it: put back once (by the watcher, or by the next cycle if it
-      // comes first), and never again.
-      expect(r.writes).toHaveLength(1);
-      expect(r.writes[0]).toMatch(REPAIR);
+      // chain and hooks with it: put back by the watcher or by the next cycle. The reload runs
+      // iptables-restore more than once; a cycle that lands between two of them puts back once
+      // more (seen: a cycle's re-creation, then the watcher's after the second restore). Any
+      // more, or a write in the cycles after, would be the agent fighting firewalld.
+      const log = `${r.writes.join('\n')}\n${agent.daemon.raw.slice(-30).join('\n')}`;
+      expect(r.writes.length, log).toBeGreaterThanOrEqual(1);
+      expect(r.writes.length, log).toBeLessThanOrEqual(2);
+      for (const w of r.writes) expect(w).toMatch(REPAIR);
     }
     expect(await agent.entries()).toEqual(entries);
     expect(await firewalld.table()).toBe(tableBefore);

@@ -5,6 +5,19 @@ import { NAMES } from './common.js';
 
 /** `nft -j list set` of the addresses' set and of the networks' set: CIDR -> {timeout, expires} ({} = permanent). */
 export async function nftElements(ns: Netns): Promise<Map<string, { timeout?: number; expires?: number }>> {
+  // A listing made while the kernel still grows a big set's hash table (just after a write of
+  // 100,000 elements) can miss some: seen 148,615 of 151,000, then 151,000 on the next read, with
+  // the "missing" ones present to `nft -c delete element`. Read until two listings agree.
+  let last = await listElements(ns);
+  for (let i = 0; i < 4; i++) {
+    const next = await listElements(ns);
+    if (next.size === last.size) return next;
+    last = next;
+  }
+  return last;
+}
+
+async function listElements(ns: Netns): Promise<Map<string, { timeout?: number; expires?: number }>> {
   const items: Array<{ set?: { elem?: unknown[] } }> = [];
   for (const set of [NAMES.setName, `${NAMES.setName}-nets`]) {
     const doc = JSON.parse(await ns.exec('nft', ['-j', 'list', 'set', 'inet', NAMES.tableName, set])) as { nftables: Array<{ set?: { elem?: unknown[] } }> };
