@@ -1,4 +1,4 @@
-import { rmSync, writeFileSync } from 'node:fs';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -27,6 +27,18 @@ afterAll(async () => {
 
 /** Elements of the agent's two sets, counted from `nft list set` (independent of the agent). */
 async function kernelCount(): Promise<number> {
+  // A listing just after a big write can miss elements the kernel holds (see
+  // docs/nftables-at-scale.md, Left open): read until two listings agree.
+  let last = await listCount();
+  for (let i = 0; i < 4; i++) {
+    const next = await listCount();
+    if (next === last) return next;
+    last = next;
+  }
+  return last;
+}
+
+async function listCount(): Promise<number> {
   let n = 0;
   for (const set of ['wcf-blocklist', 'wcf-blocklist-nets']) {
     const { stdout } = await execa('ip', ['netns', 'exec', lab.ns.name, 'nft', '-j', 'list', 'set', 'inet', 'wcf_agent', set]);
@@ -88,4 +100,62 @@ describe('a set flushed by another process at 100,000 entries', () => {
     expect(await d.stop()).toBe(0);
     d = undefined;
   });
+
+  it('a set flushed while a verification is half done: readiness never says enforcing before every entry is back', { timeout: 180_000 }, async () => {
+    const { sim, ns } = lab;
+    await ns.exec('nft', ['flush', 'ruleset']);
+    // The verification's check-mode runs (those deleting elements; the probe's delete none) slowed
+    // to a second each while `slow` exists, and logged as they start: a verification of 100,000
+    // entries (six runs, two at a time) then takes three seconds.
+    const dir = lab.dir('wcf-slowcheck-');
+    const slow = join(dir, 'slow');
+    const starts = join(dir, 'starts');
+    writeFileSync(starts, '');
+    const path = await lab.nftShim(
+      `case " $* " in *" -c "*) if [ -e '${slow}' ]; then in=$(mktemp); cat >"$in"; ` +
+        `if grep -q '^delete element' "$in"; then echo c >>'${starts}'; sleep 1; fi; exec <"$in"; rm -f "$in"; fi;; esac`,
+    );
+    const cfg = writeConfig({
+      agid: sim.agid, base_url: sim.url, token: sim.token, retries: 0, jitter_seconds: 0, plugin: 'nftables', netns: ns.name,
+      metrics_listen: '127.0.0.1:0', decision_poll_seconds: 0, watch_interval_seconds: 1, startup_delay_seconds: 0,
+    });
+    d = new DaemonProcess(cfg.path, { WCF_AGENT_MINUTE_MS: '60000', PATH: path });
+    const base = /(http:\/\/127\.0\.0\.1:\d+)\/metrics/.exec((await d.waitForLog(/^metrics listening on /)).msg)![1]!;
+    const readyz = async () => {
+      const r = await fetch(`${base}/readyz`);
+      return { status: r.status, text: (await r.text()).trim() };
+    };
+    await d.waitForLog(/^cycle done/, 1, 120_000);
+    const applied = await kernelCount();
+    await waitFor(async () => (await readyz()).status === 200, 'ready after the first cycle', 30_000);
+
+    // Another process's harmless transaction starts a verification; once its third check-mode run
+    // has started (the first two slices found whole), the set of addresses is flushed.
+    writeFileSync(slow, '');
+    await ns.exec('nft', ['add', 'table', 'inet', 'harmless']);
+    await waitFor(() => readFileSync(starts, 'utf8').length >= 6, 'the verification’s third check run', 30_000, 20);
+    await ns.exec('nft', ['flush', 'set', 'inet', 'wcf_agent', 'wcf-blocklist']);
+    rmSync(slow);
+    // That verification finds only the slices it checked after the flush, and says so (until it
+    // ends, readiness is the last look's: no probe can know sooner). Their repair is not the whole
+    // answer: from then on, every time /readyz says ready, every entry is in the kernel.
+    const seen: string[] = [];
+    await waitFor(async () => {
+      const r = await readyz();
+      seen.push(`${r.status} ${r.text.slice(0, 120)}`);
+      return r.status === 503;
+    }, 'readyz 503 once the verification has ended', 30_000, 50);
+    await waitFor(async () => {
+      const r = await readyz();
+      seen.push(`${r.status} ${r.text.slice(0, 120)}`);
+      if (r.status !== 200) return false;
+      expect(await kernelCount(), seen.slice(-6).join('\n')).toBe(applied);
+      return true;
+    }, 'readyz 200 again', 60_000, 100);
+    console.log('DBG', seen.join('\n'), '\n', d.raw.filter((l) => !/cycle|history|report/.test(l)).slice(-25).join('\n'));
+    expect(d.count(/put back with the last applied set/)).toBeGreaterThanOrEqual(1);
+    expect(await d.stop()).toBe(0);
+    d = undefined;
+  });
 });
+

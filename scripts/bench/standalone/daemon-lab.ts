@@ -50,8 +50,9 @@ export interface Daemon {
   stop(): Promise<void>;
 }
 
-export function startDaemon(configPath: string, env: Record<string, string> = {}): Daemon {
-  const child = execa(NODE, [CLI, 'run', '--config', configPath], { reject: false, buffer: false, env: { WCF_AGENT_MINUTE_MS: '60000', WCF_LOG_LEVEL: 'debug', ...env } });
+/** `cli`: another build of the agent (an older one, for a before/after in one run). */
+export function startDaemon(configPath: string, env: Record<string, string> = {}, cli = CLI): Daemon {
+  const child = execa(NODE, [cli, 'run', '--config', configPath], { reject: false, buffer: false, env: { WCF_AGENT_MINUTE_MS: '60000', WCF_LOG_LEVEL: 'debug', ...env } });
   onExit(() => child.kill('SIGKILL'));
   const lines: Line[] = [];
   let buf = '';

@@ -2,7 +2,7 @@
  * Benchmark: what Prometheus, the kubelet and a hostile local user cost the agent, at scale
  * (nftables).
  *
- *   npx tsx scripts/bench/standalone/floods.ts [--sizes 100000,1000000] [--seconds 8]
+ *   npx tsx scripts/bench/standalone/floods.ts [--sizes 100000,1000000] [--seconds 8] [--cli DIST/cli.js]
  *
  * Per size, a daemon restores an N-entry set from its state dir (no server: the API address
  * refuses connections, so no cycle ever writes) with its metrics listener on loopback, then, one
@@ -15,11 +15,13 @@
  * and prints per load the answers, their latency (median, 99th percentile, max), the peak number of
  * the agent's children and the peak RSS of the agent and its children (sampled every 100 ms).
  *
+ * `--cli`: another build of the agent, for a before/after on one machine in one sitting.
+ *
  * Runs as root inside a network namespace it creates and removes. Builds nothing: run
  * `npm run build` first.
  */
 import { Agent, request } from 'undici';
-import { arg } from './common.js';
+import { arg, CLI } from './common.js';
 import { netns, prepare, startDaemon } from './daemon-lab.js';
 import { treeSampler } from '../scale.js';
 
@@ -84,11 +86,13 @@ const rows: string[] = [];
 for (const size of sizes) {
   const ns = await netns();
   const p = prepare(size, ns.name, { metrics_listen: '127.0.0.1:0' });
-  const d = startDaemon(p.config);
+  const d = startDaemon(p.config, {}, arg('cli', CLI));
   const listening = await d.next(/^metrics listening on /, 0);
   const base = /(http:\/\/127\.0\.0\.1:\d+)\/metrics/.exec(String(listening.rec.msg))![1]!;
-  // Past the start: the set restored and the start's own verification done.
-  await d.next(/^checked the agent’s entries in the kernel$/, 0);
+  // Past the start: the set restored and the start's own verification done (builds before the
+  // verification existed: the watcher started, then a few seconds).
+  await d.next(/^watching the agent/, 0);
+  await d.next(/^checked the agent’s entries in the kernel$/, 0, 5000 + size / 10).catch(() => undefined);
   const idle = treeSampler(d.child.pid!, 100);
   await new Promise((r) => setTimeout(r, 2000));
   const quiet = idle.stop();

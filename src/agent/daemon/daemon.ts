@@ -130,6 +130,7 @@ export class Daemon {
   /** Between cycles, put the agent's objects back when another tool removes them (watch_interval_seconds). */
   private startWatcher(): void {
     const { config, plugin, state } = this.parts;
+    this.truth.followSuspicion(() => this.watcher?.unchecked);
     this.watcher = new Watcher({
       plugin,
       memory: this.memory,

@@ -43,8 +43,27 @@ export class KernelTruth {
     this.view = { state: 'damaged', reason, missing, ...(this.view.confirmedAt !== undefined ? { confirmedAt: this.view.confirmedAt } : {}) };
   }
 
-  /** The repair (or any successful apply) wrote what is wanted. */
+  /** A change heard and not yet checked (the watcher's), or undefined. */
+  private unchecked: () => string | undefined = () => undefined;
+
+  /** Where written() asks whether a change was heard that no verification has looked at yet. */
+  followSuspicion(unchecked: () => string | undefined): void {
+    this.unchecked = unchecked;
+  }
+
+  /**
+   * The repair (or any successful apply) wrote what is wanted. Damage stays said while a change
+   * heard after the verification that found it began is still unchecked: the write put back what
+   * that verification found, not what the later change may have removed (seen: a set flushed
+   * while a verification was half done; the repair put back the two slices it had found, and
+   * readiness said enforcing with three missing). The next verification says which it is.
+   */
   written(how: string): void {
+    const heard = this.view.state === 'damaged' ? this.unchecked() : undefined;
+    if (heard) {
+      this.view = { ...this.view, reason: `put back what the last check found missing, checking again after a later change (${heard})` };
+      return;
+    }
     this.held(how);
   }
 

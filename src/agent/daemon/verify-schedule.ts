@@ -36,6 +36,11 @@ export class VerifySchedule {
     this.why ??= why;
   }
 
+  /** What was suspected since the last verification began, or undefined. */
+  get suspected(): string | undefined {
+    return this.why;
+  }
+
   /** Why a verification is wanted now (suspect, or `periodicMs` since the last start), or undefined. */
   wanted(periodicMs: number): string | undefined {
     if (this.why) return this.why;

@@ -82,6 +82,11 @@ export class Watcher {
     this.schedule = new VerifySchedule(this.now);
   }
 
+  /** A change heard that no verification has looked at yet, or undefined. */
+  get unchecked(): string | undefined {
+    return this.stopped ? undefined : this.schedule.suspected;
+  }
+
   /** Whether the watcher looks at the kernel at all (watch_interval_seconds > 0 and a kernel backend). */
   get active(): boolean {
     return !this.stopped;

@@ -36,13 +36,14 @@ export class NftObserver {
   static async start(ns: Netns): Promise<NftObserver> {
     const child = ns.spawn('nft', ['monitor']);
     const observer = new NftObserver(child);
-    // Listening once a change of ours is heard.
+    // Listening once a change of ours is heard. Each try adds and deletes the table in one
+    // transaction: a bare `add table` of a table that exists is no change and no event, so one
+    // made before the monitor subscribed (a loaded machine) would never be heard.
     for (let i = 0; !observer.transactions.some((t) => t.tables.has('inet wcft_observer')); i++) {
       if (i > 100) throw new Error('nft monitor heard nothing within 10 s');
-      if (i % 10 === 0) await ns.exec('nft', ['add', 'table', 'inet', 'wcft_observer']);
+      if (i % 10 === 0) await ns.exec('nft', ['-f', '-'], 'add table inet wcft_observer\ndelete table inet wcft_observer\n');
       await new Promise((r) => setTimeout(r, 100));
     }
-    await ns.exec('nft', ['delete', 'table', 'inet', 'wcft_observer']);
     return observer;
   }
 
