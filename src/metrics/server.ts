@@ -2,7 +2,16 @@ import type { Server, ServerOptions } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Registry } from 'prom-client';
 import type { Logger } from '../log.js';
+import { SharedRead } from '../util/shared-read.js';
 import { LISTENER_LIMITS, type ListenAddress, type ListenerLimits } from './listen.js';
+
+/**
+ * A scrape answered within this long of the last render gets that render again (and every scrape
+ * while one renders shares it): 60 clients scraping back to back at 100,000 entries made ~730
+ * renders a second and took the agent from 100 to 206 MB. Prometheus scrapes every 15 s or more;
+ * a quarter of a second of staleness is not seen.
+ */
+const RENDER_MIN_AGE_MS = 250;
 
 /** The daemon's probes: /healthz (alive) and /readyz (enforcing). */
 export interface HealthProbes {
@@ -30,6 +39,7 @@ export async function startMetricsServer(
   health?: HealthProbes,
   limits: ListenerLimits = LISTENER_LIMITS,
 ): Promise<MetricsServer> {
+  const render = new SharedRead(() => registry.metrics(), (ms) => Math.max(RENDER_MIN_AGE_MS, ms));
   // node:http as CommonJS exports, not an ES import: see src/api/http.ts.
   const server: Server = process.getBuiltinModule('node:http').createServer(serverOptions(limits), (req, res) => {
     const path = (req.url ?? '/').split('?')[0];
@@ -50,7 +60,7 @@ export async function startMetricsServer(
       );
       return;
     }
-    registry.metrics().then(
+    render.get().then(
       (body) => {
         res.writeHead(200, { 'content-type': registry.contentType });
         res.end(req.method === 'HEAD' ? undefined : body);
