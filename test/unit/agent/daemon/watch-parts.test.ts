@@ -79,6 +79,24 @@ describe('the applied set kept in memory', () => {
     for (const e of later.entries.toArray()) if (e.timeoutSeconds !== undefined) expect(e.timeoutSeconds).toBeLessThanOrEqual(100 - 1);
   });
 
+  it('the count of lasting entries, kept for a second, agrees with the entries at every moment as they expire', async () => {
+    const t0 = 1_800_000_000_000;
+    vi.useFakeTimers({ now: t0, toFake: ['Date'] });
+    onTestFinished(() => void vi.useRealTimers());
+    const memory = new AppliedMemory();
+    const p = memory.wrap(plugin());
+    await p.apply(Array.from({ length: 12 }, (_, i) => ({ cidr: toCidr(`198.18.0.${i + 1}`)!, timeoutSeconds: i + 1 })), { capacity: 50 });
+    // Every 137 ms over 13 s, asked twice (the second answer from what the first kept).
+    for (let ms = 0; ms <= 13_000; ms += 137) {
+      const want = memory.entriesNow(t0 + ms)!.entries.length;
+      expect(memory.lastingCount(t0 + ms, 0), `at ${ms} ms`).toBe(want);
+      expect(memory.lastingCount(t0 + ms, 0), `again at ${ms} ms`).toBe(want);
+    }
+    // A new apply is counted afresh within the same second.
+    await p.apply([{ cidr: toCidr('198.18.9.9')! }], { capacity: 50 });
+    expect(memory.lastingCount(t0 + 13_000, 0)).toBe(1);
+  });
+
   it('passes the check through and forgets the set on flush', async () => {
     const memory = new AppliedMemory();
     const p = memory.wrap(plugin());
