@@ -53,7 +53,10 @@ export function findInHistory(dir: string, target: HistoryTarget): HistoryFound 
     bytes += size;
     for (const b of blocks) {
       seq++;
-      oldest ??= b.ts;
+      // Not always the first block: a cycle's blocks of addresses and of names are each stamped
+      // by the step that made them, so a later block may hold an earlier second (seen in CI:
+      // `explain NAME --at` the name's own addition answered "before the history").
+      oldest = oldest === undefined ? b.ts : Math.min(oldest, b.ts);
       if (b.flags & FLAG_PARTIAL) partial.push(b.ts);
       if (b.kind === 'note') {
         if (target.kind === 'addresses') notes.push({ ts: b.ts, cause: b.cause, reason: HISTORY_REASONS[b.noteReason] ?? 'unknown', text: noteText(b), plugin: b.plugin, seq });
@@ -67,6 +70,9 @@ export function findInHistory(dir: string, target: HistoryTarget): HistoryFound 
   });
   // Blocks are in the order written; an expiry is stamped with its own (earlier) time.
   events.sort((a, b) => a.ts - b.ts);
+  // A change may be stamped before the block that holds it (a cycle's changes carry its start, the
+  // block the time it was written, a second later at times): the history reaches back to it.
+  if (events.length > 0 && (oldest === undefined || events[0]!.ts < oldest)) oldest = events[0]!.ts;
   return { events, notes, oldest, partial, plugin, unreadable, bytes };
 }
 

@@ -93,6 +93,24 @@ describe('the verdict at a moment', () => {
     expect(await verdictAt(dir(), addr('203.0.113.9'), 50, async () => [])).toMatchObject({ blocked: null, from: 100 });
   });
 
+  it('a first change stamped a second before its block (a cycle that began at 99 and wrote at 100): at 99 the history knows it', async () => {
+    const d = history([[100, batch((e) => e.push(net('203.0.113.9'), { ts: 99, change: 'added', reason: 'score', score: 8, rank: 1, expires: 10_000 }))]]);
+    expect(await verdictAt(d, addr('203.0.113.9'), 99, async () => [])).toMatchObject({ blocked: true, from: 99, by: { entry: '203.0.113.9', since: 99 } });
+    expect(await verdictAt(d, addr('203.0.113.9'), 98, async () => [])).toMatchObject({ blocked: null, from: 99 });
+  });
+
+  it('a later block stamped a second earlier (a cycle’s names written after its addresses): the history begins at the earlier', async () => {
+    const d = mkdtempSync(join(tmpdir(), 'wcf-verdict-'));
+    dirs.push(d);
+    const w = new HistoryWriter(d, 1 << 20);
+    w.append(encodeBlock({ kind: 'addresses', cause: 'cycle', ts: 101, plugin: 'dry-run' }, batch((e) => e.push(net('198.51.100.7'), { ts: 101, change: 'added', reason: 'score' }))));
+    const names = new EventColumns('names');
+    names.push('evil.example', { ts: 100, change: 'added', reason: 'score', score: 9, rank: 1 });
+    w.append(encodeBlock({ kind: 'names', cause: 'cycle', ts: 100, plugin: 'dry-run' }, names));
+    const v = await verdictAt(d, { kind: 'names', name: 'login.evil.example' }, 100, async () => []);
+    expect(v).toMatchObject({ blocked: true, from: 100, by: { entry: 'evil.example' } });
+  });
+
   it('an entry in force now with no change kept has been in force since before the history', async () => {
     const v = await verdictAt(dir(), addr('198.51.100.1'), 150, async () => [{ entry: '198.51.100.1', reason: 'manual', expires: null }]);
     expect(v).toMatchObject({ blocked: true, by: { entry: '198.51.100.1', since: null } });
