@@ -104,3 +104,20 @@ export async function seedForeign(ns: Netns): Promise<void> {
   await ns.exec('ipset', ['create', 'someone-else', 'hash:ip']);
   await ns.exec('nft', ['add', 'table', 'inet', 'someone_else']);
 }
+
+/**
+ * `read()` until two results in a row have the same `size`: a listing made while the kernel
+ * still grows a big set's hash table (just after a write of 100,000 elements) can miss some (seen:
+ * 148,615 of 151,000, then all of them on the next read, the "missing" ones present to
+ * `nft -c delete element`; docs/nftables-at-scale.md, Left open). Five reads at most.
+ */
+export async function untilTwoAgree<T>(read: () => Promise<T>, size: (t: T) => number): Promise<T> {
+  let last = await read();
+  for (let i = 0; i < 4; i++) {
+    const next = await read();
+    if (size(next) === size(last)) return next;
+    last = next;
+  }
+  return last;
+}
+

@@ -4,6 +4,7 @@ import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli, waitFor, writeConfig } from '../helpers/cli.js';
 import { DaemonProcess } from '../helpers/daemon.js';
+import { untilTwoAgree } from '../helpers/kernel.js';
 import { largeSetLab, type LargeSetLab } from '../helpers/large-set.js';
 
 /**
@@ -26,16 +27,8 @@ afterAll(async () => {
 });
 
 /** Elements of the agent's two sets, counted from `nft list set` (independent of the agent). */
-async function kernelCount(): Promise<number> {
-  // A listing just after a big write can miss elements the kernel holds (see
-  // docs/nftables-at-scale.md, Left open): read until two listings agree.
-  let last = await listCount();
-  for (let i = 0; i < 4; i++) {
-    const next = await listCount();
-    if (next === last) return next;
-    last = next;
-  }
-  return last;
+function kernelCount(): Promise<number> {
+  return untilTwoAgree(listCount, (n) => n);
 }
 
 async function listCount(): Promise<number> {

@@ -1,20 +1,12 @@
 import type { Netns } from '../../netns/netns.js';
+import { untilTwoAgree } from '../../helpers/kernel.js';
 import { NAMES } from './common.js';
 
 /** Reads of the kernel made without the plugins, so the tests check them against an independent view. */
 
 /** `nft -j list set` of the addresses' set and of the networks' set: CIDR -> {timeout, expires} ({} = permanent). */
-export async function nftElements(ns: Netns): Promise<Map<string, { timeout?: number; expires?: number }>> {
-  // A listing made while the kernel still grows a big set's hash table (just after a write of
-  // 100,000 elements) can miss some: seen 148,615 of 151,000, then 151,000 on the next read, with
-  // the "missing" ones present to `nft -c delete element`. Read until two listings agree.
-  let last = await listElements(ns);
-  for (let i = 0; i < 4; i++) {
-    const next = await listElements(ns);
-    if (next.size === last.size) return next;
-    last = next;
-  }
-  return last;
+export function nftElements(ns: Netns): Promise<Map<string, { timeout?: number; expires?: number }>> {
+  return untilTwoAgree(() => listElements(ns), (m) => m.size);
 }
 
 async function listElements(ns: Netns): Promise<Map<string, { timeout?: number; expires?: number }>> {
