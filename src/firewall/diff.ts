@@ -24,7 +24,9 @@ export const CLAMP_REFRESH_S = Math.floor(MAX_KERNEL_TIMEOUT_S / 2);
 
 /**
  * Above either threshold a change is applied as a full rebuild (ipset: build a
- * temp set, swap; nft: refill in one transaction) instead of a delta. A delta
+ * temp set, swap) instead of a delta; nftables reports such a change as full but
+ * sends a delta all the same, in runs (its networks' set pays a refill by the
+ * whole set's size in one long transaction: see nft/write.ts). A delta
  * costs time in proportion to the change, a rebuild in proportion to the whole
  * set, so a delta pays while the change is well under the set's size: growing a
  * 60,000-entry set by 10,000 is 10,000 restore lines, not 70,000 and a swap. An

@@ -2,42 +2,6 @@ import { CidrIndex, rangeToCidrs } from '../../net/cidr-index.js';
 import { EntryColumns } from '../entry-columns.js';
 
 /**
- * Whether an added element overlaps a deleted one other than itself (a wider
- * entry split around a narrower one, or pieces merged back). nft checks an
- * interval set's overlaps against the elements as they were before the
- * transaction, so such a delta fails with "interval overlaps with an existing
- * one" although its result would not overlap: it needs the refill instead.
- * The deleted elements come from the kernel's set, which holds no overlaps, so
- * sorted by start they are disjoint and one binary search per added element
- * finds the only one that can overlap it.
- */
-export function deltaReshapesIntervals(add: EntryColumns, del: EntryColumns): boolean {
-  if (add.length === 0 || del.length === 0) return false;
-  // Deleted elements by start (disjoint: see above), as positions into `del`.
-  const order = Array.from({ length: del.length }, (_, i) => i).sort((x, y) => del.starts[x]! - del.starts[y]!);
-  const endOf = (i: number) => del.starts[i]! + 2 ** (32 - del.prefixes[i]!) - 1;
-  for (let k = 0; k < add.length; k++) {
-    const aStart = add.starts[k]!;
-    const aPrefix = add.prefixes[k]!;
-    const aEnd = aStart + 2 ** (32 - aPrefix) - 1;
-    let lo = 0;
-    let hi = order.length - 1;
-    let last = -1; // the last deleted element starting at or before aEnd
-    while (lo <= hi) {
-      const mid = (lo + hi) >> 1;
-      if (del.starts[order[mid]!]! <= aEnd) {
-        last = mid;
-        lo = mid + 1;
-      } else hi = mid - 1;
-    }
-    if (last === -1) continue;
-    const d = order[last]!;
-    if (endOf(d) >= aStart && (del.starts[d] !== aStart || del.prefixes[d] !== aPrefix)) return true;
-  }
-  return false;
-}
-
-/**
  * Whether any entry lies inside another (entries are distinct CIDRs), without
  * sorting: for each entry, look up its enclosing networks at the prefix
  * lengths present in the list (usually two or three: /32, /24...). O(n).

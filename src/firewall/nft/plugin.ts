@@ -18,7 +18,7 @@ import { ownedObjects } from './objects.js';
 import { cheapOwnership, nftStructure } from './owner.js';
 import { nftLayout, parseNftHits, splitByShape, type NftLayout, type NftParts, type NftSetParsed } from './text.js';
 import { VERIFY_SLICE, verifyNft } from './verify.js';
-import { netsNeedRefill, runTransactions, transactions, written, type SetChange } from './write.js';
+import { netsChange, runTransactions, transactions, written, type NftRun, type SetChange } from './write.js';
 
 /**
  * The limit of one nft run over `elements` of the agent's sets: a minute, plus what a run of
@@ -27,6 +27,11 @@ import { netsNeedRefill, runTransactions, transactions, written, type SetChange 
  */
 export function nftTimeoutMs(elements: number): number {
   return 60_000 + Math.ceil(elements * 0.3);
+}
+
+/** The limit of one write run: as for its elements, plus what its deletions or refill of networks may cost the kernel (see write.ts). */
+export function nftRunTimeoutMs(run: NftRun): number {
+  return nftTimeoutMs(run.elements) + Math.ceil(run.slowMs);
 }
 
 /**
@@ -45,9 +50,11 @@ export function nftTimeoutMs(elements: number): number {
  * - table missing or altered: `add table; delete table; table { ... }`, the
  *   whole table re-created with its networks and the first addresses, then
  *   the rest of the addresses;
- * - otherwise `add element` / `delete element` per set; the interval set is
- *   refilled (`flush set` + its elements, one transaction) when a change would
- *   reshape its intervals.
+ * - otherwise `add element` / `delete element` per set; networks reshaped
+ *   (split or merged) are deleted and re-added in one transaction, and the
+ *   networks' set is refilled (`flush set` + its elements, one transaction)
+ *   only when it holds ranges someone else put in, or when deleting would cost
+ *   the kernel far more (see write.ts).
  *
  * Overlapping networks are resolved before rendering (see resolveOverlaps):
  * the interval set has no auto-merge, so it holds exactly the entries
@@ -129,7 +136,7 @@ export class NftablesPlugin extends KernelPlugin implements FirewallPlugin {
     const repairs = this.repairs(!probe.table, options);
     for (const m of probe.missing) repairs.note(m);
     const size = wanted.hosts.length + wanted.nets.length;
-    await runTransactions(this.runner, transactions(this.layout, [], wanted), size, nftTimeoutMs);
+    await runTransactions(this.runner, transactions(this.layout, [], wanted), size, nftRunTimeoutMs);
     // Written whole: the kernel holds exactly the record (a full read's worth of certainty, timed as none).
     this.ledger.record(wanted.hosts, wanted.nets, this.appliedAt, 0);
     await this.checkHandles();
@@ -149,9 +156,9 @@ export class NftablesPlugin extends KernelPlugin implements FirewallPlugin {
     if (mode !== 'none') {
       const changes: SetChange[] = [
         { set: this.layout.set, add: h.add, del: h.del },
-        netsNeedRefill(n.add, n.del) ? { set: this.layout.nets, add: n.add, del: n.del, refill: wanted.nets } : { set: this.layout.nets, add: n.add, del: n.del },
+        netsChange(this.layout.nets, n.add, n.del, wanted.nets, recorded.nets.length),
       ];
-      const runs = await runTransactions(this.runner, transactions(this.layout, changes), written(changes), nftTimeoutMs);
+      const runs = await runTransactions(this.runner, transactions(this.layout, changes, undefined, recorded.nets.length), written(changes), nftRunTimeoutMs);
       this.log.debug({ runs, ...sum }, 'nft: delta from the recorded sets');
     }
     this.ledger.record(h.next, n.next, this.appliedAt);
@@ -181,12 +188,12 @@ export class NftablesPlugin extends KernelPlugin implements FirewallPlugin {
     const sum = { added: h.added + n.added, updated: h.updated + n.updated, removed: h.removed + n.removed };
     const mode = chooseMode(sum, current.hosts.length + current.nets.length, size, current.nonCidr > 0);
     if (mode !== 'none') {
-      const netsRefill = mode === 'full' || current.nonCidr > 0 || netsNeedRefill(n.add, n.del);
+      // Ranges someone else put in the networks' set are not CIDRs a delta can name: only a refill removes them.
       const changes: SetChange[] = [
         { set: this.layout.set, add: h.add, del: h.del },
-        netsRefill ? { set: this.layout.nets, add: n.add, del: n.del, refill: wanted.nets } : { set: this.layout.nets, add: n.add, del: n.del },
+        netsChange(this.layout.nets, n.add, n.del, wanted.nets, current.nets.length, current.nonCidr > 0),
       ];
-      await runTransactions(this.runner, transactions(this.layout, changes), written(changes), nftTimeoutMs);
+      await runTransactions(this.runner, transactions(this.layout, changes, undefined, current.nets.length), written(changes), nftRunTimeoutMs);
     }
     this.ledger.record(h.next, n.next, this.appliedAt, readMs);
     return this.done(repairs, this.fields(), sum, mode, size);

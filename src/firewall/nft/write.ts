@@ -2,7 +2,7 @@ import { releaseArray } from '../../util/release.js';
 import { EntryColumns } from '../entry-columns.js';
 import type { CommandRunner } from '../../exec/runner.js';
 import { withEventsPaused } from '../monitor.js';
-import { deltaReshapesIntervals } from './overlaps.js';
+import { splitNetsDelta } from './reshape.js';
 import { nftDeltaScript, nftRecreateScript, nftRefillScript, type NftLayout, type NftParts } from './text.js';
 
 /**
@@ -25,6 +25,36 @@ export function sliceColumns(c: EntryColumns, from: number, to: number): EntryCo
 
 const EMPTY = new EntryColumns(1);
 
+/**
+ * What deleting one network may cost the kernel (ms), the set holding `held`: estimated high,
+ * for time limits and for how many deletions one run carries. The networks' set is a
+ * concatenated interval set, which the kernel keeps as a "pipapo" match: it finds an element
+ * to remove by walking its rules from the first, so one deletion costs up to the whole set.
+ * Measured on kernel 6.18, deleting the last 500 or 1,000 added: 3.8 ms each at 2,000
+ * networks, 24 ms at 10,000, 12.6 ms at 30,000, 56 ms at 150,000 (below ~16,000 rules the
+ * kernel uses wider lookup tables, six times slower to walk per rule); 1,000 of the first
+ * added at 150,000: 0.4 ms each; 1,000 at random: 31 ms. Taken at 2.5 times that.
+ */
+export function netDeleteMs(held: number): number {
+  return 2.5 * Math.max(held * 0.4e-3, Math.min(held, 16_384) * 2.5e-3);
+}
+
+/**
+ * What a refill (`flush set` + every wanted network, one transaction) costs the kernel per
+ * network held or written (ms): 150,000 networks flushed alone took 38 s, flushed and
+ * written again 117 s (0.4 ms per element of either side). Taken at 2.5 times that.
+ */
+export const NET_REFILL_MS_PER_ELEMENT = 0.4 * 2.5;
+
+/**
+ * The most kernel time one run of deletions of networks may be estimated at (ms): the kernel
+ * holds its ruleset lock for a whole transaction, so every other nft command on the host (a
+ * container runtime's, kube-proxy's, an operator's) waits while it runs. Deletions that need
+ * not be atomic together go in runs of at most this much; a network reshaped (deleted and
+ * replaced by overlapping ones) is never split, whatever it costs.
+ */
+export const NET_DELETE_RUN_MS = 2_000;
+
 /** One set's changes. */
 export interface SetChange {
   readonly set: string;
@@ -39,9 +69,16 @@ export function written(changes: readonly SetChange[]): number {
   return changes.reduce((n, c) => n + (c.refill ? c.refill.length : c.add.length) + c.del.length, 0);
 }
 
-/** Whether a change of the interval set must be a refill (see deltaReshapesIntervals). */
-export function netsNeedRefill(add: EntryColumns, del: EntryColumns): boolean {
-  return deltaReshapesIntervals(add, del);
+/**
+ * The change of the networks' set, from `held` networks to `wanted`: a delta, unless the set
+ * holds what a delta cannot remove (`mustRefill`: ranges someone else put in) or the delta's
+ * deletions would cost the kernel over three times what a refill does (see the two costs above:
+ * at 150,000 networks, from 6,000 deletions on).
+ */
+export function netsChange(set: string, add: EntryColumns, del: EntryColumns, wanted: EntryColumns, held: number, mustRefill = false): SetChange {
+  const deltaMs = del.length * netDeleteMs(held);
+  const refillMs = (held + wanted.length) * NET_REFILL_MS_PER_ELEMENT;
+  return mustRefill || deltaMs > 3 * refillMs ? { set, add, del, refill: wanted } : { set, add, del };
 }
 
 /**
@@ -51,65 +88,115 @@ export function netsNeedRefill(add: EntryColumns, del: EntryColumns): boolean {
  */
 export const NETS_WEIGHT = 3;
 
+/** One `nft -f -` run: its script, and what it may cost (for its time limit). */
+export interface NftRun {
+  readonly script: Buffer;
+  /** Elements it writes. */
+  readonly elements: number;
+  /** Kernel time beyond writing them, estimated high: deletions and refills of the networks' set. */
+  readonly slowMs: number;
+}
+
+/** Collects scripts into runs within NFT_CHUNK (weighted) and NET_DELETE_RUN_MS. */
+class Runs {
+  private parts: Buffer[] = [];
+  private weight = 0;
+  private elements = 0;
+  private slowMs = 0;
+
+  /** The run so far, if adding one of `weight` and `slowMs` would pass a bound: take it first. */
+  *fit(weight: number, slowMs = 0): Generator<NftRun> {
+    if (this.parts.length > 0 && (this.weight + weight > NFT_CHUNK || (slowMs > 0 && this.slowMs + slowMs > NET_DELETE_RUN_MS))) yield* this.flush();
+  }
+
+  *put(weight: number, elements: number, script: Buffer, slowMs = 0): Generator<NftRun> {
+    yield* this.fit(weight, slowMs);
+    this.parts.push(script);
+    this.weight += weight;
+    this.elements += elements;
+    this.slowMs += slowMs;
+  }
+
+  *flush(): Generator<NftRun> {
+    if (this.parts.length > 0) yield { script: Buffer.concat(this.parts.splice(0)), elements: this.elements, slowMs: this.slowMs };
+    this.weight = 0;
+    this.elements = 0;
+    this.slowMs = 0;
+  }
+}
+
+/** How many of `c` from `from` fit in one run, at `weight` and `slowMs` each (at least one). */
+function runLength(c: EntryColumns, from: number, weight: number, slowMs = 0): number {
+  const byWeight = Math.floor(NFT_CHUNK / weight);
+  const bySlow = slowMs > 0 ? Math.floor(NET_DELETE_RUN_MS / slowMs) : Infinity;
+  return Math.max(1, Math.min(c.length - from, byWeight, bySlow));
+}
+
 /**
  * The transactions of one apply, each at most NFT_CHUNK elements (networks weighted by
- * NETS_WEIGHT), in an order that never unblocks a wanted address: every addition (and refill)
- * before any deletion, so while they run the set holds the old entries and the new ones, each
- * wanted at one of the two moments. A change that fits one chunk is one transaction (atomic, as
- * before). The table itself, when it is (re-)created, comes first with what fits of its
- * networks, then of its addresses; the rest follows in further runs.
+ * NETS_WEIGHT), in an order that never unblocks a wanted address: additions (and refills)
+ * first, then each group of networks reshaped (its deletions and the overlapping additions in
+ * one transaction), then the other deletions; so while they run the set holds the old entries
+ * and the new ones, each wanted at one of the two moments. Deletions of networks go in runs of
+ * at most NET_DELETE_RUN_MS of estimated kernel time (`netsHeld`: how many the set holds). A
+ * change that fits one run is one transaction (atomic). The table itself, when it is
+ * (re-)created, comes first with what fits of its networks, then of its addresses; the rest
+ * follows in further runs.
  */
-export function* transactions(l: NftLayout, changes: readonly SetChange[], recreate?: NftParts): Generator<Buffer> {
-  let room = NFT_CHUNK;
-  const parts: Buffer[] = [];
-  const flush = function* (): Generator<Buffer> {
-    if (parts.length > 0) yield Buffer.concat(parts.splice(0));
-    room = NFT_CHUNK;
-  };
+export function* transactions(l: NftLayout, changes: readonly SetChange[], recreate?: NftParts, netsHeld = 0): Generator<NftRun> {
+  const runs = new Runs();
   const weight = (set: string) => (set === l.nets ? NETS_WEIGHT : 1);
   if (recreate) {
     const firstNets = Math.min(recreate.nets.length, Math.floor(NFT_CHUNK / NETS_WEIGHT));
     const firstHosts = Math.max(0, Math.min(recreate.hosts.length, NFT_CHUNK - firstNets * NETS_WEIGHT));
-    parts.push(nftRecreateScript(l, { nets: sliceColumns(recreate.nets, 0, firstNets), hosts: sliceColumns(recreate.hosts, 0, firstHosts) }));
-    room -= firstHosts + firstNets * NETS_WEIGHT;
+    const first = { nets: sliceColumns(recreate.nets, 0, firstNets), hosts: sliceColumns(recreate.hosts, 0, firstHosts) };
+    yield* runs.put(firstHosts + firstNets * NETS_WEIGHT, firstHosts + firstNets, nftRecreateScript(l, first));
     for (const [set, c, from] of [[l.nets, recreate.nets, firstNets], [l.set, recreate.hosts, firstHosts]] as const) {
-      const per = Math.floor(NFT_CHUNK / weight(set));
-      for (let i = from; i < c.length; i += per) {
-        yield* flush();
-        const end = Math.min(c.length, i + per);
-        parts.push(nftDeltaScript(l, sliceColumns(c, i, end), EMPTY, set));
-        room -= (end - i) * weight(set);
+      for (let i = from; i < c.length; ) {
+        const end = i + runLength(c, i, weight(set));
+        yield* runs.flush();
+        yield* runs.put((end - i) * weight(set), end - i, nftDeltaScript(l, sliceColumns(c, i, end), EMPTY, set));
+        i = end;
       }
     }
   }
-  const put = function* (size: number, script: () => Buffer): Generator<Buffer> {
-    if (size > room && parts.length > 0) yield* flush();
-    parts.push(script());
-    room -= size;
-  };
-  for (const c of changes) {
+  const deleteMs = (set: string) => (set === l.nets ? netDeleteMs(netsHeld) : 0);
+  const split = changes.map((c) => (c.refill || c.set !== l.nets ? { add: c.add, del: c.del, groups: [] } : splitNetsDelta(c.add, c.del)));
+  // Additions and refills.
+  for (const [k, c] of changes.entries()) {
     const w = weight(c.set);
     if (c.refill) {
-      const refill = c.refill;
-      yield* put(refill.length * w, () => nftRefillScript(l, refill, c.set));
+      const refillMs = c.set === l.nets ? (netsHeld + c.refill.length) * NET_REFILL_MS_PER_ELEMENT : 0;
+      yield* runs.put(c.refill.length * w, c.refill.length, nftRefillScript(l, c.refill, c.set), refillMs);
       continue;
     }
-    const per = Math.floor(NFT_CHUNK / w);
-    for (let i = 0; i < c.add.length; i += per) {
-      const end = Math.min(c.add.length, i + per);
-      yield* put((end - i) * w, () => nftDeltaScript(l, sliceColumns(c.add, i, end), EMPTY, c.set));
+    const add = split[k]!.add;
+    for (let i = 0; i < add.length; ) {
+      const end = i + runLength(add, i, w);
+      yield* runs.put((end - i) * w, end - i, nftDeltaScript(l, sliceColumns(add, i, end), EMPTY, c.set));
+      i = end;
     }
   }
-  for (const c of changes) {
+  // Networks reshaped: each group whole, its deletions first (see splitNetsDelta).
+  for (const [k, c] of changes.entries()) {
+    for (const g of split[k]!.groups) {
+      const elements = g.add.length + g.del.length;
+      yield* runs.put((g.add.length + 2 * g.del.length) * weight(c.set), elements, nftDeltaScript(l, g.add, g.del, c.set), g.del.length * deleteMs(c.set));
+    }
+  }
+  // Deletions (each rendered with its guard: two elements written per deletion).
+  for (const [k, c] of changes.entries()) {
     if (c.refill) continue;
-    const w = weight(c.set);
-    const per = Math.floor(NFT_CHUNK / w);
-    for (let i = 0; i < c.del.length; i += per) {
-      const end = Math.min(c.del.length, i + per);
-      yield* put(2 * (end - i) * w, () => nftDeltaScript(l, EMPTY, sliceColumns(c.del, i, end), c.set));
+    const del = split[k]!.del;
+    const w = 2 * weight(c.set);
+    const each = deleteMs(c.set);
+    for (let i = 0; i < del.length; ) {
+      const end = i + runLength(del, i, w, each);
+      yield* runs.put((end - i) * w, end - i, nftDeltaScript(l, EMPTY, sliceColumns(del, i, end), c.set), (end - i) * each);
+      i = end;
     }
   }
-  yield* flush();
+  yield* runs.flush();
 }
 
 /** Elements from which a write runs with the agent's event sources paused (see withEventsPaused): below, the announcements cost next to nothing. */
@@ -118,18 +205,18 @@ export const PAUSE_EVENTS_AT = 10_000;
 /**
  * Run the transactions one after the other (`nft -f -` each); the script's memory is released
  * after each. `elements`: how many the transactions write, for the pause of the event sources;
- * `timeoutMs`: each run's limit for that many elements (none: the runner's own).
+ * `timeoutMs`: each run's limit, from what it may cost (none: the runner's own).
  */
-export async function runTransactions(runner: CommandRunner, scripts: Iterable<Buffer>, elements = 0, timeoutMs?: (elements: number) => number): Promise<number> {
-  const limit = timeoutMs?.(Math.min(elements, NFT_CHUNK));
-  const run = async () => {
+export async function runTransactions(runner: CommandRunner, runs: Iterable<NftRun>, elements = 0, timeoutMs?: (run: NftRun) => number): Promise<number> {
+  const go = async () => {
     let n = 0;
-    for (const script of scripts) {
-      await runner.run('nft', ['-f', '-'], { input: script, ...(limit === undefined ? {} : { timeoutMs: limit }) });
-      releaseArray(script);
+    for (const run of runs) {
+      const limit = timeoutMs?.(run);
+      await runner.run('nft', ['-f', '-'], { input: run.script, ...(limit === undefined ? {} : { timeoutMs: limit }) });
+      releaseArray(run.script);
       n++;
     }
     return n;
   };
-  return elements >= PAUSE_EVENTS_AT ? withEventsPaused(run) : run();
+  return elements >= PAUSE_EVENTS_AT ? withEventsPaused(go) : go();
 }
