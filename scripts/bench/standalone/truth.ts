@@ -3,6 +3,7 @@
  *
  *   npx tsx scripts/bench/standalone/truth.ts repair [--sizes 10000,100000,1000000]
  *   npx tsx scripts/bench/standalone/truth.ts churn [--sizes 100000,1000000] [--cycles 3]
+ *   npx tsx scripts/bench/standalone/truth.ts down [--sizes 1000000] [--cycles 3] [--cli DIST/cli.js]
  *
  * `repair`: per size, a daemon restores an N-entry set from its state dir (85% addresses, 15%
  * /24 networks; no server: the API address refuses connections, so no cycle ever writes), then
@@ -14,6 +15,13 @@
  * agent and of its waited-for children, from /proc), and the peak RSS of the agent and its
  * children, sampled every 100 ms.
  *
+ * `down`: per size, a daemon over a restored N-entry set with its API unreachable, through
+ * `--cycles` failing cycles after the first (one a minute of 20 s, or as the failure backoff
+ * spaces them): the peak RSS of the agent and its children (sampled every 200 ms), and the
+ * agent's RSS before and after them. Such a
+ * cycle still tries its state report, built from the applied record. `--cli DIST/cli.js`: another
+ * build of the agent, for a before/after in one sitting.
+ *
  * `churn`: per size, a daemon against the bundled simulator (every indicator selected, a cycle
  * every 20 s) runs `--cycles` cycles quiet, then as many while another process adds a rule to a
  * table of its own once a second; prints each phase's cycle times (median, max) and the peak RSS
@@ -22,7 +30,8 @@
  * Runs as root inside network namespaces it creates and removes (never the machine's own
  * ruleset). Builds nothing: run `npm run build` first.
  */
-import { arg } from './common.js';
+import { readFileSync } from 'node:fs';
+import { arg, CLI } from './common.js';
 import { cpuSeconds, type Daemon, host, monitorPid, netns, network, prepare, startDaemon } from './daemon-lab.js';
 import { treeSampler } from '../scale.js';
 import { startSimulatorProcess } from '../simulator.js';
@@ -162,11 +171,35 @@ async function churn(): Promise<void> {
   process.stdout.write(`size\tphase\tcycles\tmedian\tmemory\n${rows.join('\n')}\n`);
 }
 
+async function down(): Promise<void> {
+  const sizes = arg('sizes', '1000000').split(',').map(Number);
+  const cycles = Number(arg('cycles', '3'));
+  const rows: string[] = [];
+  for (const size of sizes) {
+    const ns = await netns();
+    const p = prepare(size, ns.name);
+    const d = startDaemon(p.config, { WCF_AGENT_MINUTE_MS: '20000' }, arg('cli', CLI));
+    // From the end of the first failed cycle (the start's restore writes the whole set: its peak is not this one's).
+    let after = (await d.next(/^state report failed/, 0, 600_000)).at + 1;
+    const rss = () => Number(/^VmRSS:\s+(\d+)/m.exec(readFileSync(`/proc/${d.child.pid}/status`, 'utf8'))?.[1] ?? NaN) / 1024;
+    const rss0 = rss();
+    const sampler = treeSampler(d.child.pid!);
+    for (let i = 0; i < cycles; i++) after = (await d.next(/^state report failed/, after, 600_000)).at + 1;
+    const peak = sampler.stop();
+    rows.push(`${size}\t${cycles} failed cycles after the first\tpeak agent+children ${peak.treeMB.toFixed(0)} MB (children ${peak.childrenMB.toFixed(0)} MB)\tagent RSS ${rss0.toFixed(0)} MiB before, ${rss().toFixed(0)} MiB after`);
+    process.stderr.write(`${rows.at(-1)}\n`);
+    await d.stop();
+    await ns.exec('nft', ['flush', 'ruleset']);
+  }
+  process.stdout.write(`size\tphase\tmemory\tagent\n${rows.join('\n')}\n`);
+}
+
 const mode = process.argv[2];
 if (mode === 'repair') await repair();
 else if (mode === 'churn') await churn();
+else if (mode === 'down') await down();
 else {
-  process.stderr.write('usage: truth.ts repair|churn [--sizes N,N]\n');
+  process.stderr.write('usage: truth.ts repair|churn|down [--sizes N,N]\n');
   process.exit(2);
 }
 process.exit(0);

@@ -10,7 +10,7 @@ import { selectionWithOverrides } from './overrides-apply.js';
 import { AGENT_VERSION } from '../../version.js';
 import { recordCycle, reportCycle } from './report.js';
 import { enforcePlan } from './enforce.js';
-import type { AppliedList } from '../state/applied-columns.js';
+import { liveColumns, type AppliedList } from '../state/applied-columns.js';
 import { pullAll, type PulledFeeds } from './pull-all.js';
 import { feedItemCap } from '../../feed/pull.js';
 import { liveEntries, localProtectedSet, rememberApiIn } from './protect-applied.js';
@@ -236,7 +236,7 @@ export async function runCycle(deps: CycleDeps, plugin: FirewallPlugin): Promise
   if (enforced === undefined && settings.running && !deps.api.client.aborted) {
     await write(() => dropNewlyProtected(plugin, state, protectedSet, logger, now, settings.maximum_rules));
   }
-  const current = enforced?.entries ?? liveEntries(state.loadApplied(plugin.name), now);
+  const current = enforced?.entries ?? liveColumns(state.loadAppliedColumns(plugin.name)?.columns, now);
   const record = recordCycle({ state, plugin: plugin.name, now, started, error, current, skipped: plan?.selection.skipped, fullPull, running: settings.running });
   const reported = await reportCycle(deps, { plugin: plugin.name, record, settings, current, now, error, agentRecord });
   clock.lap('report');

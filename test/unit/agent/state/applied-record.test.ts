@@ -5,7 +5,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import pino from 'pino';
 import fc from 'fast-check';
 import { StateStore, type AppliedSet } from '../../../../src/agent/state/store.js';
-import { AppliedColumns } from '../../../../src/agent/state/applied-columns.js';
+import { AppliedColumns, liveColumns } from '../../../../src/agent/state/applied-columns.js';
 import { encodeAppliedRecord } from '../../../../src/agent/state/applied-record.js';
 import { fromNumber } from '../../../../src/net/ipv4.js';
 import { appliedEntriesOf } from '../../../helpers/applied-columns.js';
@@ -148,5 +148,21 @@ describe('the applied record’s count (the shrink guard’s)', () => {
       expect(s.loadAppliedColumns('nftables')).toBeUndefined();
       expect(readdirSync(dir).some((f) => f.startsWith('applied-nftables.json.corrupt-'))).toBe(true);
     });
+  });
+});
+
+describe('liveColumns (what a failed cycle reports as still applied)', () => {
+  it('keeps the entries not expired by now, permanent ones included, with their reason and score; drops the rest', () => {
+    const c = new AppliedColumns(4);
+    c.push(fromNumber(0x0a000001, 32).start, 32, 'manual', null, null);
+    c.push(fromNumber(0x0a000002, 32).start, 32, 'score', 1_000, 7.5);
+    c.push(fromNumber(0x0a000100, 24).start, 24, 'url', 1_001, null);
+    c.push(fromNumber(0x0a000003, 32).start, 32, 'local', 999, null);
+    const live = liveColumns(c, 1_000);
+    expect(Array.from({ length: live.length }, (_, i) => [live.text(i), live.reason(i), live.expiresAt(i), live.score(i)])).toEqual([
+      ['10.0.0.1', 'manual', null, null],
+      ['10.0.1.0/24', 'url', 1_001, null],
+    ]);
+    expect(liveColumns(undefined, 1_000).length).toBe(0);
   });
 });
