@@ -26,7 +26,10 @@ function arg(name: string, fallback: string): string {
   return i !== -1 && process.argv[i + 1] ? process.argv[i + 1]! : fallback;
 }
 
-/** `n` entries: 85% random addresses, 15% distinct random /24s (reproducible). */
+/**
+ * `n` entries: 85% random addresses, 15% distinct random /24s (reproducible), permanent: a
+ * timeout given again after the first apply's minutes would count as changed and be re-sent.
+ */
 function feed(n: number): { hosts: FirewallEntry[]; nets: FirewallEntry[] } {
   let seed = 0x9e3779b9 ^ n;
   const rand = () => {
@@ -39,12 +42,12 @@ function feed(n: number): { hosts: FirewallEntry[]; nets: FirewallEntry[] } {
   const nets = new Map<number, FirewallEntry>();
   while (nets.size < Math.round(n * 0.15)) {
     const v = (rand() & 0xffffff00) >>> 0;
-    if (usable(v) && !nets.has(v)) nets.set(v, { cidr: fromNumber(v, 24), timeoutSeconds: 86_400 });
+    if (usable(v) && !nets.has(v)) nets.set(v, { cidr: fromNumber(v, 24) });
   }
   const hosts = new Map<number, FirewallEntry>();
   while (hosts.size < n - nets.size) {
     const v = rand();
-    if (usable(v) && !hosts.has(v)) hosts.set(v, { cidr: fromNumber(v, 32), timeoutSeconds: 86_400 });
+    if (usable(v) && !hosts.has(v)) hosts.set(v, { cidr: fromNumber(v, 32) });
   }
   return { hosts: [...hosts.values()], nets: [...nets.values()] };
 }
@@ -105,7 +108,7 @@ async function main(): Promise<void> {
     const applyMs = performance.now() - t;
     let waits = await by.stop();
     const longest = Math.max(...runs.map((x) => x.ms));
-    rows.push(`${size}: ${gone.length} of ${nets.length} networks withdrawn (removed ${r.removed}): apply ${(applyMs / 1000).toFixed(1)} s in ${runs.length} runs, longest ${(longest / 1000).toFixed(2)} s; bystander's nft waited median ${median(waits).toFixed(0)} ms, at most ${(Math.max(...waits) / 1000).toFixed(2)} s (${waits.length} commands)`);
+    rows.push(`${size}: ${gone.length} of ${nets.length} networks withdrawn (removed ${r.removed}, added ${r.added}, updated ${r.updated}): apply ${(applyMs / 1000).toFixed(1)} s in ${runs.length} runs, longest ${(longest / 1000).toFixed(2)} s; bystander's nft waited median ${median(waits).toFixed(0)} ms, at most ${(Math.max(...waits) / 1000).toFixed(2)} s (${waits.length} commands)`);
     console.log(rows.at(-1));
     // The same deletions as one transaction, after putting them back.
     await plugin.apply([...hosts, ...nets], cap);

@@ -90,6 +90,23 @@ describe('nftables record of its own writes', () => {
     expect(f.heads.length).toBe(1 + Math.ceil(100 / perRun));
   });
 
+  it('a range another process put in the networks’ set is gone after the next read: the set is refilled (a delta cannot name a range)', async () => {
+    await ns.exec('nft', ['flush', 'ruleset']);
+    const f = failing(ns.runner(), `${ns.runner().scope ?? ''} range`);
+    const plugin = new NftablesPlugin(options(f.runner));
+    const want: FirewallEntry[] = [{ cidr: fromNumber(20 << 24, 24), timeoutSeconds: 86_400 }, ...fillers(50, 86_400)];
+    await plugin.apply(want, CAP);
+    const nets = `${NAMES.setName}-nets`;
+    await ns.exec('nft', ['add', 'element', 'inet', NAMES.tableName, nets, '{ 198.51.100.3-198.51.100.9 . ipv4 }']);
+    plugin.distrust('the test changed the set');
+    f.heads.length = 0;
+    await plugin.apply(want, CAP);
+    expect(f.heads.filter((h) => h.startsWith(`flush set inet ${NAMES.tableName} ${nets}`))).toHaveLength(1);
+    const listed = await ns.exec('nft', ['list', 'set', 'inet', NAMES.tableName, nets]);
+    expect(listed).not.toContain('198.51.100.');
+    expect(listed).toContain('20.0.0.0/24');
+  });
+
   it('a full read by the clock, when nothing gave reason to doubt: an address another process added is removed then, not before', async () => {
     await ns.exec('nft', ['flush', 'ruleset']);
     let now = Date.now();
