@@ -57,7 +57,9 @@ export function createProgress(options: ProgressOptions = {}): Progress {
   };
   const drawConnecting = () => {
     if (!connect || now() - connect.since < delayMs) return;
-    const waited = Math.floor((now() - connect.since) / 1000);
+    // A timer may fire a moment before its second is up by the wall clock: within 50 ms it counts
+    // as that second (the first tick said "0s" when it fired at 999 ms).
+    const waited = Math.floor((now() - connect.since + 50) / 1000);
     const retry = connect.attempts > 0 ? `; ${connect.attempts} attempt${connect.attempts === 1 ? '' : 's'} failed, the last: ${connect.last}` : '';
     draw(`connecting to ${connect.target}: ${waited}s${retry}`);
   };

@@ -65,6 +65,19 @@ describe('connecting line', () => {
     ]);
   });
 
+  it('a tick a moment early still counts its second (never "0s" after a second of waiting)', () => {
+    const s = stream(true);
+    let t = 0;
+    const p = createProgress({ stream: s, delayMs: 300, tickMs: 0, now: () => t });
+    const client: { onRequest: ((i: { route: string; method: string; status?: number; error?: string; durationMs: number }) => void) | undefined } = { onRequest: undefined };
+    p.connecting('api.example.net:443', client);
+    t = 999;
+    client.onRequest!({ route: '/feedback', method: 'GET', error: 'refused', durationMs: 999 });
+    t = 1900;
+    client.onRequest!({ route: '/feedback', method: 'GET', error: 'refused', durationMs: 900 });
+    expect(s.writes.map((w) => /: (\d+)s;/.exec(w)?.[1])).toEqual(['1', '1']);
+  });
+
   it('keeps the observer the client had, and draws nothing off a TTY', () => {
     const seen: string[] = [];
     const client = { onRequest: (i: { route: string }) => void seen.push(i.route) } as { onRequest: ((i: { route: string; method: string; durationMs: number }) => void) | undefined };
