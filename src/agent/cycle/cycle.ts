@@ -13,7 +13,7 @@ import { enforcePlan } from './enforce.js';
 import { liveColumns, type AppliedList } from '../state/applied-columns.js';
 import { pullAll, type PulledFeeds } from './pull-all.js';
 import { feedItemCap } from '../../feed/pull.js';
-import { liveEntries, localProtectedSet, rememberApiIn } from './protect-applied.js';
+import { localProtectedSet, rememberApiIn } from './protect-applied.js';
 import { dropNewlyProtected } from './reapply.js';
 import type { StateStore } from '../state/store.js';
 import { checkAgentRecord, seenPatch } from './first-contact.js';
@@ -132,8 +132,6 @@ export async function computePlan(deps: Omit<CycleDeps, 'state'> & { state: Plan
     feeds,
   };
 }
-
-export { liveEntries };
 
 /**
  * Keep what a successful pull learnt, even if the apply then fails (it is not firewall

@@ -22,8 +22,6 @@ export interface NetsDelta {
   readonly groups: readonly ReshapeGroup[];
 }
 
-const endOf = (c: EntryColumns, i: number) => c.starts[i]! + 2 ** (32 - c.prefixes[i]!) - 1;
-
 /**
  * Split a delta of the networks' set (`add` and `del` each free of overlaps among themselves,
  * as the set holds them) into what needs no other change and the groups that reshape
@@ -36,6 +34,7 @@ export function splitNetsDelta(add: EntryColumns, del: EntryColumns): NetsDelta 
   // Positions below add.length name an added network, the rest a deleted one.
   const at = (k: number): [EntryColumns, number] => (k < add.length ? [add, k] : [del, k - add.length]);
   const startOf = (k: number) => (k < add.length ? add.starts[k]! : del.starts[k - add.length]!);
+  const endOf = (k: number) => (k < add.length ? add.endAt(k) : del.endAt(k - add.length));
   const order = Array.from({ length: n }, (_, k) => k).sort((x, y) => startOf(x) - startOf(y));
   const pureAdd = new EntryColumns(add.length);
   const pureDel = new EntryColumns(del.length);
@@ -46,10 +45,10 @@ export function splitNetsDelta(add: EntryColumns, del: EntryColumns): NetsDelta 
   };
   for (let from = 0; from < n; ) {
     let to = from + 1;
-    let end = endOf(...at(order[from]!));
+    let end = endOf(order[from]!);
     let adds = order[from]! < add.length ? 1 : 0;
     while (to < n && startOf(order[to]!) <= end) {
-      end = Math.max(end, endOf(...at(order[to]!)));
+      end = Math.max(end, endOf(order[to]!));
       if (order[to]! < add.length) adds++;
       to++;
     }

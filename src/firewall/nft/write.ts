@@ -46,7 +46,12 @@ export function netDeleteMs(held: number): number {
  * sets cost less per element (10,000: 2.1 s, 30,000: 7.9 s): the estimate is high there, which
  * only keeps the agent to deletions in short runs longer.
  */
-export const NET_REFILL_MS_PER_ELEMENT = 0.4 * 2.5;
+const NET_REFILL_MS_PER_ELEMENT = 0.4 * 2.5;
+
+/** What refilling the networks' set may cost the kernel (ms), from `held` networks to `wanted` (see NET_REFILL_MS_PER_ELEMENT). */
+export function netRefillMs(held: number, wanted: number): number {
+  return (held + wanted) * NET_REFILL_MS_PER_ELEMENT;
+}
 
 /**
  * The most kernel time one run of deletions of networks may be estimated at (ms): the kernel
@@ -79,8 +84,7 @@ export function written(changes: readonly SetChange[]): number {
  */
 export function netsChange(set: string, add: EntryColumns, del: EntryColumns, wanted: EntryColumns, held: number, mustRefill = false): SetChange {
   const deltaMs = del.length * netDeleteMs(held);
-  const refillMs = (held + wanted.length) * NET_REFILL_MS_PER_ELEMENT;
-  return mustRefill || deltaMs > 3 * refillMs ? { set, add, del, refill: wanted } : { set, add, del };
+  return mustRefill || deltaMs > 3 * netRefillMs(held, wanted.length) ? { set, add, del, refill: wanted } : { set, add, del };
 }
 
 /**
@@ -107,7 +111,7 @@ class Runs {
   private slowMs = 0;
 
   /** The run so far, if adding one of `weight` and `slowMs` would pass a bound: take it first. */
-  *fit(weight: number, slowMs = 0): Generator<NftRun> {
+  private *fit(weight: number, slowMs = 0): Generator<NftRun> {
     if (this.parts.length > 0 && (this.weight + weight > NFT_CHUNK || (slowMs > 0 && this.slowMs + slowMs > NET_DELETE_RUN_MS))) yield* this.flush();
   }
 
@@ -168,7 +172,7 @@ export function* transactions(l: NftLayout, changes: readonly SetChange[], recre
   for (const [k, c] of changes.entries()) {
     const w = weight(c.set);
     if (c.refill) {
-      const refillMs = c.set === l.nets ? (netsHeld + c.refill.length) * NET_REFILL_MS_PER_ELEMENT : 0;
+      const refillMs = c.set === l.nets ? netRefillMs(netsHeld, c.refill.length) : 0;
       yield* runs.put(c.refill.length * w, c.refill.length, nftRefillScript(l, c.refill, c.set), refillMs);
       continue;
     }
