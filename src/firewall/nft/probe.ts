@@ -63,19 +63,29 @@ export function expectedHandles(l: NftLayout): Array<{ chain: string; handle: nu
   return out;
 }
 
-/** One nft error report: the batch line it is about and whether the kernel (not nft's own evaluation) said it. */
+/** One nft error report: the batch line it is about and what it says. */
 interface Complaint {
   readonly line: number;
-  readonly kernel: boolean;
   readonly text: string;
 }
 
 function complaints(stderr: string): Complaint[] {
   const out: Complaint[] = [];
-  for (const m of stderr.matchAll(/^[^\n:]*:(\d+):[\d-]+: Error: ([^\n]*)$/gm)) {
-    out.push({ line: Number(m[1]), kernel: m[2]!.startsWith('Could not process rule:'), text: m[2]! });
-  }
+  for (const m of stderr.matchAll(/^[^\n:]*:(\d+):[\d-]+: Error: ([^\n]*)$/gm)) out.push({ line: Number(m[1]), text: m[2]! });
   return out;
+}
+
+/**
+ * Whether the batch reached the kernel. nft evaluates the whole batch first and sends none of it
+ * when any command fails there; so one complaint in the kernel's words ("Could not process rule:")
+ * means every complaint is the kernel's. Not each complaint on its own: when the kernel answers
+ * "No such file or directory", nft 1.0.6 looks for a similar name anywhere on the host and, if it
+ * finds one (a chain `input` in another table), words the kernel's answer as "No such file or
+ * directory; did you mean chain ‘input’ in table inet ‘filter’?", without that prefix. Read as
+ * nft's own evaluation, that made every probe beside such a table fail.
+ */
+function reachedKernel(said: readonly Complaint[]): boolean {
+  return said.some((c) => c.text.startsWith('Could not process rule:'));
 }
 
 /** nft's complaints about a batch run in check mode ('' when it has none). */
@@ -119,7 +129,7 @@ export async function probeNft(runner: CommandRunner, l: NftLayout, rules = true
   const tableLine = byLine.get(lines.length);
   // nft's own evaluation stops the batch before the kernel sees it (a chain or set it does not
   // know): then only what it named is known to be missing, and the table is there.
-  const evaluatedOnly = said.some((c) => !c.kernel);
+  const evaluatedOnly = said.length > 0 && !reachedKernel(said);
   if (evaluatedOnly && !complaints(await checkBatch(runner, [`create table ${t}`])).some((c) => /File exists/.test(c.text))) {
     return { table: false, missing: [`nft table ${t}`] };
   }
