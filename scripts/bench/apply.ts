@@ -11,7 +11,8 @@ import { normalizeEntries } from '../../src/firewall/entries.js';
 import { ipsetSizing, renderIpsetCreate, writeIpsetAdds } from '../../src/firewall/ipset/text.js';
 import { TextBuilder } from '../../src/util/text-builder.js';
 import { resolveOverlaps } from '../../src/firewall/nft/overlaps.js';
-import { nftHooks, renderNftRecreate } from '../../src/firewall/nft/text.js';
+import { NFT_PRIORITY, nftHooks } from '../../src/firewall/nft/text.js';
+import { renderNftTable } from '../../src/firewall/nft/build.js';
 import type { FirewallPlugin, PluginOptions } from '../../src/firewall/plugin.js';
 import type { CommandRunner } from '../../src/exec/runner.js';
 import type { FirewallEntry } from '../../src/firewall/entry.js';
@@ -97,10 +98,12 @@ export async function benchApply(o: ApplyBenchOptions): Promise<ApplyResult[]> {
       return t.toString();
     };
     const nftText = () =>
-      renderNftRecreate(
-        { table: 'bench_bare', set: names.setName, nets: `${names.setName}-nets`, drops: `${names.setName}-drops`, hooks: nftHooks(['INPUT', 'FORWARD', 'OUTPUT']), action: 'DROP', logBlocked: false, direction: 'both' },
+      'add table inet bench_bare\ndelete table inet bench_bare\n' +
+      renderNftTable(
+        { table: 'bench_bare', set: names.setName, nets: `${names.setName}-nets`, drops: `${names.setName}-drops`, hooks: nftHooks(['INPUT', 'FORWARD', 'OUTPUT']), priority: NFT_PRIORITY, action: 'DROP', logBlocked: false, direction: 'both' },
         resolveOverlaps(normalizeEntries(entries)),
-      );
+      ) +
+      '\n';
 
     const bench = async (backend: ApplyBackend, plugin: FirewallPlugin, bare: () => Promise<unknown>, undoBare: () => Promise<unknown>) => {
       const p: number[] = [];

@@ -54,12 +54,19 @@ export abstract class KernelPlugin {
   }
 
   /** Log the apply's outcome (created / repaired / changed) and build its result. */
-  protected done(repairs: Repairs, created: { what: string; fields: object; owned: readonly string[] }, diff: Pick<EntryDiff, 'added' | 'updated' | 'removed'>, mode: ApplyResult['mode'], size: number): ApplyResult {
+  protected done(
+    repairs: Repairs,
+    created: { what: string; fields: object; owned: readonly string[] },
+    diff: Pick<EntryDiff, 'added' | 'updated' | 'removed'>,
+    mode: ApplyResult['mode'],
+    size: number,
+    how: Pick<ApplyResult, 'relaid' | 'rebuilt'> = {},
+  ): ApplyResult {
     this.appliedOnce = true;
     if (repairs.fresh) this.log.info(created.fields, `created ${created.what}`);
     if (repairs.list.length > 0 && !repairs.callerLogs) this.log.warn({ repaired: repairs.list }, 'firewall objects were missing or altered and have been re-created');
     if (mode !== 'none') this.log.info({ mode, added: diff.added, removed: diff.removed, updated: diff.updated, size }, `${created.what}: entries updated`);
-    return { added: diff.added, removed: diff.removed, updated: diff.updated, mode, repaired: repairs.list, owned: created.owned };
+    return { added: diff.added, removed: diff.removed, updated: diff.updated, mode, repaired: repairs.list, owned: created.owned, ...how };
   }
 
 }

@@ -76,6 +76,16 @@ export interface ApplyResult {
   readonly repaired: readonly string[];
   /** The objects this apply left in the kernel marked as the agent's (recorded in the state). */
   readonly owned?: readonly string[];
+  /**
+   * The agent's objects were laid out by this agent with other settings or by another version
+   * (described), and were laid out again: not damage, so not in `repaired`.
+   */
+  readonly relaid?: string;
+  /**
+   * The objects were built anew although they were there (why): every entry was written, so
+   * `added` counts what was written, not what the kernel lacked.
+   */
+  readonly rebuilt?: string;
 }
 
 /** Packets and bytes dropped (or rejected) by the agent's own rules since they were created. */

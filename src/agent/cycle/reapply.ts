@@ -88,8 +88,11 @@ export async function reapplyLast(o: ReapplyOptions): Promise<Reapplied | undefi
   }
   if (removed.length) logRemoved(o.logger, removed, o.why);
   if (o.why === 'restore') {
-    const missing = result.added > 0 ? `; ${result.added} were not in the kernel (a reboot, a flush or another tool removed them)` : '';
-    o.state.noteHistory(o.plugin.name, 'restore', o.now, 'restored', `the last applied set (${entries.length} entries) applied at start-up${missing}`);
+    // Only what the kernel really lacked: a table built anew writes every entry (an upgrade that
+    // changes a set's type), which says nothing of what was missing.
+    const missing = result.rebuilt ? `; the table was ${result.rebuilt}` : result.added > 0 ? `; ${result.added} were not in the kernel (a reboot, a flush or another tool removed them)` : '';
+    const relaid = result.relaid ? `; its objects were laid out again (they were laid out for ${result.relaid})` : '';
+    o.state.noteHistory(o.plugin.name, 'restore', o.now, 'restored', `the last applied set (${entries.length} entries) applied at start-up${missing}${relaid}`);
   }
   return { last, kept, removed: removed.length, result };
 }

@@ -32,6 +32,11 @@ export async function reassertMissing(
     if (!r) return undefined;
     const entries = r.kept;
     if (r.result?.repaired.length) state.noteHistory(plugin.name, 'repair', now, 'repaired', `put back before the pull: ${r.result.repaired.join(', ')}`);
+    if (r.result && r.result.repaired.length === 0 && r.result.relaid) {
+      // Laid out for other settings (a reload, an upgrade), not damaged: no repair to warn of.
+      logger.info({ from: r.result.relaid, entries: entries.length }, 'the agent’s firewall objects were laid out for other settings; laid out again before the pull');
+      return r.result;
+    }
     logger.warn(
       { missing, repaired: r.result?.repaired, entries: entries.length },
       `firewall objects were missing; re-asserted the last applied set (${entries.length} entries) before the pull`,

@@ -130,7 +130,7 @@ export class Daemon {
   /** Between cycles, put the agent's objects back when another tool removes them (watch_interval_seconds). */
   private startWatcher(): void {
     const { config, plugin, state } = this.parts;
-    this.truth.followSuspicion(() => this.watcher?.unchecked);
+    this.truth.followRepairs(() => this.watcher?.recheck('a write put back damage: checking that everything is back'));
     this.watcher = new Watcher({
       plugin,
       memory: this.memory,

@@ -22,8 +22,9 @@ export interface TruthView {
 
 export class KernelTruth {
   private view: TruthView = { state: 'unknown', reason: 'not looked at yet', missing: 0 };
-  /** The damage found, kept until a repair or an apply puts things right. */
+  /** The damage found, kept until a look finds the kernel as applied again. */
   private damagedAt: number | undefined;
+  private damage = '';
 
   constructor(private readonly now: () => number = Date.now) {}
 
@@ -40,28 +41,30 @@ export class KernelTruth {
   /** A look found objects or entries missing: the kernel does not enforce what was applied until a repair. */
   damaged(reason: string, missing: number): void {
     this.damagedAt ??= this.now();
+    this.damage = reason;
     this.view = { state: 'damaged', reason, missing, ...(this.view.confirmedAt !== undefined ? { confirmedAt: this.view.confirmedAt } : {}) };
   }
 
-  /** A change heard and not yet checked (the watcher's), or undefined. */
-  private unchecked: () => string | undefined = () => undefined;
+  /** Asks the watcher for a look at the kernel as soon as one may run (see written()). */
+  private recheck: () => void = () => undefined;
 
-  /** Where written() asks whether a change was heard that no verification has looked at yet. */
-  followSuspicion(unchecked: () => string | undefined): void {
-    this.unchecked = unchecked;
+  /** Where written() asks for the look that confirms a repair. */
+  followRepairs(recheck: () => void): void {
+    this.recheck = recheck;
   }
 
   /**
-   * The repair (or any successful apply) wrote what is wanted. Damage stays said while a change
-   * heard after the verification that found it began is still unchecked: the write put back what
-   * that verification found, not what the later change may have removed (seen: a set flushed
-   * while a verification was half done; the repair put back the two slices it had found, and
-   * readiness said enforcing with three missing). The next verification says which it is.
+   * The repair (or any successful apply) wrote what is wanted. Damage stays said until a look
+   * that begins after this write finds everything: the write put back what the last look found,
+   * not what a later change may have removed, and an apply's own account of what it wrote is not
+   * a look at the kernel (seen: a set flushed while a verification was half done, the repair put
+   * back the slices it had found, and readiness said enforcing with networks missing until the
+   * periodic verification 15 minutes later). Without damage, the apply's word stands.
    */
   written(how: string): void {
-    const heard = this.view.state === 'damaged' ? this.unchecked() : undefined;
-    if (heard) {
-      this.view = { ...this.view, reason: `put back what the last check found missing, checking again after a later change (${heard})` };
+    if (this.view.state === 'damaged') {
+      this.view = { ...this.view, reason: `${this.damage}; put back, checking that everything is back` };
+      this.recheck();
       return;
     }
     this.held(how);

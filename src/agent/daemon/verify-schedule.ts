@@ -64,10 +64,4 @@ export class VerifySchedule {
     this.lastEnd = this.now();
     this.lastMs = ms;
   }
-
-  /** An apply wrote everything whole (a table re-created): it stands for a verification. */
-  written(): void {
-    this.why = undefined;
-    this.lastStart = this.now();
-  }
 }

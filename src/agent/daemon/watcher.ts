@@ -82,9 +82,10 @@ export class Watcher {
     this.schedule = new VerifySchedule(this.now);
   }
 
-  /** A change heard that no verification has looked at yet, or undefined. */
-  get unchecked(): string | undefined {
-    return this.stopped ? undefined : this.schedule.suspected;
+  /** A write put back damage: look at the entries again as soon as a verification may run. */
+  recheck(why: string): void {
+    this.schedule.suspect(why);
+    this.trigger(undefined);
   }
 
   /** Whether the watcher looks at the kernel at all (watch_interval_seconds > 0 and a kernel backend). */
@@ -273,8 +274,9 @@ export class Watcher {
     });
     if (!result || !now) return undefined;
     const at = this.now();
-    if (result.mode === 'full') this.schedule.written();
     this.opts.truth.written(`repaired ${at - started} ms after it was found`);
+    // Held again only once a verification that began after this write finds everything (see KernelTruth.written).
+    this.recheck('a repair wrote the set: checking that everything is back');
     if (result.repaired.length === 0 && result.mode === 'none') {
       // Put back in the meantime (by the other tool itself): nothing was repaired.
       logger.debug({ missing }, 'firewall objects were missing at the check and back by the apply; nothing to repair');

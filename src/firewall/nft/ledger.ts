@@ -109,14 +109,17 @@ export class NftLedger {
 
   /**
    * The recorded sets and how many seconds their timeouts have run down since; undefined when
-   * not recorded. What a verification found missing is left out (so the delta adds it again);
-   * `repairs`: how many addresses and networks that is.
+   * not recorded. What a verification marked (slices the kernel may lack) is left out, so the
+   * delta adds what of it is wanted again, and given as `suspects`, so the delta deletes what of
+   * it is no longer wanted (a guarded delete: nothing fails when the kernel lacks it). `repairs`:
+   * how many addresses and networks were marked.
    */
-  current(): { hosts: EntryColumns; nets: EntryColumns; ageS: number; repairs: { hosts: number; nets: number } } | undefined {
+  current(): { hosts: EntryColumns; nets: EntryColumns; suspects: { hosts: EntryColumns; nets: EntryColumns }; ageS: number; repairs: { hosts: number; nets: number } } | undefined {
     if (!this.hosts || !this.nets) return undefined;
     const hosts = this.missingHosts ? without(this.hosts, this.missingHosts) : this.hosts;
     const nets = this.missingNets ? without(this.nets, this.missingNets) : this.nets;
-    return { hosts, nets, ageS: (this.now() - this.atMs) / 1000, repairs: { hosts: this.hosts.length - hosts.length, nets: this.nets.length - nets.length } };
+    const suspects = { hosts: this.missingHosts ?? new EntryColumns(1), nets: this.missingNets ?? new EntryColumns(1) };
+    return { hosts, nets, suspects, ageS: (this.now() - this.atMs) / 1000, repairs: { hosts: this.hosts.length - hosts.length, nets: this.nets.length - nets.length } };
   }
 
   /** The recorded sets as they are (no verification's marks), for a verification; undefined when not trusted. */
@@ -141,7 +144,7 @@ function merged(to: EntryColumns | undefined, more: EntryColumns): EntryColumns 
 }
 
 /** `c` without the CIDRs in `drop`. */
-function without(c: EntryColumns, drop: EntryColumns): EntryColumns {
+export function without(c: EntryColumns, drop: EntryColumns): EntryColumns {
   const index = new CidrIndex(drop.length);
   for (let i = 0; i < drop.length; i++) index.add(drop.starts[i]!, drop.prefixes[i]!, i);
   const out = c.filter((i) => index.get(c.starts[i]!, c.prefixes[i]!) === -1);
@@ -197,4 +200,31 @@ export function ledgerDiff(current: EntryColumns, ageS: number, wanted: EntryCol
   const add = new EntryColumns(added + updated);
   for (let j = 0; j < wanted.length; j++) if (change[j] !== 0) add.push(wanted.starts[j]!, wanted.prefixes[j]!, wanted.timeoutAt(j));
   return { add, del, added, updated, removed, next };
+}
+
+/** One set's delta and the record after it (see ledgerDiff). */
+export type SetDiff = ReturnType<typeof ledgerDiff>;
+
+/** The delta of a set that was just written whole with `c`: nothing more to send. */
+export function asWritten(c: EntryColumns): SetDiff {
+  const none = new EntryColumns(1);
+  return { add: none, del: none, added: c.length, updated: 0, removed: 0, next: c };
+}
+
+/**
+ * `diff` (from the record without the entries a verification marked) with the marked entries that
+ * are no longer wanted deleted too: left out of the record, they would otherwise stay in the kernel
+ * until their timeout (the next apply computed its delta without them). The delete is guarded
+ * (see nftDeltaScript), so an entry the kernel no longer holds costs nothing.
+ */
+export function withSuspects(diff: SetDiff, suspects: EntryColumns, ageS: number, wanted: EntryColumns): SetDiff {
+  if (suspects.length === 0) return diff;
+  const keep = new CidrIndex(wanted.length);
+  for (let i = 0; i < wanted.length; i++) keep.add(wanted.starts[i]!, wanted.prefixes[i]!, i);
+  const gone = suspects.filter((i) => keep.get(suspects.starts[i]!, suspects.prefixes[i]!) === -1 && !(suspects.timeouts[i]! - ageS < 1));
+  keep.release();
+  if (gone.length === 0) return diff;
+  const del = new EntryColumns(diff.del.length + gone.length);
+  for (const c of [diff.del, gone]) for (let i = 0; i < c.length; i++) del.push(c.starts[i]!, c.prefixes[i]!, undefined);
+  return { ...diff, del, removed: diff.removed + gone.length };
 }

@@ -50,8 +50,8 @@ export function structureOwnership(structure: (NftStructure & { v01?: boolean })
  * and what is missing, a hits set carries the marker. Anything less clear is settled by the
  * structure read (then `probe` is undefined and `structure` says what is wrong).
  */
-export async function cheapOwnership(runner: CommandRunner, l: NftLayout, handlesKnown: boolean, probed?: NftProbe): Promise<{ owner: Ownership; probe?: NftProbe; structure?: NftStructure }> {
-  const probe = probed ?? (await probeNft(runner, l, handlesKnown));
+export async function cheapOwnership(runner: CommandRunner, l: NftLayout, probed?: NftProbe): Promise<{ owner: Ownership; probe?: NftProbe; structure?: NftStructure }> {
+  const probe = probed ?? (await probeNft(runner, l));
   if (!probe.table) return { owner: { kind: 'absent' }, probe };
   const hits = hitsSetName(l.set, sides(l.direction)[0]!);
   const json = await listNftJson(runner, ['list', 'set', 'inet', l.table, hits], READ_QUICK).catch(() => undefined);

@@ -9,9 +9,12 @@ import { hitsSetName, sides } from '../direction.js';
 import type { ApplyOptions, ApplyResult, DropCounters, EntryCheck, HitCounter, FirewallPlugin, OwnedObject, PluginOptions, WatchCheck } from '../plugin.js';
 import type { CommandRunner } from '../../exec/runner.js';
 import { parseNftDrops } from './json.js';
-import { ledgerDiff, ledgerFor, NftLedger } from './ledger.js';
+import { asWritten, ledgerDiff, ledgerFor, NftLedger, withSuspects, type SetDiff } from './ledger.js';
 import { resolveOverlaps } from './overlaps.js';
-import { probeNft, type NftProbe } from './probe.js';
+import { probeNft } from './probe.js';
+import { NftReconciler } from './reconcile.js';
+import { layoutSpan, layoutVariants } from './variants.js';
+import type { Repairs } from '../kernel-plugin.js';
 import { listNftJson, READ_QUICK, readNftSet } from './read.js';
 import { lookupNft } from './lookup.js';
 import { ownedObjects } from './objects.js';
@@ -37,20 +40,20 @@ export function nftRunTimeoutMs(run: NftRun): number {
 /**
  * nftables backend: the agent's own table `inet <table_name>` holding a hash
  * set of addresses and an interval set of networks (see NftParts for why
- * two), both with per-element timeouts, and one base chain per hook
- * (input/forward/output) at priority -5.
+ * two), both with per-element timeouts, and one base chain per hook.
  *
  * What the sets hold is known from the last apply (NftLedger) and the kernel
  * is read back only when that record is in doubt; otherwise an apply checks
  * the objects cheaply (probe.ts, no element read) and sends only the delta.
  * Every change is `nft -f -` runs of at most NFT_CHUNK elements (one run, one
  * kernel transaction, for any ordinary cycle's change), additions before
- * deletions:
+ * deletions, and never a gap (make before break):
  *
- * - table missing or altered: `add table; delete table; table { ... }`, the
- *   whole table re-created with its networks and the first addresses, then
- *   the rest of the addresses;
- * - otherwise `add element` / `delete element` per set; networks reshaped
+ * - table missing or altered: put right by NftReconciler first (a new table's
+ *   chains hooked after all its elements are in; chains rebuilt in place, in
+ *   one transaction that keeps the sets; a set that must change its type
+ *   rebuilt beside a complete shadow table);
+ * - then `add element` / `delete element` per set; networks reshaped
  *   (split or merged) are deleted and re-added in one transaction, and the
  *   networks' set is refilled (`flush set` + its elements, one transaction)
  *   only when it holds ranges someone else put in, or when deleting would cost
@@ -67,6 +70,9 @@ export class NftablesPlugin extends KernelPlugin implements FirewallPlugin {
   private readonly layout: NftLayout;
   private readonly ledger: NftLedger;
   private readonly now: () => number;
+  private readonly reconciler: NftReconciler;
+  /** The most handles a layout of the agent's takes (what the probe asks about, see probe.ts). */
+  private readonly span: number;
   private appliedAt = 0;
 
   constructor(options: PluginOptions) {
@@ -74,10 +80,14 @@ export class NftablesPlugin extends KernelPlugin implements FirewallPlugin {
     this.runner = options.runner ?? createRunner();
     this.layout = nftLayout(options);
     this.now = options.now ?? Date.now;
-    // One record per kernel table for the whole process (a reload builds a new plugin for the same table).
+    // One record per kernel set for the whole process: a reload builds a new plugin for the same
+    // table, and one that only lays out its chains otherwise (direction, action, log_blocked)
+    // keeps the sets and their elements, so the record stays true.
     const l = this.layout;
-    const shape = `${l.set} ${l.hooks.join(',')} ${l.action} ${l.direction} ${l.logBlocked}`;
-    this.ledger = this.runner.scope === undefined ? new NftLedger(this.now) : ledgerFor(`${this.runner.scope} inet ${l.table} ${shape}`, this.now);
+    this.ledger = this.runner.scope === undefined ? new NftLedger(this.now) : ledgerFor(`${this.runner.scope} inet ${l.table} ${l.set}`, this.now);
+    const variants = layoutVariants(options);
+    this.span = Math.max(layoutSpan(l), ...variants.map(layoutSpan));
+    this.reconciler = new NftReconciler(this.runner, l, variants, this.log, nftRunTimeoutMs);
   }
 
   /** Elements of one set, or undefined when it (or the table) does not exist (see readNftSet); `size`: about how many it holds. */
@@ -102,15 +112,34 @@ export class NftablesPlugin extends KernelPlugin implements FirewallPlugin {
     this.appliedAt = this.now();
     const wanted = this.wantedParts(entries);
     try {
-      const probe = await probeNft(this.runner, this.layout, this.ledger.handlesKnown);
-      // Missing objects: the table is re-created from the wanted entries, so its sets need no read
-      // (only whose table it is, when the marker cannot be read cheaply).
-      if (!probe.table || probe.missing.length > 0) return await this.recreate(wanted, probe, options);
+      const probe = await probeNft(this.runner, this.layout, this.span);
+      const repairs = this.repairs(!probe.table, options);
+      let fresh = { hosts: false, nets: false };
+      let how: Pick<ApplyResult, 'relaid' | 'rebuilt'> = {};
       const doubt = this.ledger.whyDoubt();
+      // Whose table it is, before anything is written (a table that is not the agent's stays
+      // byte-identical), unless this process wrote it and nothing since gave reason to doubt that.
+      if (probe.table && (doubt !== undefined || NftReconciler.needed(probe))) {
+        const { owner } = await cheapOwnership(this.runner, this.layout, probe);
+        if (owner.kind === 'foreign') throw new NotOwnedError(this.tableWhat, owner.why);
+        if (owner.kind === 'legacy') this.log.warn({ table: this.layout.table }, `adopting the unmarked ${this.tableWhat} an earlier wcf-agent version made (exactly its shape) and marking it as the agent's`);
+      }
+      if (NftReconciler.needed(probe)) {
+        const done = await this.reconciler.reconcile(probe, wanted);
+        for (const m of done.repaired) repairs.note(m);
+        fresh = done.fresh;
+        how = { ...(done.relaidFrom ? { relaid: done.relaidFrom } : {}), ...(done.rebuilt ? { rebuilt: done.rebuilt } : {}) };
+      }
+      const size = wanted.hosts.length + wanted.nets.length;
+      if (fresh.hosts && fresh.nets) {
+        // Written whole: the kernel holds exactly the record (a full read's worth of certainty, timed as none).
+        this.ledger.record(wanted.hosts, wanted.nets, this.appliedAt, 0);
+        return this.done(repairs, this.fields(), { added: size, updated: 0, removed: 0 }, 'full', size, how);
+      }
       const recorded = doubt === undefined ? this.ledger.current() : undefined;
-      if (recorded) return await this.applyTrusted(wanted, recorded, options);
+      if (recorded) return { ...(await this.applyTrusted(wanted, recorded, repairs, fresh)), ...how };
       this.log.debug({ why: doubt }, 'nft: reading the agent’s sets back before this apply');
-      return await this.applyRead(wanted, probe, options);
+      return { ...(await this.applyRead(wanted, repairs, fresh)), ...how };
     } catch (err) {
       // The kernel may hold part of what was sent: read it back next time.
       this.ledger.distrust(`an apply failed: ${(err as Error).message.slice(0, 200)}`);
@@ -122,98 +151,60 @@ export class NftablesPlugin extends KernelPlugin implements FirewallPlugin {
     return { what: 'nft table', fields: { table: this.layout.table, set: this.layout.set }, owned: [this.tableWhat] };
   }
 
-  /** The table (re-)created whole with the wanted entries, after the probe found it missing or incomplete. */
-  private async recreate(wanted: NftParts, probe: NftProbe, options: ApplyOptions): Promise<ApplyResult> {
-    let legacy = false;
-    if (probe.table) {
-      const { owner } = await cheapOwnership(this.runner, this.layout, this.ledger.handlesKnown, probe);
-      // Checked before anything is written: a table that is not the agent's stays byte-identical.
-      if (owner.kind === 'foreign') throw new NotOwnedError(this.tableWhat, owner.why);
-      legacy = owner.kind === 'legacy';
-      if (owner.kind === 'absent') return this.recreate(wanted, { table: false, missing: [`nft table inet ${this.layout.table}`] }, options);
-    }
-    if (legacy) this.log.warn({ table: this.layout.table }, `adopting the unmarked ${this.tableWhat} an earlier wcf-agent version made (exactly its shape) and marking it as the agent's`);
-    const repairs = this.repairs(!probe.table, options);
-    for (const m of probe.missing) repairs.note(m);
-    const size = wanted.hosts.length + wanted.nets.length;
-    await runTransactions(this.runner, transactions(this.layout, [], wanted), size, nftRunTimeoutMs);
-    // Written whole: the kernel holds exactly the record (a full read's worth of certainty, timed as none).
-    this.ledger.record(wanted.hosts, wanted.nets, this.appliedAt, 0);
-    await this.checkHandles();
-    return this.done(repairs, this.fields(), { added: size, updated: 0, removed: 0 }, 'full', size);
-  }
-
-  /** The delta from the record (nothing read back): see NftLedger. Entries a verification found missing are put back with it. */
-  private async applyTrusted(wanted: NftParts, recorded: NonNullable<ReturnType<NftLedger['current']>>, options: ApplyOptions): Promise<ApplyResult> {
-    const repairs = this.repairs(false, options);
-    const h = ledgerDiff(recorded.hosts, recorded.ageS, wanted.hosts);
-    const n = ledgerDiff(recorded.nets, recorded.ageS, wanted.nets);
-    const sum = { added: h.added + n.added, updated: h.updated + n.updated, removed: h.removed + n.removed };
-    const size = wanted.hosts.length + wanted.nets.length;
+  /**
+   * The delta from the record (nothing read back): see NftLedger. Entries a verification marked are
+   * put back where wanted and deleted where not. A set made anew by the reconciliation (`fresh`)
+   * holds the wanted entries already.
+   */
+  private async applyTrusted(wanted: NftParts, recorded: NonNullable<ReturnType<NftLedger['current']>>, repairs: Repairs, fresh: Fresh): Promise<ApplyResult> {
+    const h = fresh.hosts ? asWritten(wanted.hosts) : withSuspects(ledgerDiff(recorded.hosts, recorded.ageS, wanted.hosts), recorded.suspects.hosts, recorded.ageS, wanted.hosts);
+    const n = fresh.nets ? asWritten(wanted.nets) : withSuspects(ledgerDiff(recorded.nets, recorded.ageS, wanted.nets), recorded.suspects.nets, recorded.ageS, wanted.nets);
     if (recorded.repairs.hosts > 0) repairs.note(`entries of nft set ${this.layout.set}`);
     if (recorded.repairs.nets > 0) repairs.note(`entries of nft set ${this.layout.nets}`);
-    const mode = chooseMode(sum, recorded.hosts.length + recorded.nets.length, size, false);
-    if (mode !== 'none') {
-      const changes: SetChange[] = [
-        { set: this.layout.set, add: h.add, del: h.del },
-        netsChange(this.layout.nets, n.add, n.del, wanted.nets, recorded.nets.length),
-      ];
-      const runs = await runTransactions(this.runner, transactions(this.layout, changes, undefined, recorded.nets.length), written(changes), nftRunTimeoutMs);
-      this.log.debug({ runs, ...sum }, 'nft: delta from the recorded sets');
-    }
-    this.ledger.record(h.next, n.next, this.appliedAt);
-    return this.done(repairs, this.fields(), sum, mode, size);
+    const held = recorded.nets.length + recorded.suspects.nets.length;
+    return this.writeDelta(h, n, wanted.nets, recorded.hosts.length + recorded.nets.length, held, false, repairs, undefined);
   }
 
   /**
-   * Read the sets back, then repair and update: the path when the record is in doubt. The
-   * probe found every object; whose table it is comes from its marker, not from a listing of
-   * the table (which fetches every element: at a million, two minutes per cycle while another
-   * tool kept changing the ruleset).
+   * Read the sets back, then repair and update: the path when the record is in doubt. Whose table
+   * it is was settled by the probe (an intact table's sets carry the agent's marker) or, when the
+   * probe found anything wrong, by the reconciliation before this.
    */
-  private async applyRead(wanted: NftParts, probe: NftProbe, options: ApplyOptions): Promise<ApplyResult> {
-    const { owner } = await cheapOwnership(this.runner, this.layout, this.ledger.handlesKnown, probe);
-    // Checked before anything is written: a table that is not the agent's stays byte-identical.
-    if (owner.kind === 'foreign') throw new NotOwnedError(this.tableWhat, owner.why);
-    if (owner.kind !== 'own') return this.recreate(wanted, { table: owner.kind !== 'absent', missing: owner.kind === 'absent' ? [this.tableWhat] : [`marker of ${this.tableWhat}`] }, options);
-    const repairs = this.repairs(false, options);
+  private async applyRead(wanted: NftParts, repairs: Repairs, fresh: Fresh): Promise<ApplyResult> {
     const size = wanted.hosts.length + wanted.nets.length;
     const readStart = this.now();
-    const current = await this.readParts(Math.max(size, this.ledger.size));
+    const current = await this.readParts(Math.max(size, this.ledger.size), fresh);
     const readMs = this.now() - readStart;
     // The kernel's remaining times as of the apply's start, as the wanted ones are (read later: longer by then).
     const back = (this.appliedAt - this.now()) / 1000;
-    const h = ledgerDiff(current.hosts, back, wanted.hosts);
-    const n = ledgerDiff(current.nets, back, wanted.nets);
+    const h = fresh.hosts ? asWritten(wanted.hosts) : ledgerDiff(current.hosts, back, wanted.hosts);
+    const n = fresh.nets ? asWritten(wanted.nets) : ledgerDiff(current.nets, back, wanted.nets);
+    return this.writeDelta(h, n, wanted.nets, current.hosts.length + current.nets.length, current.nets.length, current.nonCidr > 0, repairs, readMs);
+  }
+
+  /** Send the delta of both sets (see transactions()) and record the result; `nets`: the wanted networks (what a refill writes). */
+  private async writeDelta(h: SetDiff, n: SetDiff, nets: EntryColumns, held: number, netsHeld: number, nonCidr: boolean, repairs: Repairs, readMs: number | undefined): Promise<ApplyResult> {
     const sum = { added: h.added + n.added, updated: h.updated + n.updated, removed: h.removed + n.removed };
-    const mode = chooseMode(sum, current.hosts.length + current.nets.length, size, current.nonCidr > 0);
+    const size = h.next.length + n.next.length;
+    const mode = chooseMode(sum, held, size, nonCidr);
     if (mode !== 'none') {
       // Ranges someone else put in the networks' set are not CIDRs a delta can name: only a refill removes them.
       const changes: SetChange[] = [
         { set: this.layout.set, add: h.add, del: h.del },
-        netsChange(this.layout.nets, n.add, n.del, wanted.nets, current.nets.length, current.nonCidr > 0),
+        netsChange(this.layout.nets, n.add, n.del, nets, netsHeld, nonCidr),
       ];
-      await runTransactions(this.runner, transactions(this.layout, changes, undefined, current.nets.length), written(changes), nftRunTimeoutMs);
+      const runs = await runTransactions(this.runner, transactions(this.layout, changes, netsHeld), written(changes), nftRunTimeoutMs);
+      this.log.debug({ runs, ...sum }, 'nft: delta of the agent’s sets');
     }
     this.ledger.record(h.next, n.next, this.appliedAt, readMs);
     return this.done(repairs, this.fields(), sum, mode, size);
   }
 
   /** Both sets as the kernel holds them (an absent set reads as empty). */
-  private async readParts(size: number): Promise<{ hosts: EntryColumns; nets: EntryColumns; nonCidr: number }> {
-    const hosts = await this.elements(this.layout.set, size);
-    const nets = await this.elements(this.layout.nets, size);
+  private async readParts(size: number, skip: Fresh = { hosts: false, nets: false }): Promise<{ hosts: EntryColumns; nets: EntryColumns; nonCidr: number }> {
+    const hosts = skip.hosts ? undefined : await this.elements(this.layout.set, size);
+    const nets = skip.nets ? undefined : await this.elements(this.layout.nets, size);
     return { hosts: hosts?.entries ?? new EntryColumns(1), nets: nets?.entries ?? new EntryColumns(1), nonCidr: (hosts?.nonCidr ?? 0) + (nets?.nonCidr ?? 0) };
-  }
-
-  /** After the agent created its table: the probe must find every rule at its predicted handle, else it stops relying on them. */
-  private async checkHandles(): Promise<void> {
-    if (!this.ledger.handlesKnown) return;
-    const probe = await probeNft(this.runner, this.layout, true).catch(() => undefined);
-    if (probe && probe.table && probe.missing.length > 0) {
-      this.ledger.handlesKnown = false;
-      this.log.info({ missing: probe.missing }, 'nft numbered the agent’s rules differently than expected: the quick check looks at tables and sets only');
-    }
   }
 
   /**
@@ -242,7 +233,7 @@ export class NftablesPlugin extends KernelPlugin implements FirewallPlugin {
 
   /** Both sets' elements, read whole: nft's slow path at a million (see probe.ts), for explicit requests only. */
   async list(): Promise<string[]> {
-    if ((await cheapOwnership(this.runner, this.layout, this.ledger.handlesKnown)).owner.kind === 'foreign') return [];
+    if ((await cheapOwnership(this.runner, this.layout)).owner.kind === 'foreign') return [];
     const { hosts, nets } = await this.readParts(this.ledger.size);
     return sortCidrTexts([...hosts.texts(), ...nets.texts()]);
   }
@@ -255,7 +246,9 @@ export class NftablesPlugin extends KernelPlugin implements FirewallPlugin {
   }
 
   protected async flushNow(): Promise<void> {
-    const { owner } = await cheapOwnership(this.runner, this.layout, this.ledger.handlesKnown);
+    // A shadow table left by a re-creation that did not finish is the agent's too (see shadow.ts).
+    await this.reconciler.dropShadow();
+    const { owner } = await cheapOwnership(this.runner, this.layout);
     if (owner.kind === 'absent') return;
     if (owner.kind === 'foreign') {
       this.log.warn({ table: this.layout.table }, `${this.tableWhat} is not the agent's (${owner.why}); left as it is`);
@@ -288,12 +281,15 @@ export class NftablesPlugin extends KernelPlugin implements FirewallPlugin {
    * missing, or a chain without its rules, blocks nothing: it is listed as absent.
    */
   async objects(): Promise<OwnedObject[]> {
-    return ownedObjects(this.layout, () => cheapOwnership(this.runner, this.layout, this.ledger.handlesKnown), async () => (await nftStructure(this.runner, this.layout))?.problems ?? []);
+    return ownedObjects(this.layout, () => cheapOwnership(this.runner, this.layout), async () => (await nftStructure(this.runner, this.layout))?.problems ?? []);
   }
 
   /** The objects checked without reading any element (probe.ts), worded as an apply's repairs (see FirewallPlugin.check). */
   async check(): Promise<WatchCheck> {
-    const probe = await probeNft(this.runner, this.layout, this.ledger.handlesKnown);
+    const probe = await probeNft(this.runner, this.layout, this.span);
     return { missing: probe.missing };
   }
 }
+
+/** The address sets a reconciliation made anew (see Reconciled). */
+type Fresh = { readonly hosts: boolean; readonly nets: boolean };

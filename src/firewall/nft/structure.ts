@@ -2,7 +2,7 @@ import { hitsSetName, sides, type Side } from '../direction.js';
 import { LOG_LIMIT_PER_MINUTE, LOG_PREFIX } from '../log-prefix.js';
 import { markOwner } from '../ownership.js';
 import { parseNftJson, type NftItem } from './json.js';
-import { HOSTS_FLAGS, NETS_FLAGS, NFT_PRIORITY, NFT_REFUSE_CHAIN, hookSides, sideField, type NftLayout } from './text.js';
+import { HOSTS_FLAGS, NETS_FLAGS, NFT_REFUSE_CHAIN, hookSides, sideField, type NftLayout } from './text.js';
 
 type Json = NftItem;
 
@@ -130,7 +130,7 @@ export function checkNftStructure(json: string, l: NftLayout): NftStructure {
         continue;
       }
       chainsSeen.add(name);
-      if (c.type !== 'filter' || c.hook !== name || c.prio !== NFT_PRIORITY || c.policy !== 'accept') {
+      if (c.type !== 'filter' || c.hook !== name || c.prio !== l.priority || c.policy !== 'accept') {
         problems.push(`nft chain ${name} has type ${String(c.type)} hook ${String(c.hook)} priority ${String(c.prio)} policy ${String(c.policy)}`);
       }
     } else if ('rule' in item) {

@@ -4,6 +4,7 @@ import { directionHooks, hitsSetName, sides, type Direction, type Side } from '.
 import type { PluginOptions } from '../plugin.js';
 import { LOG_LIMIT_PER_MINUTE, LOG_PREFIX } from '../log-prefix.js';
 import { ownerMark } from '../ownership.js';
+import { setDefs, type NftSetDef } from './sets.js';
 
 /** nft script text (pure): the agent's table, refill and delta transactions, and the set read back from `nft -j`. */
 
@@ -44,6 +45,8 @@ export interface NftLayout {
   /** The agent instance whose marker the objects carry (see ownership.ts); none: the bare marker. */
   readonly instance?: string;
   readonly hooks: readonly NftHook[];
+  /** The base chains' priority (see NFT_PRIORITY). */
+  readonly priority: number;
   readonly action: 'DROP' | 'REJECT';
   readonly logBlocked: boolean;
   readonly direction: Direction;
@@ -59,6 +62,7 @@ export function nftLayout(o: PluginOptions): NftLayout {
     drops: dropsSetName(o.names.setName),
     ...(o.instance ? { instance: o.instance } : {}),
     hooks: nftHooks(directionHooks(o.hookChains, direction)),
+    priority: NFT_PRIORITY,
     action: o.action,
     logBlocked: o.logBlocked,
     direction,
@@ -104,22 +108,8 @@ export function dropsSetName(set: string): string {
   return `${set}-drops`;
 }
 
-/**
- * The drop counter as a set: every blocking rule updates its one element (the key is the packet's
- * family, always ipv4 here), whose counter then holds the total blocked. Not a rule counter:
- * nft 1.0.x fetches every element of every set to list any rule, chain or named counter (a
- * minute and 645 MB at a million entries, each scrape), but lists one named set on its own, and
- * this one has a single element (0.01 s, 4 MB at any size).
- */
-export const NFT_DROPS_DEF = '{ typeof meta nfproto; size 4; flags dynamic; counter; }';
-
 /** The regular chain REJECT rules jump to: a TCP reset for TCP, ICMP admin-prohibited for the rest. */
 export const NFT_REFUSE_CHAIN = 'refuse';
-
-/** Most addresses each hits set records; an address hit once the set is full is still blocked, only not counted. */
-export const NFT_HITS_SIZE = 65536;
-/** An address not hit for this long leaves its hits set (the agent keeps its running total). */
-export const HITS_TIMEOUT_S = 7 * 86400;
 
 /** The packet field a side matches: the source of what comes in, the destination of what goes out. */
 export function sideField(side: Side): 'saddr' | 'daddr' {
@@ -175,24 +165,19 @@ export function writeNftElements(t: TextBuilder, indent: string, entries: EntryC
   }
 }
 
-/** The flags of the set of addresses and of the set of networks. */
-export const HOSTS_FLAGS = 'timeout';
-export const NETS_FLAGS = 'interval,timeout';
-/** The key of the networks' set (see NftParts). */
-export const NETS_TYPEOF = 'ip saddr . meta nfproto';
-
 /** What follows each address of `set`'s elements (the networks' family field, see NftParts). */
 export function keyTail(l: NftLayout, set: string): string {
   return set === l.nets ? NETS_KEY_TAIL : '';
 }
 
-/** One of the agent's two address sets as declared in its table block, with `elements` (none: the declaration alone). */
-function writeSetDeclaration(t: TextBuilder, l: NftLayout, name: string, elements: EntryColumns): void {
-  const key = name === l.nets ? `typeof ${NETS_TYPEOF}\n\t\tflags ${NETS_FLAGS}` : `type ipv4_addr\n\t\tflags ${HOSTS_FLAGS}`;
-  t.str(`\tset ${name} {\n\t\t${key}\n\t\tcomment "${ownerMark(l.instance)}"\n`);
-  if (elements.length > 0) {
+/** One of the agent's sets as declared in its table block, with `elements` (none: the declaration alone). */
+function writeSetDeclaration(t: TextBuilder, l: NftLayout, def: NftSetDef, elements?: EntryColumns): void {
+  t.str(`\tset ${def.name} {\n`);
+  for (const statement of def.body) t.str(`\t\t${statement}\n`);
+  t.str(`\t\tcomment "${ownerMark(l.instance)}"\n`);
+  if (elements && elements.length > 0) {
     t.str('\t\telements = {\n');
-    writeNftElements(t, '\t\t\t', elements, keyTail(l, name));
+    writeNftElements(t, '\t\t\t', elements, keyTail(l, def.name));
     t.str('\n\t\t}\n');
   }
   t.str('\t}\n');
@@ -209,61 +194,21 @@ function writeSetDeclaration(t: TextBuilder, l: NftLayout, name: string, element
  */
 function writeElementsBlock(t: TextBuilder, l: NftLayout, set: string, elements: EntryColumns): void {
   t.str(`table inet ${l.table} {\n\tcomment "${ownerMark(l.instance)}"\n`);
-  writeSetDeclaration(t, l, set, elements);
+  writeSetDeclaration(t, l, setDefs(l).find((d) => d.name === set)!, elements);
   t.str('}\n');
 }
 
 /**
- * The whole table as an nft block (`table inet T { ... }`, no newline after the last line):
- * the addresses and networks given (networks must not overlap each other).
+ * The table block's head and its sets (`table inet T { comment ...; set ... }`, not closed), the
+ * two address sets holding `hosts` and `nets`. The ownership marker (see ownership.ts) is on the
+ * table for people, and on the sets for the agent (a hits set is read on its own cheaply, the
+ * table not: see probe.ts).
  */
-export function writeNftTable(t: TextBuilder, l: NftLayout, entries: EntryColumns | NftParts): void {
-  const { hosts, nets } = entries instanceof EntryColumns ? splitByShape(entries) : entries;
-  const line = (s: string) => t.str(s).byte(10);
-  // The ownership marker (see ownership.ts): on the table for people, on the sets for the agent
-  // (a hits set is read on its own cheaply, the table not: see probe.ts).
-  line(`table inet ${l.table} {`);
-  const mark = ownerMark(l.instance);
-  line(`\tcomment "${mark}"`);
-  for (const [name, elements] of [[l.set, hosts], [l.nets, nets]] as const) writeSetDeclaration(t, l, name, elements);
-  line(`\tset ${l.drops} {`);
-  for (const s of ['\t\ttypeof meta nfproto', '\t\tsize 4', '\t\tflags dynamic', '\t\tcounter', `\t\tcomment "${mark}"`, '\t}']) line(s);
-  // Dynamic sets: an address enters on its first blocked packet, so addresses never hit cost nothing.
-  for (const side of sides(l.direction)) {
-    for (const s of [`\tset ${hitsSetName(l.set, side)} {`, '\t\ttype ipv4_addr', `\t\tsize ${NFT_HITS_SIZE}`, '\t\tflags dynamic,timeout']) line(s);
-    for (const s of [`\t\ttimeout ${HITS_TIMEOUT_S}s`, '\t\tcounter', `\t\tcomment "${mark}"`, '\t}']) line(s);
-  }
-  if (l.action === 'REJECT') {
-    for (const s of [`\tchain ${NFT_REFUSE_CHAIN} {`, '\t\tmeta l4proto tcp reject with tcp reset', '\t\treject with icmpx admin-prohibited', '\t}']) line(s);
-  }
-  for (const hook of l.hooks) {
-    line(`\tchain ${hook} {`);
-    line(`\t\ttype filter hook ${hook} priority ${NFT_PRIORITY}; policy accept;`);
-    for (const r of nftChainRules(l, hook)) line(`\t\t${r}`);
-    line('\t}');
-  }
-  t.str('}');
+export function writeTableSets(t: TextBuilder, l: NftLayout, hosts: EntryColumns, nets: EntryColumns): void {
+  t.str(`table inet ${l.table} {\n\tcomment "${ownerMark(l.instance)}"\n`);
+  for (const def of setDefs(l)) writeSetDeclaration(t, l, def, def.name === l.set ? hosts : def.name === l.nets ? nets : undefined);
 }
 
-/**
- * Transaction that replaces the table wholesale: `add table` + `delete table`
- * (so the delete cannot fail on a missing table) + the new table, in one
- * `nft -f` run. nft commits a file as one transaction, so packets see either
- * the old table or the new one, never an empty set.
- */
-export function renderNftRecreate(l: NftLayout, entries: EntryColumns): string {
-  return nftRecreateScript(l, entries).toString();
-}
-
-/** What renderNftRecreate renders, as bytes for nft's stdin. */
-export function nftRecreateScript(l: NftLayout, entries: EntryColumns | NftParts): Buffer {
-  const count = entries instanceof EntryColumns ? entries.length : entries.hosts.length + entries.nets.length;
-  const t = new TextBuilder(count * ENTRY_LINE_MAX + 8192);
-  t.str(`add table inet ${l.table}\ndelete table inet ${l.table}\n`);
-  writeNftTable(t, l, entries);
-  t.byte(10);
-  return t.toBuffer();
-}
 
 /** Full refill of one set of an intact table: `flush set` + `add element` in one transaction (atomic, keeps the chains' counters). */
 export function renderNftRefill(l: NftLayout, entries: EntryColumns, set = l.set): string {
@@ -306,3 +251,5 @@ export function nftDeltaScript(l: NftLayout, add: EntryColumns, del: EntryColumn
 }
 
 export { parseNftHits, parseNftScriptElements, parseNftSetJson, type NftSetParsed } from './parse.js';
+
+export { HITS_TIMEOUT_S, HOSTS_FLAGS, NETS_FLAGS, NETS_TYPEOF, NFT_HITS_SIZE } from './sets.js';

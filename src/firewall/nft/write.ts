@@ -3,7 +3,8 @@ import { EntryColumns } from '../entry-columns.js';
 import type { CommandRunner } from '../../exec/runner.js';
 import { withEventsPaused } from '../monitor.js';
 import { splitNetsDelta } from './reshape.js';
-import { nftDeltaScript, nftRecreateScript, nftRefillScript, type NftLayout, type NftParts } from './text.js';
+import { chainsScript, tableSetsScript } from './build.js';
+import { nftDeltaScript, nftRefillScript, type NftLayout, type NftParts } from './text.js';
 
 /**
  * Most elements one `nft -f` run carries. nft holds what it parses several
@@ -139,33 +140,41 @@ function runLength(c: EntryColumns, from: number, weight: number, slowMs = 0): n
 }
 
 /**
+ * The runs that create the table whole (see build.ts): the table with its sets and what fits of
+ * its networks, then of its addresses; the rest of the elements in further runs; its chains and
+ * rules last, in a run of their own, so they are hooked only once every element is in.
+ */
+export function* creation(l: NftLayout, parts: NftParts): Generator<NftRun> {
+  const firstNets = Math.min(parts.nets.length, Math.floor(NFT_CHUNK / NETS_WEIGHT));
+  const firstHosts = Math.max(0, Math.min(parts.hosts.length, NFT_CHUNK - firstNets * NETS_WEIGHT));
+  const first = { nets: sliceColumns(parts.nets, 0, firstNets), hosts: sliceColumns(parts.hosts, 0, firstHosts) };
+  yield { script: tableSetsScript(l, first), elements: firstHosts + firstNets, slowMs: 0 };
+  for (const [set, c, from] of [[l.nets, parts.nets, firstNets], [l.set, parts.hosts, firstHosts]] as const) yield* fill(l, set, c, from);
+  yield { script: chainsScript(l), elements: 0, slowMs: 0 };
+}
+
+/** Runs that add the elements of `c` from `from` on to `set` (which they create if it is missing). */
+export function* fill(l: NftLayout, set: string, c: EntryColumns, from = 0): Generator<NftRun> {
+  const weight = set === l.nets ? NETS_WEIGHT : 1;
+  for (let i = from; i < c.length; ) {
+    const end = i + runLength(c, i, weight);
+    yield { script: nftDeltaScript(l, sliceColumns(c, i, end), EMPTY, set), elements: end - i, slowMs: 0 };
+    i = end;
+  }
+}
+
+/**
  * The transactions of one apply, each at most NFT_CHUNK elements (networks weighted by
  * NETS_WEIGHT), in an order that never unblocks a wanted address: additions (and refills)
  * first, then each group of networks reshaped (its deletions and the overlapping additions in
  * one transaction), then the other deletions; so while they run the set holds the old entries
  * and the new ones, each wanted at one of the two moments. Deletions of networks go in runs of
  * at most NET_DELETE_RUN_MS of estimated kernel time (`netsHeld`: how many the set holds). A
- * change that fits one run is one transaction (atomic). The table itself, when it is
- * (re-)created, comes first with what fits of its networks, then of its addresses; the rest
- * follows in further runs.
+ * change that fits one run is one transaction (atomic).
  */
-export function* transactions(l: NftLayout, changes: readonly SetChange[], recreate?: NftParts, netsHeld = 0): Generator<NftRun> {
+export function* transactions(l: NftLayout, changes: readonly SetChange[], netsHeld = 0): Generator<NftRun> {
   const runs = new Runs();
   const weight = (set: string) => (set === l.nets ? NETS_WEIGHT : 1);
-  if (recreate) {
-    const firstNets = Math.min(recreate.nets.length, Math.floor(NFT_CHUNK / NETS_WEIGHT));
-    const firstHosts = Math.max(0, Math.min(recreate.hosts.length, NFT_CHUNK - firstNets * NETS_WEIGHT));
-    const first = { nets: sliceColumns(recreate.nets, 0, firstNets), hosts: sliceColumns(recreate.hosts, 0, firstHosts) };
-    yield* runs.put(firstHosts + firstNets * NETS_WEIGHT, firstHosts + firstNets, nftRecreateScript(l, first));
-    for (const [set, c, from] of [[l.nets, recreate.nets, firstNets], [l.set, recreate.hosts, firstHosts]] as const) {
-      for (let i = from; i < c.length; ) {
-        const end = i + runLength(c, i, weight(set));
-        yield* runs.flush();
-        yield* runs.put((end - i) * weight(set), end - i, nftDeltaScript(l, sliceColumns(c, i, end), EMPTY, set));
-        i = end;
-      }
-    }
-  }
   const deleteMs = (set: string) => (set === l.nets ? netDeleteMs(netsHeld) : 0);
   const split = changes.map((c) => (c.refill || c.set !== l.nets ? { add: c.add, del: c.del, groups: [] } : splitNetsDelta(c.add, c.del)));
   // Additions and refills.

@@ -108,14 +108,18 @@ export function directionSuite(b: DirectionBackend, direction: Direction): void 
     it(`changing direction to ${other} and back: the first apply after each change rebuilds the hooks, the next finds nothing to repair`, async () => {
       const p = b.create(opts({ direction: other }));
       const r = await p.apply(entries, CAP);
-      expect(r.repaired.length).toBeGreaterThan(0);
+      // nftables lays its chains out again in place and says so (not damage); the others repair their hooks.
+      if (b.title === 'nftables') expect(r).toMatchObject({ repaired: [], relaid: expect.stringContaining(`direction ${direction},`) });
+      else expect(r.repaired.length).toBeGreaterThan(0);
       const again = await p.apply(entries, CAP);
       expect(again).toMatchObject({ mode: 'none', repaired: [] });
       await traffic.udpOut(ADDR.blocked, 'changed-out');
       await traffic.udpOut(ADDR.allowed, 'changed-after');
       expect(await received(traffic.peerUdp, 'changed-after')).toBe(true);
       expect(traffic.peerUdp.lines.some((l) => l.includes('changed-out'))).toBe(other === 'inbound');
-      expect((await plugin.apply(entries, CAP)).repaired.length).toBeGreaterThan(0);
+      const back = await plugin.apply(entries, CAP);
+      if (b.title === 'nftables') expect(back).toMatchObject({ repaired: [], relaid: expect.stringContaining(`direction ${other},`) });
+      else expect(back.repaired.length).toBeGreaterThan(0);
       expect(await plugin.apply(entries, CAP)).toMatchObject({ mode: 'none', repaired: [] });
     });
 

@@ -120,7 +120,7 @@ describe('nftables record of its own writes', () => {
     f.calls.length = 0;
     now += FULL_CHECK_MIN_MS - 60_000;
     expect(await plugin.apply(want, CAP)).toMatchObject({ mode: 'none' });
-    expect(f.calls.filter((c) => / list /.test(c))).toEqual([]);
+    expect(f.calls.filter((c) => / list /.test(c) && c !== 'nft -j list chains')).toEqual([]);
     expect((await nftElements(ns)).has('203.0.113.9')).toBe(true);
     // Past the interval (an hour at this size): the set is read whole and put back exactly.
     now += 120_000;

@@ -7,7 +7,7 @@ import type { NftLayout } from '../../../src/firewall/nft/text.js';
 import { NET_DELETE_RUN_MS, netDeleteMs, NFT_CHUNK, netsChange, transactions, type NftRun, type SetChange } from '../../../src/firewall/nft/write.js';
 import { fromNumber, toCidr, type Cidr } from '../../../src/net/ipv4.js';
 
-const layout: NftLayout = { table: 'wcf_agent', set: 'wcf-blocklist', nets: 'wcf-blocklist-nets', drops: 'wcf-blocklist-drops', hooks: ['input'], action: 'DROP', logBlocked: false, direction: 'inbound' };
+const layout: NftLayout = { table: 'wcf_agent', set: 'wcf-blocklist', nets: 'wcf-blocklist-nets', drops: 'wcf-blocklist-drops', hooks: ['input'], priority: -5, action: 'DROP', logBlocked: false, direction: 'inbound' };
 const cols = (cidrs: readonly Cidr[], timeout?: number): EntryColumns => kernelColumns(cidrs.map((cidr): KernelEntry => ({ cidr, timeout })), cidrs.length);
 const nets = (...texts: string[]) => cols(texts.map((t) => toCidr(t)!));
 const texts = (c: EntryColumns) => Array.from({ length: c.length }, (_, i) => fromNumber(c.starts[i]!, c.prefixes[i]!).text).sort();
@@ -114,7 +114,7 @@ describe('transactions', () => {
         const kernel = new Kernel();
         for (const c of before) kernel.sets.get(c.prefix === 32 ? layout.set : layout.nets)!.set(c.text, c);
         const both = [...before, ...after].flatMap((c) => [c.start, c.end]).filter((x) => before.some((c) => c.start <= x && x <= c.end) && after.some((c) => c.start <= x && x <= c.end));
-        for (const run of transactions(layout, changesOf(before, after, held, refill), undefined, held)) {
+        for (const run of transactions(layout, changesOf(before, after, held, refill), held)) {
           kernel.run(run.script.toString());
           for (const x of both) expect(kernel.covers(x), `address ${x} unblocked between runs`).toBe(true);
         }
@@ -131,7 +131,7 @@ describe('transactions', () => {
     // One /16 replacing 256 /24s is one group, however long its deletions take.
     const wide = cols(Array.from({ length: 256 }, (_, i) => fromNumber(0x0b000000 + i * 256, 24)));
     const all = cols([...texts(del), ...texts(wide)].map((t) => toCidr(t)!));
-    const runs: NftRun[] = [...transactions(layout, [{ set: layout.nets, add: nets('11.0.0.0/16'), del: all }], undefined, held)];
+    const runs: NftRun[] = [...transactions(layout, [{ set: layout.nets, add: nets('11.0.0.0/16'), del: all }], held)];
     const group = runs.filter((r) => r.script.includes('11.0.0.0/16'));
     expect(group).toHaveLength(1);
     expect(group[0]!.script.toString().match(/^\t11\.0\.\d+\.0\/24 \. ipv4,?$/gm)).toHaveLength(256);
@@ -140,14 +140,14 @@ describe('transactions', () => {
     for (const r of plain) expect(r.slowMs).toBeLessThanOrEqual(Math.max(NET_DELETE_RUN_MS, each));
     expect(plain.reduce((n, r) => n + r.elements, 0)).toBe(100);
     // Without networks held, the same deletions are one run: its cost is the elements'.
-    expect([...transactions(layout, [{ set: layout.nets, add: nets(), del }], undefined, 0)]).toHaveLength(1);
+    expect([...transactions(layout, [{ set: layout.nets, add: nets(), del }], 0)]).toHaveLength(1);
   });
 
   it('splits a large change into runs within NFT_CHUNK, additions before the deletions', () => {
     const n = 40_000; // networks weigh 3: more than one run
     const add = cols(Array.from({ length: n }, (_, i) => fromNumber(0x0c000000 + i * 256, 24)), 600);
     const del = cols(Array.from({ length: 1_000 }, (_, i) => fromNumber(0x0d000000 + i * 256, 24)));
-    const runs = [...transactions(layout, [{ set: layout.nets, add, del }], undefined, 0)];
+    const runs = [...transactions(layout, [{ set: layout.nets, add, del }], 0)];
     expect(runs.length).toBeGreaterThan(1);
     for (const r of runs) expect(r.elements).toBeLessThanOrEqual(NFT_CHUNK);
     const firstDelete = runs.findIndex((r) => r.script.includes('delete element'));
@@ -163,7 +163,7 @@ describe('transactions', () => {
     expect(netsChange(layout.nets, nets(), nets('10.9.0.0/24'), wanted, 150_000, true).refill).toBe(wanted);
     expect(netsChange(layout.nets, nets(), del, wanted, 150_000).refill).toBe(wanted);
     expect(netsChange(layout.nets, nets(), cols(texts(del).slice(0, 300).map((t) => toCidr(t)!)), wanted, 10_000).refill).toBeUndefined();
-    const [run, ...rest] = [...transactions(layout, [netsChange(layout.nets, nets(), del, wanted, 150_000)], undefined, 150_000)];
+    const [run, ...rest] = [...transactions(layout, [netsChange(layout.nets, nets(), del, wanted, 150_000)], 150_000)];
     expect(rest).toHaveLength(0);
     expect(run!.script.toString()).toMatch(/^flush set inet wcf_agent wcf-blocklist-nets\n/);
     expect(run!.slowMs).toBeGreaterThan(60_000);

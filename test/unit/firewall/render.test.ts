@@ -6,7 +6,8 @@ import { MAX_KERNEL_TIMEOUT_S, columnsToMap, kernelColumns, kernelList, kernelTi
 import type { EntryColumns } from '../../../src/firewall/entry-columns.js';
 import { ipsetSizing, parseIpsetSave, renderIpsetDelta, renderIpsetFull } from '../../../src/firewall/ipset/text.js';
 import { hasOverlap, resolveOverlaps } from '../../../src/firewall/nft/overlaps.js';
-import { nftHooks, parseNftScriptElements, parseNftSetJson, renderNftDelta, renderNftRecreate, renderNftRefill, type NftLayout } from '../../../src/firewall/nft/text.js';
+import { nftHooks, parseNftScriptElements, parseNftSetJson, renderNftDelta, renderNftRefill, type NftLayout } from '../../../src/firewall/nft/text.js';
+import { renderNftTable } from '../../../src/firewall/nft/build.js';
 import type { FirewallEntry } from '../../../src/firewall/entry.js';
 import { fromNumber, parseCidr, toCidr } from '../../../src/net/ipv4.js';
 
@@ -14,7 +15,7 @@ const entry = (cidr: string, timeout?: number): KernelEntry => ({ cidr: toCidr(c
 /** Kernel entries as the renderers take them, and back. */
 const cols = (list: readonly KernelEntry[]): EntryColumns => kernelColumns(list, list.length);
 const objs = (c: EntryColumns): KernelEntry[] => kernelList(c);
-const layout: NftLayout = { table: 'wcf_agent', set: 'wcf-blocklist', nets: 'wcf-blocklist-nets', drops: 'wcf-blocklist-drops', hooks: ['input', 'forward'], action: 'DROP', logBlocked: false, direction: 'inbound' };
+const layout: NftLayout = { table: 'wcf_agent', set: 'wcf-blocklist', nets: 'wcf-blocklist-nets', drops: 'wcf-blocklist-drops', hooks: ['input', 'forward'], priority: -5, action: 'DROP', logBlocked: false, direction: 'inbound' };
 
 describe('kernelTimeout', () => {
   it('rounds up, never returns 0 (ipset: permanent), clamps to the kernel maximum', () => {
@@ -233,12 +234,10 @@ describe('nft rendering', () => {
     expect(nftHooks(['OUTPUT'])).toEqual(['output']);
   });
 
-  it('renders the whole table in one transaction that first deletes the old one', () => {
-    const text = renderNftRecreate({ ...layout, logBlocked: true, action: 'REJECT' }, cols([entry('192.0.2.0/24'), entry('198.51.100.7', 300)]));
+  it('renders the whole table as one block (what the dry run writes)', () => {
+    const text = renderNftTable({ ...layout, logBlocked: true, action: 'REJECT' }, cols([entry('192.0.2.0/24'), entry('198.51.100.7', 300)])) + '\n';
     expect(text).toBe(
       [
-        'add table inet wcf_agent',
-        'delete table inet wcf_agent',
         'table inet wcf_agent {',
         '\tcomment "wcf-agent"',
         '\tset wcf-blocklist {',
@@ -298,7 +297,7 @@ describe('nft rendering', () => {
         '',
       ].join('\n'),
     );
-    expect(renderNftRecreate(layout, cols([]))).not.toContain('elements');
+    expect(renderNftTable(layout, cols([]))).not.toContain('elements');
     expect(parseNftScriptElements(text)).toEqual(
       new Map([
         ['192.0.2.0/24', undefined],
@@ -384,7 +383,7 @@ describe('rendering speed', () => {
     const t0 = performance.now();
     const normalized = normalizeEntries(entries);
     const ipset = renderIpsetFull({ setName: 's', tempName: 's-tmp', sizing: ipsetSizing(n, normalized.length), setExists: true }, normalized);
-    const nft = renderNftRecreate(layout, resolveOverlaps(normalized));
+    const nft = renderNftTable(layout, resolveOverlaps(normalized));
     return { ms: performance.now() - t0, ipsetLines: ipset.split('\n').length, nftChars: nft.length };
   }
 

@@ -43,17 +43,10 @@ describe('when the watcher verifies the entries', () => {
     advance(5999);
     expect(s.waitMs()).toBe(1);
   });
-
-  it('a table written whole stands for a verification', () => {
-    const { s } = setup();
-    s.suspect('the daemon started');
-    s.written();
-    expect(s.wanted(PERIODIC_MS)).toBeUndefined();
-  });
 });
 
 describe('what the daemon knows of the kernel', () => {
-  it('damage stays until a repair or an apply, and says how much is missing', () => {
+  it('damage stays until a look after the repair finds the kernel as applied, and says how much is missing', () => {
     let now = 10_000;
     const t = new KernelTruth(() => now);
     expect(t.get().state).toBe('unknown');
@@ -65,7 +58,10 @@ describe('what the daemon knows of the kernel', () => {
     expect(t.damagedSince).toBe(20_000);
     now = 25_000;
     t.written('repaired');
-    expect(t.get()).toMatchObject({ state: 'held', confirmedAt: 25_000, missing: 0 });
+    expect(t.get()).toMatchObject({ state: 'damaged', missing: 20_000 });
+    now = 28_000;
+    t.held('every entry applied is in the kernel (100000 checked)');
+    expect(t.get()).toMatchObject({ state: 'held', confirmedAt: 28_000, missing: 0 });
     expect(t.damagedSince).toBeUndefined();
   });
 });
