@@ -1,6 +1,6 @@
 import type { AgentConfig } from '../config/load.js';
 import type { Logger } from '../log.js';
-import type { EntryCheck, EntryColumns, OwnedObject, PluginName } from '../firewall/index.js';
+import { foreignSummary, type EntryCheck, type EntryColumns, type OwnedObject, type PluginName } from '../firewall/index.js';
 import { errorMessage } from '../errors.js';
 import { runningDaemon, type DaemonPresence } from '../agent/state/daemon-presence.js';
 import { lockHolder } from '../agent/state/lock.js';
@@ -50,7 +50,7 @@ export function enforcingOf(live: LiveStatus, running: boolean): Enforcing {
   if (missing.length) return { enforcing: false, why: `missing from the kernel: ${missing.map((o) => o.what).join(', ')}` };
   // An object under the agent's name that the agent did not create: it refuses to touch it, so nothing it owns enforces.
   const foreign = fw.objects.filter((o) => o.state === 'foreign');
-  if (foreign.length) return { enforcing: false, why: `not the agent's (choose another name in config.json): ${foreign.map((o) => o.what).join(', ')}` };
+  if (foreign.length) return { enforcing: false, why: foreignSummary(foreign)! };
   // Every object there says nothing of what the set holds: a flushed set blocks nothing.
   const check = fw.check;
   if (check && check.missing > 0) return { enforcing: false, why: `the kernel lacks entries the agent applied (${check.missing} of ${check.checked} not found: a set flushed or entries deleted by another process)` };

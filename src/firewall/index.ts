@@ -17,6 +17,7 @@ export { createRunner, netnsPrefix, type RunnerOptions } from './exec.js';
 export { checkConfiguredNames, validateOwnedNames } from './names.js';
 export { DIRECTIONS, sides, type Direction, type Side } from './direction.js';
 export { timeoutUntil } from './entries.js';
+export { foreignSummary } from './ownership.js';
 export { EntryColumns, type FirewallEntries } from './entry-columns.js';
 export type * from './plugin.js';
 export type { FirewallEntry } from './entry.js';

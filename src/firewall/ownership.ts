@@ -47,9 +47,22 @@ export function markOwner(comment: unknown, instance: string | undefined): { kin
 /** Why an object marked by another agent instance is refused, and what to do about it. */
 export function otherAgentWhy(other: string, remove: string): string {
   return (
-    `it belongs to another wcf-agent (instance ${other}, with a state directory of its own): two agents on one host need ` +
-    `different names (table_name, set_name, chain_name); if that agent is gone, remove its objects (${remove}) and sync again`
+    `it carries the marker of another wcf-agent ("${OWNER_MARK} ${other}"), so nothing of this agent's is enforced under these names: ` +
+    `if that agent runs here, two agents on one host need different names (table_name, set_name, chain_name); if it does not ` +
+    `(it was removed, or its marker was copied), take the names back: ${remove}, and the next cycle builds the agent's own again`
   );
+}
+
+/**
+ * Why the agent's objects are refused, for people: the objects not the agent's, and the first
+ * reason given (the one that names the owner; the parts of a foreign table only point to it).
+ */
+export function foreignSummary(objects: readonly { what: string; state: string; error?: string }[]): string | undefined {
+  const foreign = objects.filter((o) => o.state === 'foreign');
+  if (foreign.length === 0) return undefined;
+  const first = foreign.find((o) => o.error !== undefined) ?? foreign[0]!;
+  const others = foreign.length > 1 ? ` (and ${foreign.length - 1} of its parts)` : '';
+  return `${first.what} is not the agent's${others}: ${first.error ?? 'it carries no wcf-agent marker'}`;
 }
 
 /** The ipset marker element's address: a broadcast source never reaches a hook. */

@@ -1,5 +1,5 @@
 import { recordHits } from './hit-watch.js';
-import { ApiUnreachableError, ServerConfigError, WcfError, errorMessage } from '../../errors.js';
+import { ApiUnreachableError, NotOwnedError, ServerConfigError, WcfError, errorMessage } from '../../errors.js';
 import type { AgentConfig } from '../../config/load.js';
 import { localSettings } from '../../config/local-settings.js';
 import { LOCAL_DEFAULT_SOURCES, resolveSettings, type Settings, type SettingSources } from '../../config/server.js';
@@ -220,7 +220,9 @@ export async function runCycle(deps: CycleDeps, plugin: FirewallPlugin): Promise
   } catch (err) {
     clock.lap('failed'); // the phase that threw, so its time is not charged to the report
     error = err instanceof Error ? err : new Error(String(err));
-    logger.error({ code: (error as WcfError).code ?? 'internal' }, `sync failed, previous firewall state kept: ${errorMessage(error)}`);
+    // Refused, the agent wrote nothing; and what it kept is not in the kernel under these names.
+    const said = error instanceof NotOwnedError ? 'sync refused, nothing written' : 'sync failed, previous firewall state kept';
+    logger.error({ code: (error as WcfError).code ?? 'internal' }, `${said}: ${errorMessage(error)}`);
   }
   const reassert = await reasserted; // done even when the pull failed: that is its point
   const cacheError = saveFeedCacheAfterApply(saveCache, logger);

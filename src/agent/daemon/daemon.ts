@@ -228,6 +228,8 @@ export class Daemon {
       this.fast.onCycle(outcome);
       const r = outcome.record;
       if (r.ok) this.logger.info({ applied: r.applied, manual: r.byReason.manual, score: r.byReason.score, code: r.code, ms: r.durationMs, configGeneration }, 'cycle done');
+      // Refused because an object under the agent's names is someone else's: readiness says so, not "repairing".
+      else if (r.errorCode === 'WCF_ERR_NOT_OWNED' && r.message) this.truth.foreign(r.message);
       this.opts.onCycle?.(outcome);
     }
     return ok;

@@ -117,6 +117,8 @@ export class DaemonHealth {
     if (!v.running) return { ok: false, reason: 'not ready: running is disabled in the server configuration' };
     if (v.applied === undefined) return { ok: false, reason: 'not ready: no set applied yet (nothing to restore, first sync pending)' };
     if (v.truth.state === 'damaged') return { ok: false, reason: `not ready: ${v.truth.reason}; repairing` };
+    // Nothing is repaired there: the agent never takes over what is not its own.
+    if (v.truth.state === 'foreign') return { ok: false, reason: `not ready: ${v.truth.reason}` };
     if (!v.watched) {
       let objects;
       try {

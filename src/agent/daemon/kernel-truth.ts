@@ -9,9 +9,11 @@
 export interface TruthView {
   /**
    * `held`: the last look found what was applied; `damaged`: it did not, and a repair is due
-   * or failed; `unknown`: not looked at since the last apply (the apply itself wrote it all).
+   * or failed; `foreign`: an object under the agent's names is someone else's (another agent's
+   * marker, an administrator's table), so nothing of the agent's is enforced and none is
+   * repaired; `unknown`: not looked at since the last apply (the apply itself wrote it all).
    */
-  readonly state: 'held' | 'damaged' | 'unknown';
+  readonly state: 'held' | 'damaged' | 'foreign' | 'unknown';
   /** For people: what was found, or what is wrong. */
   readonly reason: string;
   /** Epoch ms of the last look that found the kernel as applied (an apply counts). */
@@ -45,6 +47,13 @@ export class KernelTruth {
     this.view = { state: 'damaged', reason, missing, ...(this.view.confirmedAt !== undefined ? { confirmedAt: this.view.confirmedAt } : {}) };
   }
 
+  /** An object under the agent's names is not its own (why, naming the owner and how to take it back): nothing is enforced, nothing repaired. */
+  foreign(reason: string): void {
+    this.damagedAt ??= this.now();
+    this.damage = reason;
+    this.view = { state: 'foreign', reason, missing: this.view.missing, ...(this.view.confirmedAt !== undefined ? { confirmedAt: this.view.confirmedAt } : {}) };
+  }
+
   /** Asks the watcher for a look at the kernel as soon as one may run (see written()). */
   private recheck: () => void = () => undefined;
 
@@ -62,8 +71,8 @@ export class KernelTruth {
    * periodic verification 15 minutes later). Without damage, the apply's word stands.
    */
   written(how: string): void {
-    if (this.view.state === 'damaged') {
-      this.view = { ...this.view, reason: `${this.damage}; put back, checking that everything is back` };
+    if (this.view.state === 'damaged' || this.view.state === 'foreign') {
+      this.view = { ...this.view, state: 'damaged', reason: `${this.damage}; put back, checking that everything is back` };
       this.recheck();
       return;
     }

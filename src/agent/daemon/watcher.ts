@@ -1,4 +1,4 @@
-import { errorMessage, LockHeldError, type WcfError } from '../../errors.js';
+import { errorMessage, LockHeldError, NotOwnedError, type WcfError } from '../../errors.js';
 import { NftMonitor, type ApplyResult, type EntryCheck, type FirewallPlugin, type OwnedNames, type RulesetChange } from '../../firewall/index.js';
 import { EntryColumns } from '../../firewall/entry-columns.js';
 import type { Logger } from '../../log.js';
@@ -259,19 +259,25 @@ export class Watcher {
       stages[name] = t - mark;
       mark = t;
     };
-    await this.opts.locked(async () => {
-      stage('waitMs');
-      // Taken now: the remaining timeouts as of the write, never longer.
-      now = memory.entriesNow(this.now());
-      if (!now) return; // flushed meanwhile (running turned off): nothing to put back
-      // A fresh read for this apply: a read the last cycle started (before the removal) must not stand for the kernel now.
-      plugin.prefetch?.();
-      stage('entriesMs');
-      const entries = await this.opts.protect(now.entries);
-      stage('protectMs');
-      result = await plugin.apply(entries, { capacity: now.capacity, appliedBefore: true, callerLogsRepairs: true });
-      stage('applyMs');
-    });
+    try {
+      await this.opts.locked(async () => {
+        stage('waitMs');
+        // Taken now: the remaining timeouts as of the write, never longer.
+        now = memory.entriesNow(this.now());
+        if (!now) return; // flushed meanwhile (running turned off): nothing to put back
+        // A fresh read for this apply: a read the last cycle started (before the removal) must not stand for the kernel now.
+        plugin.prefetch?.();
+        stage('entriesMs');
+        const entries = await this.opts.protect(now.entries);
+        stage('protectMs');
+        result = await plugin.apply(entries, { capacity: now.capacity, appliedBefore: true, callerLogsRepairs: true });
+        stage('applyMs');
+      });
+    } catch (err) {
+      // Someone else's object under the agent's names: said as such (nothing enforced, nothing repaired).
+      if (err instanceof NotOwnedError) this.opts.truth.foreign(err.message);
+      throw err;
+    }
     if (!result || !now) return undefined;
     const at = this.now();
     this.opts.truth.written(`repaired ${at - started} ms after it was found`);

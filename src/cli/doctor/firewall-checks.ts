@@ -1,6 +1,6 @@
 import type { AgentConfig } from '../../config/load.js';
 import { errorMessage } from '../../errors.js';
-import { PLUGIN_TOOLS, TOOLS, detectPlugin, type FirewallPlugin, type PluginName, type Tool } from '../../firewall/index.js';
+import { PLUGIN_TOOLS, TOOLS, detectPlugin, foreignSummary, type FirewallPlugin, type PluginName, type Tool } from '../../firewall/index.js';
 import { type CommandRunner } from '../../exec/runner.js';
 import { check, type CheckResult } from './check.js';
 import { nftScaleWarning } from '../../firewall/nft/scale.js';
@@ -51,7 +51,7 @@ export async function objectsCheck(plugin: FirewallPlugin): Promise<CheckResult>
   const errors = objects.filter((o) => o.state === 'unreadable').map((o) => `${o.what}: ${o.error ?? 'unreadable'}`);
   const foreign = objects.filter((o) => o.state === 'foreign');
   if (foreign.length) {
-    return check('firewall', 'firewall objects', 'fail', `not the agent's: ${foreign.map((o) => `${o.what} (${o.error ?? 'no wcf-agent marker'})`).join('; ')}`, 'another program owns an object with the configured name: choose another set_name/chain_name/table_name');
+    return check('firewall', 'firewall objects', 'fail', foreignSummary(foreign)!, 'the agent never takes over what is not its own: choose another set_name/chain_name/table_name, or remove that object if it is a leftover');
   }
   if (errors.length) return check('firewall', 'firewall objects', 'warn', `cannot read: ${errors.join('; ')}`, 'run doctor as the service user (root or CAP_NET_ADMIN)');
   if (objects.every((o) => o.state === 'present')) return check('firewall', 'firewall objects', 'ok', text);

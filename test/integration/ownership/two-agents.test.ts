@@ -50,7 +50,8 @@ describe.each(['nftables', 'ipset'] as const)('two agents with separate state on
 
     const second = await sync(b.path);
     expect(second.exitCode).toBe(4);
-    expect(second.stderr).toMatch(new RegExp(`another wcf-agent \\(instance ${id}`));
+    // The log's JSON escapes the quotes around the marker.
+    expect(second.stderr).toMatch(new RegExp(`another wcf-agent \\(\\\\?"wcf-agent ${id}\\\\?"\\)`));
     expect(second.stderr).toMatch(/two agents on one host need different names/);
     expect(JSON.parse(readFileSync(join(b.state, 'state.json'), 'utf8')).lastCycle.code).toBe(REPORTED_NOT_OWNED);
     expect(await ruleset()).toBe(before);
