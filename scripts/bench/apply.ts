@@ -12,7 +12,7 @@ import { ipsetSizing, renderIpsetCreate, writeIpsetAdds } from '../../src/firewa
 import { TextBuilder } from '../../src/util/text-builder.js';
 import { resolveOverlaps } from '../../src/firewall/nft/overlaps.js';
 import { NFT_PRIORITY, nftHooks } from '../../src/firewall/nft/text.js';
-import { renderNftTable } from '../../src/firewall/nft/build.js';
+import { renderNftTable } from '../../src/firewall/nft/table/build.js';
 import type { FirewallPlugin, PluginOptions } from '../../src/firewall/plugin.js';
 import type { CommandRunner } from '../../src/exec/runner.js';
 import type { FirewallEntry } from '../../src/firewall/entry.js';
@@ -100,7 +100,7 @@ export async function benchApply(o: ApplyBenchOptions): Promise<ApplyResult[]> {
     const nftText = () =>
       'add table inet bench_bare\ndelete table inet bench_bare\n' +
       renderNftTable(
-        { table: 'bench_bare', set: names.setName, nets: `${names.setName}-nets`, drops: `${names.setName}-drops`, hooks: nftHooks(['INPUT', 'FORWARD', 'OUTPUT']), priority: NFT_PRIORITY, action: 'DROP', logBlocked: false, direction: 'both' },
+        { table: 'bench_bare', set: names.setName, nets: `${names.setName}-nets`, drops: `${names.setName}-drops`, hooks: nftHooks(['INPUT', 'FORWARD', 'OUTPUT']), priority: NFT_PRIORITY, stage: 'filter' as const, inbound: 'all' as const, forwardedOut: true, action: 'DROP', logBlocked: false, direction: 'both' },
         resolveOverlaps(normalizeEntries(entries)),
       ) +
       '\n';

@@ -68,6 +68,7 @@ export function pluginOptions(config: AgentConfig, logger: Logger): Omit<PluginO
     action: config.action,
     direction: config.direction,
     logBlocked: config.log_blocked,
+    ...(config.drop_hook ? { dropHook: config.drop_hook } : {}),
     logger,
     dryRunOutput: config.dry_run_output ?? join(config.state_dir, `dry-run.${config.dry_run_format}`),
     dryRunFormat: config.dry_run_format,

@@ -83,6 +83,12 @@ export const CONFIG_KEY_DOCS = {
       '`inbound` (source matched: INPUT, FORWARD), `outbound` (destination matched: OUTPUT, FORWARD, so a local process or a container cannot reach a listed host), or `both`; one set serves both',
   },
   log_blocked: { section: 'firewall', meaning: 'rate-limited kernel log of blocked packets' },
+  drop_hook: {
+    section: 'firewall',
+    absent: '`prerouting` with `DROP`, `filter` with `REJECT`',
+    meaning:
+      '`prerouting` (the default with `DROP`): blocked packets are dropped before connection tracking (nftables prerouting and output at priority -300; ipset and iptables in the raw table), so a flood from listed addresses costs no conntrack work; `filter` (the default with `REJECT`, which the kernel allows only there): in input, forward and output after connection tracking',
+  },
   netns: {
     section: 'firewall',
     absent: "the host's own namespace",

@@ -52,6 +52,9 @@ export const configSchema = z
     // Block packets from listed addresses (inbound), to them (outbound: a local process or a forwarded host reaching out), or both.
     direction: z._default(z.enum(['both', 'inbound', 'outbound']), 'both'),
     log_blocked: z._default(z.boolean(), false),
+    // Where packets are dropped: before connection tracking (prerouting/raw: the default with DROP) or
+    // in the filter stage (input/forward/output: the only place REJECT can answer; the default with REJECT).
+    drop_hook: z.optional(z.enum(['prerouting', 'filter'])),
     // Apply the rules inside this network namespace (`ip netns exec NAME`) instead of the host's own.
     netns: z.optional(z.string().check(z.regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/, 'a network namespace name (letters, digits, _ . -)'))),
     // Local defaults, used until the API's stored configuration says otherwise.
@@ -111,6 +114,9 @@ export const configSchema = z
       }
       if (c.token !== undefined && c.token_file !== undefined) {
         ctx.addIssue({ code: 'custom', path: ['token_file'], message: 'give token or token_file, not both' });
+      }
+      if (c.action === 'REJECT' && c.drop_hook === 'prerouting') {
+        ctx.addIssue({ code: 'custom', path: ['drop_hook'], message: 'REJECT answers the sender, which the kernel allows only in the filter stage: use drop_hook "filter" (the default with REJECT), or action DROP' });
       }
       checkDnsConfig(c, ctx);
     }),

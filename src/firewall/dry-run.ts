@@ -9,7 +9,7 @@ import { columnsToMap, listingColumns, normalizeEntries, sortCidrTexts } from '.
 import type { EntryColumns, FirewallEntries } from './entry-columns.js';
 import { ipsetSizing, parseIpsetSave, renderIpsetCreate, writeIpsetAdds } from './ipset/text.js';
 import { resolveNetOverlaps } from './nft/overlaps.js';
-import { writeNftTable } from './nft/build.js';
+import { writeNftTable } from './nft/table/build.js';
 import { nftLayout, parseNftScriptElements } from './nft/text.js';
 import { TextBuilder } from '../util/text-builder.js';
 import type { ApplyOptions, ApplyResult, DropCounters, FirewallPlugin, HitCounter, OwnedObject, PluginOptions } from './plugin.js';

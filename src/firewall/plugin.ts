@@ -34,6 +34,8 @@ export interface PluginOptions {
   readonly direction?: Direction;
   /** Log blocked packets (rate-limited) before the action. */
   readonly logBlocked: boolean;
+  /** Where packets are dropped (config drop_hook): before connection tracking, or in the filter stage; default from the action. */
+  readonly dropHook?: 'prerouting' | 'filter';
   readonly logger: Logger;
   /** Where commands run; tests pass one that prefixes `ip netns exec NS`. */
   readonly runner?: CommandRunner;

@@ -120,8 +120,8 @@ describe.each(['ipset', 'nftables'] as const)('agent with the %s backend in a na
       const tables = await lab.host.exec('nft', ['list', 'tables']);
       expect(tables.split('\n').filter((l) => l.includes('wcf_agent')).length).toBe(1);
       const table = await lab.host.exec('nft', ['list', 'table', 'inet', 'wcf_agent']);
-      // input: source; forward: source and destination; output: destination (direction both); two rules each.
-      expect(table.match(/@wcf-blocklist /g)!.length).toBe(8);
+      // prerouting: source, and destination of forwarded packets; output: destination (direction both); two rules each.
+      expect(table.match(/@wcf-blocklist /g)!.length).toBe(6);
     }
   });
 

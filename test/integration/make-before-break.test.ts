@@ -97,7 +97,7 @@ describe('make before break at 100,000 entries: no datagram from a blocked sourc
   it('log_blocked turned on, then off: the chains laid out again in place', async () => {
     config({ log_blocked: true });
     expectNothingThrough(await stream.during(sync), 'log_blocked on');
-    expect(await lab.host.exec('nft', ['list', 'chain', 'inet', 'wcf_agent', 'input'])).toMatch(/log prefix "wcf-agent: "/);
+    expect(await lab.host.exec('nft', ['list', 'chain', 'inet', 'wcf_agent', 'prerouting'])).toMatch(/log prefix "wcf-agent: "/);
     config();
     expectNothingThrough(await stream.during(sync), 'log_blocked off');
     expect(await kernel()).toEqual(selection);

@@ -45,7 +45,7 @@ async function hooked(ns: Netns, backend: Backend): Promise<boolean> {
       return all.includes(hook('INPUT')) && all.includes(hook('FORWARD')) && all.includes('-m set --match-set wcf-blocklist src -j DROP');
     }
     const table = await ns.exec('nft', ['list', 'table', 'inet', 'wcf_agent']);
-    return /hook input/.test(table) && /hook forward/.test(table) && (table.match(/@wcf-blocklist/g) ?? []).length >= 2;
+    return /hook prerouting/.test(table) && /hook output/.test(table) && (table.match(/@wcf-blocklist/g) ?? []).length >= 2;
   } catch {
     return false;
   }
@@ -146,8 +146,8 @@ describe.each(['ipset', 'nftables'] as const)('watching between cycles with the 
       await expectRepaired(s, backend, (ns) => ns.exec('nft', ['delete', 'table', 'inet', 'wcf_agent']), /nft table inet wcf_agent/, /^nft \(pid \d+\)$/);
     });
 
-    it('nft delete chain inet wcf_agent input', async () => {
-      await expectRepaired(s, backend, (ns) => ns.exec('nft', ['delete', 'chain', 'inet', 'wcf_agent', 'input']), /nft chain input/);
+    it('nft delete chain inet wcf_agent prerouting', async () => {
+      await expectRepaired(s, backend, (ns) => ns.exec('nft', ['delete', 'chain', 'inet', 'wcf_agent', 'prerouting']), /nft chain prerouting/);
     });
 
     it('nft monitor killed: the daemon restarts it, and a removal meanwhile is still put back', async () => {

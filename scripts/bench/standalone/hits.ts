@@ -10,7 +10,7 @@
  */
 import { execa } from 'execa';
 import { parseArgs } from 'node:util';
-import { renderNftTable } from '../../../src/firewall/nft/build.js';
+import { renderNftTable } from '../../../src/firewall/nft/table/build.js';
 import { kernelColumns } from '../../../src/firewall/entries.js';
 import { iptablesSetRules } from '../../../src/firewall/xtables/rules.js';
 import { toCidr } from '../../../src/net/ipv4.js';
@@ -53,7 +53,7 @@ async function teardown(): Promise<void> {
 type Variant = { name: string; load(): Promise<void>; unload(): Promise<void>; dropped(): Promise<number> };
 
 const entries = kernelColumns([{ cidr: toCidr(BLOCKED)!, timeout: undefined }]);
-const layout = { table: 'wcf_agent', set: 'wcf-blocklist', nets: 'wcf-blocklist-nets', drops: 'wcf-blocklist-drops', hooks: ['input' as const], priority: -5, action: 'DROP' as const, logBlocked: false, direction: 'inbound' as const };
+const layout = { table: 'wcf_agent', set: 'wcf-blocklist', nets: 'wcf-blocklist-nets', drops: 'wcf-blocklist-drops', hooks: ['input' as const], priority: -5, stage: 'filter' as const, inbound: 'all' as const, forwardedOut: true, action: 'DROP' as const, logBlocked: false, direction: 'inbound' as const };
 
 function nftVariant(counting: boolean): Variant {
   const text = renderNftTable(layout, entries) + '\n';

@@ -4,23 +4,33 @@ import { directionHooks, hitsSetName, sides, type Direction, type Side } from '.
 import type { PluginOptions } from '../plugin.js';
 import { LOG_LIMIT_PER_MINUTE, LOG_PREFIX } from '../log-prefix.js';
 import { ownerMark } from '../ownership.js';
-import { setDefs, type NftSetDef } from './sets.js';
+import { setDefs, type NftSetDef } from './table/sets.js';
 
 /** nft script text (pure): the agent's table, refill and delta transactions, and the set read back from `nft -j`. */
 
 
 /**
- * Priority of the agent's base chains: just before `filter` (0), where
- * iptables-nft's own chains, firewalld and ufw sit. In nftables every base
- * chain on a hook sees the packet and a drop anywhere is final, so this is not
- * about winning over their accepts: dropping first means blocked packets cost
- * nothing in (and are not logged or counted by) the rest of the ruleset. It
- * stays after conntrack (-200) and mangle (-150), so nothing else changes for
- * other tables.
+ * Priority of the agent's base chains in the filter stage (drop_hook `filter`, and REJECT): just
+ * before `filter` (0), where iptables-nft's own chains, firewalld and ufw sit. In nftables every
+ * base chain on a hook sees the packet and a drop anywhere is final, so this is not about winning
+ * over their accepts: dropping first means blocked packets cost nothing in (and are not logged or
+ * counted by) the rest of the ruleset. It is after conntrack (-200): every blocked packet has been
+ * looked up (and a new one entered) in the connection table first.
  */
 export const NFT_PRIORITY = -5;
 
-export type NftHook = 'input' | 'forward' | 'output';
+/**
+ * Priority of the agent's base chains in the prerouting stage (drop_hook `prerouting`, the
+ * default with DROP): raw (-300), before connection tracking (-200), DNAT (-100) and every
+ * filter: a packet from a listed address is dropped before the kernel spends a conntrack lookup
+ * or entry on it (see docs/performance.md for what that is worth under a flood).
+ */
+export const NFT_RAW_PRIORITY = -300;
+
+export type NftHook = 'prerouting' | 'input' | 'forward' | 'output';
+
+/** Where the agent drops (config drop_hook): before connection tracking, or in the filter stage. */
+export type DropStage = 'prerouting' | 'filter';
 
 /** nft hooks for the configured iptables-style hook chains (DOCKER-USER traffic is forwarded traffic). */
 export function nftHooks(hookChains: readonly string[]): NftHook[] {
@@ -45,24 +55,52 @@ export interface NftLayout {
   /** The agent instance whose marker the objects carry (see ownership.ts); none: the bare marker. */
   readonly instance?: string;
   readonly hooks: readonly NftHook[];
-  /** The base chains' priority (see NFT_PRIORITY). */
+  /** The base chains' priority (NFT_RAW_PRIORITY or NFT_PRIORITY). */
   readonly priority: number;
+  readonly stage: DropStage;
+  /**
+   * In the prerouting stage, which packets of the inbound side the configured hook chains ask
+   * for: to the host itself (INPUT), forwarded (FORWARD, DOCKER-USER), or both.
+   */
+  readonly inbound: 'all' | 'local' | 'forwarded';
+  /** In the prerouting stage, whether forwarded packets to a listed address are blocked (FORWARD, DOCKER-USER). */
+  readonly forwardedOut: boolean;
   readonly action: 'DROP' | 'REJECT';
   readonly logBlocked: boolean;
   readonly direction: Direction;
 }
 
-/** The layout a plugin's options ask for; the hooks follow the direction (see directionHooks). */
+/** The stage a plugin's options ask for: drop_hook, else before connection tracking (REJECT: the filter stage, the only one it may answer from). */
+export function dropStage(o: Pick<PluginOptions, 'dropHook' | 'action'>): DropStage {
+  return o.dropHook ?? (o.action === 'REJECT' ? 'filter' : 'prerouting');
+}
+
+/**
+ * The layout a plugin's options ask for; the hooks follow the direction (see directionHooks). In
+ * the prerouting stage one chain on `prerouting` sees what INPUT and FORWARD see (before the
+ * routing decision: a `fib` match tells local from forwarded where only one of the two is
+ * configured), and one on `output` what OUTPUT sees.
+ */
 export function nftLayout(o: PluginOptions): NftLayout {
   const direction = o.direction ?? 'both';
+  const chains = directionHooks(o.hookChains, direction);
+  const stage = dropStage(o);
+  const local = chains.includes('INPUT');
+  const forwarded = chains.includes('FORWARD') || chains.includes('DOCKER-USER');
+  const inSide = direction !== 'outbound' && (local || forwarded);
+  const hooks: NftHook[] =
+    stage === 'filter' ? nftHooks(chains) : [...(inSide || (direction !== 'inbound' && forwarded) ? ['prerouting' as const] : []), ...(chains.includes('OUTPUT') ? ['output' as const] : [])];
   return {
     table: o.names.tableName,
     set: o.names.setName,
     nets: netsSetName(o.names.setName),
     drops: dropsSetName(o.names.setName),
     ...(o.instance ? { instance: o.instance } : {}),
-    hooks: nftHooks(directionHooks(o.hookChains, direction)),
-    priority: NFT_PRIORITY,
+    hooks,
+    priority: stage === 'filter' ? NFT_PRIORITY : NFT_RAW_PRIORITY,
+    stage,
+    inbound: local && forwarded ? 'all' : local ? 'local' : 'forwarded',
+    forwardedOut: forwarded,
     action: o.action,
     logBlocked: o.logBlocked,
     direction,
@@ -116,21 +154,33 @@ export function sideField(side: Side): 'saddr' | 'daddr' {
   return side === 'in' ? 'saddr' : 'daddr';
 }
 
-/** The sides a base chain on `hook` matches: input sees only inbound packets, output only outbound, forward both. */
+/**
+ * The sides a base chain on `hook` matches: input sees only inbound packets, output only outbound,
+ * forward both; prerouting the inbound side and, for forwarded packets, the outbound one (a listed
+ * address is never the host's own, so a packet to one is forwarded).
+ */
 export function hookSides(l: NftLayout, hook: NftHook): Side[] {
+  if (hook === 'prerouting') return sides(l.direction).filter((s) => s === 'in' || l.forwardedOut);
   return sides(l.direction).filter((s) => hook === 'forward' || (hook === 'input' ? s === 'in' : s === 'out'));
 }
 
+/** In the prerouting stage, the match that keeps the inbound side to what the hook chains ask for (none: all of it). */
+export function inboundScope(l: NftLayout, hook: NftHook, side: Side): string | undefined {
+  if (hook !== 'prerouting' || side !== 'in' || l.inbound === 'all') return undefined;
+  return l.inbound === 'local' ? 'fib daddr type local' : 'fib daddr type != local';
+}
+
 /** One side's rules in nft syntax: the optional rate-limited log, then the counted block that records the address hit. */
-export function nftSideRules(l: NftLayout, side: Side): string[] {
+export function nftSideRules(l: NftLayout, side: Side, hook?: NftHook): string[] {
   const f = sideField(side);
   const rules: string[] = [];
+  const scope = hook ? inboundScope(l, hook, side) : undefined;
   for (const set of [l.set, l.nets]) {
     // Inbound leaves loopback alone: the TCP reset answering a blocked outbound
     // connect carries the listed address as its source and reaches the local
     // socket over loopback; dropped there, the client would wait for its timeout.
     const key = set === l.nets ? `ip ${f} . meta nfproto` : `ip ${f}`;
-    const match = side === 'in' ? `${key} @${set} iif != "lo"` : `${key} @${set}`;
+    const match = `${key} @${set}${side === 'in' ? ' iif != "lo"' : ''}${scope ? ` ${scope}` : ''}`;
     // Separate rules: a `limit` inside the drop rule would rate-limit the drop too.
     if (l.logBlocked) rules.push(`${match} limit rate ${LOG_LIMIT_PER_MINUTE}/minute log prefix "${LOG_PREFIX}"`);
     const verdict = l.action === 'REJECT' ? `jump ${NFT_REFUSE_CHAIN}` : 'drop';
@@ -144,7 +194,7 @@ export function nftSideRules(l: NftLayout, side: Side): string[] {
 
 /** Rules of the base chain on `hook`, in nft syntax. */
 export function nftChainRules(l: NftLayout, hook: NftHook): string[] {
-  return hookSides(l, hook).flatMap((side) => nftSideRules(l, side));
+  return hookSides(l, hook).flatMap((side) => nftSideRules(l, side, hook));
 }
 
 /** The second field of every element of the networks' set (see NftParts). */
@@ -252,4 +302,4 @@ export function nftDeltaScript(l: NftLayout, add: EntryColumns, del: EntryColumn
 
 export { parseNftHits, parseNftScriptElements, parseNftSetJson, type NftSetParsed } from './parse.js';
 
-export { HITS_TIMEOUT_S, HOSTS_FLAGS, NETS_FLAGS, NETS_TYPEOF, NFT_HITS_SIZE } from './sets.js';
+export { HITS_TIMEOUT_S, HOSTS_FLAGS, NETS_FLAGS, NETS_TYPEOF, NFT_HITS_SIZE } from './table/sets.js';

@@ -3,7 +3,7 @@ import { EntryColumns } from '../entry-columns.js';
 import type { CommandRunner } from '../../exec/runner.js';
 import { withEventsPaused } from '../monitor.js';
 import { splitNetsDelta } from './reshape.js';
-import { chainsScript, tableSetsScript } from './build.js';
+import { chainsScript, tableSetsScript } from './table/build.js';
 import { nftDeltaScript, nftRefillScript, type NftLayout, type NftParts } from './text.js';
 
 /**

@@ -48,11 +48,11 @@ const nftables: ContractBackend = {
     expect(kernel.get(ADDR.net24)).toEqual({});
     expect(kernel.get(ADDR.blocked)?.timeout).toBe(300);
     const chains = await ns.exec('nft', ['-t', 'list', 'table', 'inet', NAMES.tableName]);
-    expect(chains).toMatch(/chain input \{\n\s+type filter hook input priority filter - 5; policy accept;\n\s+ip saddr @wcf-blocklist iif != "lo" update @wcf-blocklist-in \{ ip saddr \} update @wcf-blocklist-drops \{ meta nfproto \} counter packets \d+ bytes \d+ drop/);
-    expect(chains).toMatch(/chain forward \{\n\s+type filter hook forward priority filter - 5; policy accept;/);
-    expect(chains.match(/chain input/g)).toHaveLength(1);
-    // input and forward, for each of the two sets (addresses, networks): the counted block, and the block for a full hits set.
-    expect(chains.match(/ drop$/gm)).toHaveLength(8);
+    // Before connection tracking: one chain on prerouting at raw's priority sees what INPUT and FORWARD see.
+    expect(chains).toMatch(/chain prerouting \{\n\s+type filter hook prerouting priority raw; policy accept;\n\s+ip saddr @wcf-blocklist iif != "lo" update @wcf-blocklist-in \{ ip saddr \} update @wcf-blocklist-drops \{ meta nfproto \} counter packets \d+ bytes \d+ drop/);
+    expect(chains.match(/^\s+chain /gm)).toHaveLength(1);
+    // For each of the two sets (addresses, networks): the counted block, and the block for a full hits set.
+    expect(chains.match(/ drop$/gm)).toHaveLength(4);
   },
 };
 

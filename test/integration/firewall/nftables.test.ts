@@ -143,11 +143,11 @@ describe('nftables plugin on real netfilter', () => {
     expect(await plugin.list()).toEqual(sortedCidrs(base));
     expect(await lab.connect(ADDR.inNet)).toBe('timeout');
 
-    await lab.host.exec('nft', ['flush', 'chain', 'inet', NAMES.tableName, 'input']);
-    expect((await plugin.apply(base, CAP)).repaired).toEqual(['rule in nft chain input']);
+    await lab.host.exec('nft', ['flush', 'chain', 'inet', NAMES.tableName, 'prerouting']);
+    expect((await plugin.apply(base, CAP)).repaired).toEqual(['rule in nft chain prerouting']);
     // A rule another process put in the agent's table (an accept in front of its drop lets a listed
     // address through) takes the next handle, which the quick check asks for: the table is re-created.
-    await lab.host.exec('nft', ['insert', 'rule', 'inet', NAMES.tableName, 'input', 'accept']);
+    await lab.host.exec('nft', ['insert', 'rule', 'inet', NAMES.tableName, 'prerouting', 'accept']);
     expect(await lab.connect(ADDR.inNet)).toBe('connected');
     expect((await plugin.apply(base, CAP)).repaired).toEqual([`objects another process added to nft table inet ${NAMES.tableName}`]);
     expect(await lab.connect(ADDR.inNet)).toBe('timeout');

@@ -23,7 +23,7 @@ const parse = parseExposition;
 const OBJECTS = {
   // The hooks are objects too (status says not enforcing without them); direction both hooks output as well,
   // and has a hits set for each side.
-  nftables: /^nft table inet wcf_agent present, nft set inet wcf_agent wcf-blocklist present, nft set inet wcf_agent wcf-blocklist-nets present, nft set inet wcf_agent wcf-blocklist-drops present, nft set inet wcf_agent wcf-blocklist-in present, nft set inet wcf_agent wcf-blocklist-out present, nft chain inet wcf_agent input present, nft chain inet wcf_agent forward present, nft chain inet wcf_agent output present$/,
+  nftables: /^nft table inet wcf_agent present, nft set inet wcf_agent wcf-blocklist present, nft set inet wcf_agent wcf-blocklist-nets present, nft set inet wcf_agent wcf-blocklist-drops present, nft set inet wcf_agent wcf-blocklist-in present, nft set inet wcf_agent wcf-blocklist-out present, nft chain inet wcf_agent prerouting present, nft chain inet wcf_agent output present$/,
   ipset: /^ipset wcf-blocklist present, ipset wcf-blocklist-in present, ipset wcf-blocklist-out present, iptables chain WCF-AGENT present, iptables hook INPUT -> WCF-AGENT present, iptables hook FORWARD -> WCF-AGENT present, iptables hook OUTPUT -> WCF-AGENT present$/,
 } as const;
 

@@ -21,7 +21,7 @@ interface StatusJson {
 
 /** How each backend loses its hook, as firewalld or an admin's script would do it. */
 const DELETE_HOOK = {
-  nftables: { commands: [['nft', 'flush', 'chain', 'inet', 'wcf_agent', 'input'], ['nft', 'delete', 'chain', 'inet', 'wcf_agent', 'input']], missing: 'nft chain inet wcf_agent input' },
+  nftables: { commands: [['nft', 'flush', 'chain', 'inet', 'wcf_agent', 'prerouting'], ['nft', 'delete', 'chain', 'inet', 'wcf_agent', 'prerouting']], missing: 'nft chain inet wcf_agent prerouting' },
   ipset: { commands: [['iptables', '-D', 'INPUT', '-m', 'comment', '--comment', 'wcf-agent', '-j', 'WCF-AGENT']], missing: 'iptables hook INPUT -> WCF-AGENT' },
 } as const;
 

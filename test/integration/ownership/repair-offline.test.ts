@@ -28,9 +28,9 @@ const BACKENDS = [
   {
     plugin: 'nftables',
     removeHooks: async (lab: Lab) => {
-      for (const hook of ['input', 'forward']) await lab.host.exec('nft', ['delete', 'chain', 'inet', 'wcf_agent', hook]);
+      await lab.host.exec('nft', ['delete', 'chain', 'inet', 'wcf_agent', 'prerouting']);
     },
-    gone: /nft chain inet wcf_agent input/,
+    gone: /nft chain inet wcf_agent prerouting/,
     owned: ['nft table inet wcf_agent'],
   },
 ] as const;

@@ -17,19 +17,42 @@ import { callAsNobody, NOBODY } from '../../helpers/unprivileged.js';
 
 const NAMES = { setName: 'wcf-blocklist', chainName: 'WCF-AGENT', tableName: 'wcf_agent' };
 
-function runner(answers: Record<string, string | Error>): CommandRunner & { calls: string[] } {
+type Answer = string | Error | ((input: string) => string | Error);
+
+function runner(answers: Record<string, Answer>): CommandRunner & { calls: string[] } {
   const calls: string[] = [];
   return {
     calls,
-    async run(file, args) {
+    async run(file, args, o) {
       const cmd = [file, ...args].join(' ');
       calls.push(cmd);
-      const a = answers[cmd];
-      if (a === undefined) throw new Error(`unexpected command ${cmd}`);
+      const given = answers[cmd];
+      if (given === undefined) throw new Error(`unexpected command ${cmd}`);
+      const a = typeof given === 'function' ? given(String(o?.input ?? '')) : given;
       if (a instanceof Error) throw a;
       return { stdout: a, stderr: '' };
     },
   };
+}
+
+/**
+ * nft's answers to the quick check (see src/firewall/nft/table/probe.ts) for a table (`table`)
+ * holding the sets `sets` (as the agent defines them), and the chains listing: its chains `chains`.
+ */
+function nftTable(sets: readonly string[], chains: ReadonlyArray<Record<string, unknown>>, table = true): Record<string, Answer> {
+  const check = (input: string) => {
+    const said = input
+      .trimEnd()
+      .split('\n')
+      .flatMap((line, i) => {
+        const exists = (table && line === 'create table inet wcf_agent') || sets.some((set) => line.startsWith(`create set inet wcf_agent ${set} `));
+        if (exists) return [`/dev/stdin:${i + 1}:1-1: Error: Could not process rule: File exists`];
+        if (line.startsWith('delete ')) return [`/dev/stdin:${i + 1}:1-1: Error: Could not process rule: No such file or directory`];
+        return [];
+      });
+    return said.length ? absent(said.join('\n')) : '';
+  };
+  return { 'nft -c -f -': check, 'nft -j list chains': JSON.stringify({ nftables: chains.map((c) => ({ chain: { family: 'inet', table: 'wcf_agent', ...c } })) }) };
 }
 const absent = (stderr: string) => new FirewallError('command failed', { stderr });
 /** The backend `name` running its commands through `r` (which answers only what the test allows). */
@@ -75,11 +98,6 @@ describe('doctor checks', () => {
   it('firewall objects: present ok, absent warn, unreadable warn, not the agent\'s fail; read-only commands', async () => {
     const nftList = 'nft -j -t list table inet wcf_agent';
     const nftText = 'nft -t list table inet wcf_agent';
-    // The quick check (`nft -c -f -`, see probe.ts): nft's complaint per batch line; "File exists" on
-    // every line = everything there, except the lines in `gone`.
-    const probe = (gone: number[] = []) =>
-      absent(Array.from({ length: 60 }, (_, i) => i + 1).map((n) => `/dev/stdin:${n}:1-1: Error: Could not process rule: ${gone.includes(n) ? 'No such file or directory' : 'File exists'}`).join('\n'));
-    const nftProbe = 'nft -c -f -';
     const hitsIn = 'nft -j list set inet wcf_agent wcf-blocklist-in';
     const marked = JSON.stringify({
       nftables: [
@@ -90,17 +108,18 @@ describe('doctor checks', () => {
     });
     // Marked as the agent's: its own table (not a failure), though a table without its rules and
     // forward chain blocks nothing yet, so each missing part is named.
-    expect(await objectsCheck(plugin('nftables', runner({ [nftProbe]: probe(), [hitsIn]: absent('Error: No such file or directory'), [nftList]: marked })))).toMatchObject({
+    const probe = nftTable(['wcf-blocklist'], [{ name: 'input', handle: 1, type: 'filter', hook: 'input', prio: -5, policy: 'accept' }]);
+    expect(await objectsCheck(plugin('nftables', runner({ ...probe, [hitsIn]: absent('Error: No such file or directory'), [nftList]: marked })))).toMatchObject({
       status: 'warn',
       message: expect.stringMatching(/^nft table inet wcf_agent present, nft set inet wcf_agent wcf-blocklist present, nft set inet wcf_agent wcf-blocklist-nets absent, nft set inet wcf_agent wcf-blocklist-drops absent, nft set inet wcf_agent wcf-blocklist-in absent, .*absent.*: incomplete$/),
     });
     // An admin's table of that name (no marker, other contents): a failure naming it.
     const foreign = JSON.stringify({ nftables: [{ table: { family: 'inet', name: 'wcf_agent' } }, { set: { family: 'inet', table: 'wcf_agent', name: 'admins', type: 'ipv4_addr' } }] });
-    expect(await objectsCheck(plugin('nftables', runner({ [nftProbe]: probe(), [hitsIn]: absent('Error: No such file or directory'), [nftList]: foreign, [nftText]: 'table inet wcf_agent {\n\tset admins {\n' })))).toMatchObject({
+    expect(await objectsCheck(plugin('nftables', runner({ ...probe, [hitsIn]: absent('Error: No such file or directory'), [nftList]: foreign, [nftText]: 'table inet wcf_agent {\n\tset admins {\n' })))).toMatchObject({
       status: 'fail',
-      message: expect.stringMatching(/^not the agent's: nft table inet wcf_agent \(no "wcf-agent" comment/),
+      message: expect.stringMatching(/^nft table inet wcf_agent is not the agent's \(and \d+ of its parts\): no "wcf-agent" comment/),
     });
-    expect(await objectsCheck(plugin('nftables', runner({ [nftProbe]: absent('/dev/stdin:1:17-17: Error: No such file or directory') })))).toMatchObject({
+    expect(await objectsCheck(plugin('nftables', runner(nftTable([], [], false))))).toMatchObject({
       status: 'warn',
       message: expect.stringMatching(/not created yet \(the first sync creates it\)/),
     });

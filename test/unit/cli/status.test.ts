@@ -162,7 +162,7 @@ describe('enforcing, from what the kernel holds', () => {
       'an object under the agent\'s name that it did not create',
       { firewall: { plugin: 'nftables', objects: [{ what: 'nft table inet myfw', state: 'foreign', error: 'no marker' }], entries: null } },
       true,
-      { enforcing: false, why: "not the agent's (choose another name in config.json): nft table inet myfw" },
+      { enforcing: false, why: "nft table inet myfw is not the agent's: no marker" },
     ],
     ['no tool', { firewall: { plugin: null, objects: [], entries: null, error: 'no firewall tool found' } }, true, { enforcing: null, why: 'cannot read the firewall: no firewall tool found' }],
   ])('%s', (_name, over, running, expected) => {

@@ -73,7 +73,7 @@ describe('dry-run plugin', () => {
     // Addresses in the hash set, networks in the interval set (the /32 inside the /24 is kept: its own set).
     expect(text).toContain('\t\t\t192.0.2.7 timeout 10s,\n\t\t\t198.51.100.7 timeout 300s\n');
     expect(text).toContain('\t\t\t192.0.2.0/24 . ipv4\n');
-    expect(text).toContain('type filter hook input priority -5; policy accept;');
+    expect(text).toContain('type filter hook prerouting priority -300; policy accept;');
     expect(await p.list()).toEqual(['192.0.2.0/24', '192.0.2.7', '198.51.100.7']);
     // a new instance (agent restart) reads the same file
     expect(await new DryRunPlugin(opts(file, 'nft')).list()).toEqual(['192.0.2.0/24', '192.0.2.7', '198.51.100.7']);

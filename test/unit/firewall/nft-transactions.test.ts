@@ -7,7 +7,7 @@ import type { NftLayout } from '../../../src/firewall/nft/text.js';
 import { NET_DELETE_RUN_MS, netDeleteMs, NFT_CHUNK, netsChange, transactions, type NftRun, type SetChange } from '../../../src/firewall/nft/write.js';
 import { fromNumber, toCidr, type Cidr } from '../../../src/net/ipv4.js';
 
-const layout: NftLayout = { table: 'wcf_agent', set: 'wcf-blocklist', nets: 'wcf-blocklist-nets', drops: 'wcf-blocklist-drops', hooks: ['input'], priority: -5, action: 'DROP', logBlocked: false, direction: 'inbound' };
+const layout: NftLayout = { table: 'wcf_agent', set: 'wcf-blocklist', nets: 'wcf-blocklist-nets', drops: 'wcf-blocklist-drops', hooks: ['input'], priority: -5, stage: 'filter' as const, inbound: 'all' as const, forwardedOut: true, action: 'DROP', logBlocked: false, direction: 'inbound' };
 const cols = (cidrs: readonly Cidr[], timeout?: number): EntryColumns => kernelColumns(cidrs.map((cidr): KernelEntry => ({ cidr, timeout })), cidrs.length);
 const nets = (...texts: string[]) => cols(texts.map((t) => toCidr(t)!));
 const texts = (c: EntryColumns) => Array.from({ length: c.length }, (_, i) => fromNumber(c.starts[i]!, c.prefixes[i]!).text).sort();

@@ -7,7 +7,7 @@ import type { EntryColumns } from '../../../src/firewall/entry-columns.js';
 import { ipsetSizing, parseIpsetSave, renderIpsetDelta, renderIpsetFull } from '../../../src/firewall/ipset/text.js';
 import { hasOverlap, resolveOverlaps } from '../../../src/firewall/nft/overlaps.js';
 import { nftHooks, parseNftScriptElements, parseNftSetJson, renderNftDelta, renderNftRefill, type NftLayout } from '../../../src/firewall/nft/text.js';
-import { renderNftTable } from '../../../src/firewall/nft/build.js';
+import { renderNftTable } from '../../../src/firewall/nft/table/build.js';
 import type { FirewallEntry } from '../../../src/firewall/entry.js';
 import { fromNumber, parseCidr, toCidr } from '../../../src/net/ipv4.js';
 
@@ -15,7 +15,7 @@ const entry = (cidr: string, timeout?: number): KernelEntry => ({ cidr: toCidr(c
 /** Kernel entries as the renderers take them, and back. */
 const cols = (list: readonly KernelEntry[]): EntryColumns => kernelColumns(list, list.length);
 const objs = (c: EntryColumns): KernelEntry[] => kernelList(c);
-const layout: NftLayout = { table: 'wcf_agent', set: 'wcf-blocklist', nets: 'wcf-blocklist-nets', drops: 'wcf-blocklist-drops', hooks: ['input', 'forward'], priority: -5, action: 'DROP', logBlocked: false, direction: 'inbound' };
+const layout: NftLayout = { table: 'wcf_agent', set: 'wcf-blocklist', nets: 'wcf-blocklist-nets', drops: 'wcf-blocklist-drops', hooks: ['input', 'forward'], priority: -5, stage: 'filter' as const, inbound: 'all' as const, forwardedOut: true, action: 'DROP', logBlocked: false, direction: 'inbound' };
 
 describe('kernelTimeout', () => {
   it('rounds up, never returns 0 (ipset: permanent), clamps to the kernel maximum', () => {

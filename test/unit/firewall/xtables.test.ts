@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { parseEntryChain } from '../../../src/firewall/xtables/rules.js';
-import { checkNftStructure } from '../../../src/firewall/nft/structure.js';
+import { checkNftStructure } from '../../../src/firewall/nft/table/structure.js';
 import { effectiveHooks, parseIptablesS, planHooks, planRemoval } from '../../../src/firewall/xtables/filter.js';
 
 const S = `-P INPUT ACCEPT
@@ -89,7 +89,7 @@ describe('iptables planning', () => {
 const nftProblems = (json: string, l: Parameters<typeof checkNftStructure>[1]) => checkNftStructure(json, l).problems;
 
 describe('checkNftStructure', () => {
-  const layout = { table: 't', set: 's', nets: 's-net', drops: 's-drops', hooks: ['input'] as const, priority: -5, action: 'DROP' as const, logBlocked: false, direction: 'inbound' as const };
+  const layout = { table: 't', set: 's', nets: 's-net', drops: 's-drops', hooks: ['input'] as const, priority: -5, stage: 'filter' as const, inbound: 'all' as const, forwardedOut: true, action: 'DROP' as const, logBlocked: false, direction: 'inbound' as const };
   // The networks' set is keyed on the address and the family (`ip saddr . meta nfproto`).
   const key = (set: string) => (set === '@s-net' ? { concat: [{ payload: { protocol: 'ip', field: 'saddr' } }, { meta: { key: 'nfproto' } }] } : { payload: { protocol: 'ip', field: 'saddr' } });
   const doc = (extra: object[] = [], rules?: object[]) =>

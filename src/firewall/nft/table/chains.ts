@@ -1,7 +1,7 @@
-import type { CommandRunner } from '../../exec/runner.js';
-import { parseNftJson } from './json.js';
-import { READ_QUICK } from './read.js';
-import { nftChainRules, NFT_REFUSE_CHAIN, type NftHook, type NftLayout } from './text.js';
+import type { CommandRunner } from '../../../exec/runner.js';
+import { parseNftJson } from '../json.js';
+import { READ_QUICK } from '../read.js';
+import { nftChainRules, NFT_REFUSE_CHAIN, type NftHook, type NftLayout } from '../text.js';
 
 /**
  * The agent's chains: what they should be, and what the kernel has, read with `nft -j list

@@ -1,12 +1,12 @@
-import { hitsSetName, sides } from '../direction.js';
-import { isV01NftTable } from '../legacy-shapes.js';
-import { markOwner, otherAgentWhy, type Ownership } from '../ownership.js';
-import type { CommandRunner } from '../../exec/runner.js';
-import { parseNftJson } from './json.js';
+import { hitsSetName, sides } from '../../direction.js';
+import { isV01NftTable } from '../../legacy-shapes.js';
+import { markOwner, otherAgentWhy, type Ownership } from '../../ownership.js';
+import type { CommandRunner } from '../../../exec/runner.js';
+import { parseNftJson } from '../json.js';
 import { probeNft, type NftProbe } from './probe.js';
-import { listNftJson, READ_QUICK } from './read.js';
+import { listNftJson, READ_QUICK } from '../read.js';
 import { checkNftStructure, type NftStructure } from './structure.js';
-import type { NftLayout } from './text.js';
+import type { NftLayout } from '../text.js';
 
 /**
  * Whose table `inet <table_name>` is, and whether it is intact. The cheap way
@@ -31,8 +31,8 @@ export async function nftStructure(runner: CommandRunner, l: NftLayout): Promise
   const owner = markOwner(comment, l.instance);
   if (owner.kind === 'other') return { ...structure, otherAgent: owner.instance };
   const marked = owner.kind === 'own';
-  // 0.1 hooked input and forward only (no output, no hit counters, no marker).
-  const v01 = !marked && isV01NftTable(json, l.table, l.set, l.hooks.filter((h) => h !== 'output'));
+  // 0.1 hooked input and forward, or input alone (no output, no hit counters, no marker).
+  const v01 = !marked && [['input', 'forward'], ['input']].some((hooks) => isV01NftTable(json, l.table, l.set, hooks));
   return { ...structure, marked, v01 };
 }
 

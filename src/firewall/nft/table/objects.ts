@@ -1,8 +1,8 @@
-import { hitsSetName, sides } from '../direction.js';
-import type { Ownership } from '../ownership.js';
-import type { OwnedObject } from '../plugin.js';
+import { hitsSetName, sides } from '../../direction.js';
+import type { Ownership } from '../../ownership.js';
+import type { OwnedObject } from '../../plugin.js';
 import type { NftProbe } from './probe.js';
-import { NFT_REFUSE_CHAIN, type NftLayout } from './text.js';
+import { NFT_REFUSE_CHAIN, type NftLayout } from '../text.js';
 
 /**
  * The table, then each part of it the agent writes (the two sets, the hits set of each side in

@@ -1,4 +1,4 @@
-import type { NftLayout } from './text.js';
+import type { NftLayout } from '../text.js';
 
 /**
  * The shadow table: a complete copy of the agent's table, under this name, built and hooked

@@ -1,9 +1,9 @@
-import { FirewallError } from '../../errors.js';
-import type { CommandRunner } from '../../exec/runner.js';
+import { FirewallError } from '../../../errors.js';
+import type { CommandRunner } from '../../../exec/runner.js';
 import { chainDiffers, chainMatches, listChains, wantedChains, type ListedChain } from './chains.js';
 import { setDefLine, setDefs } from './sets.js';
 import { shadowName } from './shadow.js';
-import type { NftLayout } from './text.js';
+import type { NftLayout } from '../text.js';
 import { layoutSpan } from './variants.js';
 
 /**

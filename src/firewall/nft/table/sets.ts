@@ -1,6 +1,5 @@
-import { hitsSetName, sides } from '../direction.js';
-import { ownerMark } from '../ownership.js';
-import type { NftLayout } from './text.js';
+import { hitsSetName, sides, type Direction } from '../../direction.js';
+import { ownerMark } from '../../ownership.js';
 
 /**
  * The agent's sets and their definitions, written once here for every use: the table's creation,
@@ -30,6 +29,15 @@ export const NETS_TYPEOF = 'ip saddr . meta nfproto';
  */
 export const DROPS_BODY = ['typeof meta nfproto', 'size 4', 'flags dynamic', 'counter'];
 
+/** What of a layout (text.ts) names and shapes the sets. */
+interface SetsOf {
+  readonly set: string;
+  readonly nets: string;
+  readonly drops: string;
+  readonly direction: Direction;
+  readonly instance?: string;
+}
+
 export interface NftSetDef {
   readonly name: string;
   /** The definition's statements, in nft syntax, one per entry. */
@@ -39,7 +47,7 @@ export interface NftSetDef {
 }
 
 /** Every set of the layout, in the order the table declares them (entries first). */
-export function setDefs(l: NftLayout): NftSetDef[] {
+export function setDefs(l: SetsOf): NftSetDef[] {
   return [
     { name: l.set, body: ['type ipv4_addr', `flags ${HOSTS_FLAGS}`], entries: true },
     { name: l.nets, body: [`typeof ${NETS_TYPEOF}`, `flags ${NETS_FLAGS}`], entries: true },
@@ -54,6 +62,6 @@ export function setDefs(l: NftLayout): NftSetDef[] {
 }
 
 /** `{ type ...; flags ...; comment "wcf-agent ..."; }`: a set's definition on one line, marked as the agent's. */
-export function setDefLine(l: NftLayout, def: NftSetDef): string {
+export function setDefLine(l: SetsOf, def: NftSetDef): string {
   return `{ ${[...def.body, `comment "${ownerMark(l.instance)}"`].join('; ')}; }`;
 }

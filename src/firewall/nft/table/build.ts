@@ -1,9 +1,9 @@
-import { EntryColumns } from '../entry-columns.js';
-import { ENTRY_LINE_MAX, TextBuilder } from '../../util/text-builder.js';
+import { EntryColumns } from '../../entry-columns.js';
+import { ENTRY_LINE_MAX, TextBuilder } from '../../../util/text-builder.js';
 import { chainSpec, wantedChains } from './chains.js';
 import type { NftProbe } from './probe.js';
 import { setDefLine, setDefs } from './sets.js';
-import { splitByShape, writeTableSets, type NftLayout, type NftParts } from './text.js';
+import { splitByShape, writeTableSets, type NftLayout, type NftParts } from '../text.js';
 
 /**
  * The scripts that build the agent's table, and rebuild its chains in place, so that no address

@@ -1,8 +1,8 @@
-import { hitsSetName, sides, type Side } from '../direction.js';
-import { LOG_LIMIT_PER_MINUTE, LOG_PREFIX } from '../log-prefix.js';
-import { markOwner } from '../ownership.js';
-import { parseNftJson, type NftItem } from './json.js';
-import { HOSTS_FLAGS, NETS_FLAGS, NFT_REFUSE_CHAIN, hookSides, sideField, type NftLayout } from './text.js';
+import { hitsSetName, sides, type Side } from '../../direction.js';
+import { LOG_LIMIT_PER_MINUTE, LOG_PREFIX } from '../../log-prefix.js';
+import { markOwner } from '../../ownership.js';
+import { parseNftJson, type NftItem } from '../json.js';
+import { HOSTS_FLAGS, NETS_FLAGS, NFT_REFUSE_CHAIN, hookSides, inboundScope, sideField, type NftHook, type NftLayout } from '../text.js';
 
 type Json = NftItem;
 
@@ -15,6 +15,8 @@ function statementKey(e: Json): string {
   const m = e.match as { left?: { payload?: { field?: unknown }; meta?: { key?: unknown }; concat?: unknown }; right?: unknown; op?: unknown } | undefined;
   if (m) {
     const field = (x: { payload?: { field?: unknown }; meta?: { key?: unknown } } | undefined) => String(x?.payload?.field ?? x?.meta?.key);
+    const fib = (m.left as { fib?: { result?: unknown; flags?: unknown } } | undefined)?.fib;
+    if (fib) return `match ${String(m.op)} fib(${String(fib.flags)},${String(fib.result)}) ${JSON.stringify(m.right)}`;
     const left = Array.isArray(m.left?.concat) ? `concat(${(m.left.concat as Array<Parameters<typeof field>[0]>).map(field).join(',')})` : field(m.left);
     return `match ${String(m.op)} ${left} ${JSON.stringify(m.right)}`;
   }
@@ -37,13 +39,15 @@ function ruleKey(rule: Json): string {
   return ((rule.expr ?? []) as Json[]).map(statementKey).join('; ');
 }
 
-/** The keys of one side's rules as nftSideRules writes them. */
-function expectedSideKeys(l: NftLayout, side: Side): string[] {
+/** The keys of one side's rules on `hook` as nftSideRules writes them. */
+function expectedSideKeys(l: NftLayout, side: Side, hook: NftHook): string[] {
   const f = sideField(side);
   const keys: string[] = [];
+  const scope = inboundScope(l, hook, side);
+  const scopeKey = scope === undefined ? '' : `; match ${scope.includes('!=') ? '!=' : '=='} fib(daddr,type) "local"`;
   for (const set of [l.set, l.nets]) {
     const key = set === l.nets ? `concat(${f},nfproto)` : f;
-    const match = side === 'in' ? `match == ${key} "@${set}"; match != iif "lo"` : `match == ${key} "@${set}"`;
+    const match = (side === 'in' ? `match == ${key} "@${set}"; match != iif "lo"` : `match == ${key} "@${set}"`) + scopeKey;
     if (l.logBlocked) keys.push(`${match}; limit ${LOG_LIMIT_PER_MINUTE}/minute; log ${LOG_PREFIX}`);
     const verdict = l.action === 'REJECT' ? `jump ${NFT_REFUSE_CHAIN}` : 'drop';
     const drops = `set update nfproto @${l.drops}`;
@@ -151,7 +155,7 @@ export function checkNftStructure(json: string, l: NftLayout): NftStructure {
   if (!dropsSeen) problems.push(`nft set ${l.drops}`);
   const setReadable = setSeen;
   for (const name of hitsSets) if (!hitsSeen.has(name)) problems.push(`nft set ${name}`);
-  const chainRules: Array<[string, string[]]> = l.hooks.map((hook) => [hook, hookSides(l, hook).flatMap((side) => expectedSideKeys(l, side))]);
+  const chainRules: Array<[string, string[]]> = l.hooks.map((hook) => [hook, hookSides(l, hook).flatMap((side) => expectedSideKeys(l, side, hook))]);
   if (l.action === 'REJECT') chainRules.push([NFT_REFUSE_CHAIN, REFUSE_KEYS]);
   for (const [chain, want] of chainRules) {
     if (!chainsSeen.has(chain)) {

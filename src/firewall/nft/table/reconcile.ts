@@ -1,14 +1,14 @@
 import type { Logger } from 'pino';
-import { NotOwnedError } from '../../errors.js';
-import type { CommandRunner } from '../../exec/runner.js';
+import { NotOwnedError } from '../../../errors.js';
+import type { CommandRunner } from '../../../exec/runner.js';
 import { rewriteScript } from './build.js';
 import { listChains } from './chains.js';
 import { cheapOwnership } from './owner.js';
 import { checkBatch, checkChains, type NftProbe } from './probe.js';
 import { shadowLayout } from './shadow.js';
-import type { NftLayout, NftParts } from './text.js';
+import type { NftLayout, NftParts } from '../text.js';
 import { describeLayout } from './variants.js';
-import { creation, fill, runTransactions, type NftRun } from './write.js';
+import { creation, fill, runTransactions, type NftRun } from '../write.js';
 
 /**
  * Puts the agent's table in the shape its layout wants, before the entries are brought up to
