@@ -65,6 +65,12 @@ export interface ApplyOptions {
   readonly appliedBefore?: boolean;
   /** The caller logs what was repaired itself (the watcher's one line per repair); the plugin then does not. */
   readonly callerLogsRepairs?: boolean;
+  /**
+   * The entries are the last applied set (a restore, a re-assertion, a watcher's repair): a backend
+   * that has no record of its own yet (a new process) may check that the kernel holds them instead
+   * of reading its sets back, and write only what is missing.
+   */
+  readonly lastApplied?: boolean;
 }
 
 export interface ApplyResult {

@@ -78,7 +78,7 @@ export async function reapplyLast(o: ReapplyOptions): Promise<Reapplied | undefi
   const { kept, removed } = keepUnprotected(last.columns, o.protectedSet, o.now);
   if (o.onlyWhenRemoved && removed.length === 0) return { last, kept, removed: 0 };
   const entries = o.shape ? o.shape(kept) : kept;
-  const result = await o.plugin.apply(toFirewall(entries, o.now), { capacity: o.capacity, appliedBefore: true, callerLogsRepairs: o.callerLogsRepairs });
+  const result = await o.plugin.apply(toFirewall(entries, o.now), { capacity: o.capacity, appliedBefore: true, callerLogsRepairs: o.callerLogsRepairs, lastApplied: true });
   // The record is what the kernel holds: saved when the protected set took something out, and
   // (the restore) when the local overrides changed what goes back; expiries alone wait for the next write.
   if (removed.length || o.shape) {

@@ -64,6 +64,11 @@ export class NftLedger {
     return Math.min(FULL_CHECK_MAX_MS, Math.max(FULL_CHECK_MIN_MS, READ_SHARE * cost));
   }
 
+  /** Nothing has been recorded in this process yet (a start-up). */
+  get empty(): boolean {
+    return this.hosts === undefined;
+  }
+
   /** Why the record cannot be trusted now (undefined = trusted). */
   whyDoubt(): string | undefined {
     if (this.doubt) return this.doubt;
