@@ -8,7 +8,8 @@ import type { Logger } from '../../log.js';
 import { escapeControls } from '../../util/terminal-text.js';
 import { loadContext, openState, type GlobalOptions } from '../context.js';
 import { duration, isoTime, printJson } from '../format.js';
-import { eventJson, parseTarget, parseTime, targetText } from './history.js';
+import { parseTime } from '../time-arg.js';
+import { eventJson, parseTarget, targetText } from './history.js';
 
 /** The firewall backend whose record says what is in force now: the history's newest, else the configured one. */
 async function currentAddresses(state: StateStore, target: Target & { kind: 'addresses' }, plugin: string | undefined, now: number): Promise<CurrentEntry[]> {
