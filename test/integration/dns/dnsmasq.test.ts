@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -56,6 +57,31 @@ describe('dnsmasq: what is its own', () => {
     const r = await runCli(['sync', '--once', '--config', cfg.path]);
     expect(r.exitCode, r.stderr).toBe(0);
     expect(cleared()).toBe(start + 1);
+  });
+
+  it('the documented reload without systemd signals only a dnsmasq: another PID in the pid file is left alone and the reload fails (exit 4)', async () => {
+    const pidFile = join(lab.dir, 'dnsmasq.pid');
+    const real = readFileSync(pidFile, 'utf8');
+    // A process that is no dnsmasq holds the PID the file names (a stale file, or one dnsmasq's user
+    // wrote): SIGHUP would end it.
+    const other = spawn('sleep', ['600'], { stdio: 'ignore' });
+    const alive = () => other.exitCode === null && other.signalCode === null && !/^\S+ \(.*\) Z/.test(readFileSync(`/proc/${other.pid}/stat`, 'utf8'));
+    try {
+      writeFileSync(pidFile, `${other.pid}\n`);
+      sim.upsertUrl('https://pid-file.example/x', { score: 9 });
+      const r = await runCli(['sync', '--once', '--config', cfg.path]);
+      expect(r.exitCode, r.stderr).toBe(4);
+      expect(r.stderr).toContain('pkill');
+      expect(alive()).toBe(true);
+      expect(readFileSync(lab.file, 'utf8')).not.toContain('pid-file.example');
+    } finally {
+      writeFileSync(pidFile, real);
+      other.kill('SIGKILL');
+    }
+    // The real dnsmasq's PID back: the same command signals it.
+    const r = await runCli(['sync', '--once', '--config', cfg.path]);
+    expect(r.exitCode, r.stderr).toBe(0);
+    expect(await lab.status('pid-file.example')).toBe('NXDOMAIN');
   });
 
   it('doctor: the running dnsmasq reads the file; a dnsmasq_file it does not read fails', async () => {
