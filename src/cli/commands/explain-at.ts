@@ -3,6 +3,7 @@ import { enforcedReason, reasonText } from '../../agent/state/history/codes.js';
 import type { StateStore } from '../../agent/state/store.js';
 import type { AgentConfig } from '../../config/load.js';
 import { createDnsPlugin } from '../../dns/index.js';
+import { hostDomainPolicy } from '../../host/domain-policy.js';
 import { UsageError } from '../../errors.js';
 import type { Logger } from '../../log.js';
 import { escapeControls } from '../../util/terminal-text.js';
@@ -32,7 +33,7 @@ async function currentAddresses(state: StateStore, target: Target & { kind: 'add
 async function currentNames(config: AgentConfig, logger: Logger, target: Target & { kind: 'names' }): Promise<CurrentEntry[]> {
   if (!config.url_feed) return [];
   try {
-    const names = await createDnsPlugin(config, { logger, dryRun: config.dns_plugin === 'dry-run' }).list();
+    const names = await createDnsPlugin(config, { logger, dryRun: config.dns_plugin === 'dry-run', policy: hostDomainPolicy(config, logger) }).list();
     return names.filter((n) => covers(n, target) || n.endsWith(`.${target.name}`)).map((entry) => ({ entry, reason: 'unknown' as const, expires: null }));
   } catch {
     return [];

@@ -46,13 +46,13 @@ describe('dnsmasq: what is its own', () => {
     expect(readFileSync(lab.file, 'utf8')).toBe(renderServersFile([]));
     await lab.stop();
     await lab.start();
-    expect(await lab.answers('evil-site.test')).toEqual([RECORDS['evil-site.test']]);
+    expect(await lab.answers('evil-site.example')).toEqual([RECORDS['evil-site.example']]);
   });
 
   it('signals dnsmasq when the names change, and only then (SIGHUP empties its whole cache)', async () => {
     const start = cleared();
     expect((await runCli(['sync', '--once', '--config', cfg.path])).exitCode).toBe(0);
-    expect(await lab.status('www.evil-site.test')).toBe('NXDOMAIN');
+    expect(await lab.status('www.evil-site.example')).toBe('NXDOMAIN');
     expect(cleared()).toBe(start + 1);
     const r = await runCli(['sync', '--once', '--config', cfg.path]);
     expect(r.exitCode, r.stderr).toBe(0);
@@ -95,9 +95,9 @@ describe('dnsmasq: what is its own', () => {
   });
 
   it('explain NAME shows the line dnsmasq has for the name; plan names the backend and its file', async () => {
-    const e = await runCli(['explain', 'www.evil-site.test', '--config', cfg.path]);
+    const e = await runCli(['explain', 'www.evil-site.example', '--config', cfg.path]);
     expect(e.exitCode, e.stderr).toBe(0);
-    expect(e.stdout).toContain(`at the resolver: dnsmasq, server=/evil-site.test/ in ${lab.file}`);
+    expect(e.stdout).toContain(`at the resolver: dnsmasq, server=/evil-site.example/ in ${lab.file}`);
     const p = await runCli(['plan', '--json', '--config', cfg.path]);
     expect(p.exitCode, p.stderr).toBe(0);
     expect((JSON.parse(p.stdout) as { dns: { plugin: string; files: string[] } }).dns).toMatchObject({ plugin: 'dnsmasq', files: [lab.file] });

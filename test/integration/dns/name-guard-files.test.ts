@@ -56,6 +56,10 @@ const ofLength = (length: number, size: number) => {
 };
 const KNOWN = [
   '#/192.0.2.53',
+  'printer.corp.example',
+  'corp.example',
+  'kubernetes.default.svc.cluster.local',
+  '3.2.1.10.in-addr.arpa',
   '#',
   '/',
   '=',
@@ -80,6 +84,9 @@ const KNOWN = [
   '.a.example',
   '32.1.0.0.127.rpz-client-ip',
   'x'.repeat(63) + '.example',
+  ofLength(253, 63),
+  ofLength(253, 9),
+  ofLength(252, 63),
   'x'.repeat(64) + '.example',
 ];
 const hostile = fc.oneof(
@@ -190,29 +197,34 @@ const fileOf = (b: Backend) => {
 const formatOf = (b: Backend) => (b === 'unbound' ? 'unbound' : b === 'dnsmasq' ? 'dnsmasq' : 'rpz');
 /** The names the backend must hold after being given `given`: the valid ones the policy does not protect. */
 function expected(b: Backend, given: readonly string[]): string[] {
-  const policy = domainPolicyOf(configs[b]);
+  const policy = policyOf(b);
   const rpz = b === 'rpz' || b === 'dry-run';
-  return [...new Set(given.filter((n) => valid(n) && (!rpz || fitsRpz(n)) && policy.veto(n) === null))].sort();
+  // unbound-control lists a name of 253 characters cut short (`xxx.&`): the agent gives unbound none.
+  const unbound = b === 'unbound';
+  return [...new Set(given.filter((n) => valid(n) && (!rpz || fitsRpz(n)) && (!unbound || n.length < 253) && policy.veto(n) === null))].sort();
 }
 
 /** The file holds only well-formed lines, exactly for `want`; for unbound, its runtime zones too. */
 async function holdsExactly(b: Backend, want: readonly string[], leftAlone: readonly string[] = []): Promise<void> {
   const held = namesIn(formatOf(b), readFileSync(fileOf(b), 'utf8'));
   const kept = want.filter((n) => !leftAlone.includes(n));
-  expect(held).toEqual(kept);
+  expect(held, `${b}: the names in ${fileOf(b)}`).toEqual(kept);
   if (b === 'unbound') {
     // Left alone only where unbound has a zone of its own (a built-in one such as localhost).
     for (const n of leftAlone) expect(builtinZones.has(n), n).toBe(true);
     const added = [...(await zoneNames())].filter((z) => !builtinZones.has(z)).sort();
-    expect(added).toEqual(kept);
+    expect(added, 'unbound: the zones it runs beside its own').toEqual(kept);
   }
 }
+
+/** The rules as on a host whose resolv.conf searches corp.example (names the generators make too). */
+const policyOf = (b: Backend) => domainPolicyOf(configs[b], { searchDomains: [{ name: 'corp.example', source: '/etc/resolv.conf' }] });
 
 const BACKENDS: Backend[] = ['dnsmasq', 'unbound', 'rpz', 'dry-run'];
 
 describe.each(BACKENDS)('whatever strings reach the %s backend, its file holds only well-formed lines for valid names', (b) => {
   it('a caller passing anything at all to the plugin', async () => {
-    const plugin = createDnsPlugin(configs[b], { logger, dryRun: b === 'dry-run' });
+    const plugin = createDnsPlugin(configs[b], { logger, dryRun: b === 'dry-run', policy: policyOf(b) });
     await fc.assert(
       fc.asyncProperty(callerNames, async (names) => {
         const r = await plugin.apply(names);
@@ -226,7 +238,7 @@ describe.each(BACKENDS)('whatever strings reach the %s backend, its file holds o
   it('a URL feed carrying anything at all, through the cycle\'s step (selection, shrink guard, history)', async () => {
     const config = configs[b];
     const scoring = createScoring({});
-    const policy = domainPolicyOf(config);
+    const policy = policyOf(b);
     await fc.assert(
       fc.asyncProperty(feedUrls, async (urls) => {
         const now = Math.floor(Date.now() / 1000);
@@ -234,11 +246,26 @@ describe.each(BACKENDS)('whatever strings reach the %s backend, its file holds o
         for (const u of urls) cache.upsert(u, 9, now, -1);
         const selection = selectDomains({ now, urls: cache, scoring, threshold: 4, maximumDomains: 1000, policy });
         for (const d of selection.domains) expect(valid(d.name), JSON.stringify(d.name)).toBe(true);
-        const plan: DnsPlan = { selection, threshold: 4, maximumDomains: 1000, urls: cache.size, invalidUrls: cache.invalid, full: true, cursor: now, pages: 1, cache, resolver: { plugin: config.dns_plugin, files: [] } };
+        const plan: DnsPlan = { selection, threshold: 4, maximumDomains: 1000, urls: cache.size, invalidUrls: cache.invalid, full: true, cursor: now, pages: 1, cache, resolver: { plugin: config.dns_plugin, files: [] }, policy };
         const r = await applyDnsStep({ config, logger, dryRun: b === 'dry-run', force: true, now }, plan, true);
         await holdsExactly(b, expected(b, selection.domains.map((d) => d.name)), r.result?.leftAlone.map((l) => l.name));
       }),
       { numRuns: 40, endOnFailure: true },
     );
   }, 180_000);
+});
+
+describe('unbound and a name of the longest length DNS allows (253 characters)', () => {
+  it('is never given to unbound: unbound-control lists it cut short (`xxx.&`), so its zone could never be removed again', async () => {
+    const plugin = createDnsPlugin(configs.unbound, { logger, dryRun: false, policy: policyOf('unbound') });
+    const long = ofLength(253, 63);
+    await plugin.apply([long, 'evil.example']);
+    expect(await plugin.list()).toEqual(['evil.example']);
+    await plugin.apply([]);
+    expect([...(await zoneNames())].filter((z) => !builtinZones.has(z))).toEqual([]);
+    // One character less is listed whole, and removed.
+    await plugin.apply([ofLength(252, 63)]);
+    await plugin.apply([]);
+    expect([...(await zoneNames())].filter((z) => !builtinZones.has(z))).toEqual([]);
+  });
 });

@@ -5,7 +5,7 @@ import fc from 'fast-check';
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../../src/config/load.js';
-import { createDnsPlugin } from '../../../src/dns/index.js';
+import { createDnsPlugin, domainPolicyOf } from '../../../src/dns/index.js';
 import { parseRpzNames } from '../../../src/dns/render.js';
 import { rpzOriginOf } from '../../../src/dns/rpz/origin.js';
 import { blockRefusal, isDnsName } from '../../../src/net/dns-name.js';
@@ -104,7 +104,8 @@ describe('one place every resolver backend goes through', () => {
   // with its real resolver: test/integration/dns/name-guard-files.test.ts.
   it('names with trigger labels or too long for the zone never reach the backend', async () => {
     const long = nameOfLength(244);
-    const plugin = createDnsPlugin(config({ dns_plugin: 'rpz', rpz_file: join(dir, 'rpz.zone') }), { logger, dryRun: true });
+    const cfg = config({ dns_plugin: 'rpz', rpz_file: join(dir, 'rpz.zone') });
+    const plugin = createDnsPlugin(cfg, { logger, dryRun: true, policy: domainPolicyOf(cfg, { searchDomains: [] }) });
     const r = await plugin.apply(['32.1.0.0.127.rpz-client-ip', 'evil.rpz-nsdname', long, 'evil.example']);
     expect(r.total).toBe(1);
     const zone = readFileSync(join(dir, 'state', 'dns-dry-run.zone'), 'utf8');
