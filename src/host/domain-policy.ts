@@ -27,10 +27,11 @@ export function hostSearchDomains(config: Pick<AgentConfig, 'netns'>, logger: Lo
  */
 export function hostDomainPolicy(config: AgentConfig, logger: Logger, o: { paths?: Partial<HostPaths>; env?: NodeJS.ProcessEnv } = {}): DomainPolicy {
   const policy = domainPolicyOf(config, { searchDomains: hostSearchDomains(config, logger, o.paths) }, o.env);
-  if (policy.ignoredSearchDomains.length) {
+  if (policy.ignoredZones.length) {
+    const shown = policy.ignoredZones.map((z) => `${z.name} (${z.source})`).join(', ');
     logger.warn(
-      { searchDomains: policy.ignoredSearchDomains },
-      `search domains that are public suffixes are not kept from blocking (that would keep every name under them): ${policy.ignoredSearchDomains.join(', ')}; fix the search line of resolv.conf`,
+      { ignored: policy.ignoredZones },
+      `public suffixes are not kept from blocking as a search or cluster domain (that would keep every name under them): ${shown}; fix the search line of resolv.conf, or cluster_domain in config.json`,
     );
   }
   return policy;

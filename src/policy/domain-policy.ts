@@ -1,4 +1,4 @@
-import { isPublicSuffix, selfAndParents } from '../feed/host.js';
+import { isListedPublicSuffix, isPublicSuffix, selfAndParents } from '../feed/host.js';
 import { REVERSE_ZONES, SPECIAL_USE_NAMES } from './reserved-names.js';
 import { SHARED_PLATFORMS } from './shared-platforms.js';
 
@@ -41,8 +41,9 @@ export interface DomainPolicyInput {
  * The names the agent itself needs (the API host, its proxies) are kept as they are, not
  * what is under them. A blocked name covers its subdomains, so every parent of a kept name is
  * kept too (`vendor.example` covers `api.vendor.example`, `corp.lan` covers the proxy
- * `proxy.corp.lan`) - except a listed public suffix, which is never blocked anyway and which a
- * search domain must not turn into a zone of its own (`search com` would keep all of `.com`).
+ * `proxy.corp.lan`). A search domain or cluster domain that the Public Suffix List lists (`com`,
+ * `co.uk`) is no zone of its own: it would keep every name under it; an unlisted one (`lan`,
+ * `home`, a home router's search domain) is kept.
  */
 export class DomainPolicy {
   /** Zones kept with everything under them, and why. */
@@ -50,8 +51,8 @@ export class DomainPolicy {
   /** Names kept because blocking them would cover a kept name (the agent's own names included, as they are). */
   private readonly covering = new Map<string, KeptBy>();
   private readonly shared: Map<string, string>;
-  /** Search domains that are public suffixes, left out (`search com`). */
-  readonly ignoredSearchDomains: string[] = [];
+  /** Search domains and a cluster domain that are listed public suffixes, left out (`search com`); `search lan` is kept. */
+  readonly ignoredZones: NamedZone[] = [];
 
   constructor(input: DomainPolicyInput) {
     const zone = (name: string, kept: KeptBy) => {
@@ -61,11 +62,10 @@ export class DomainPolicy {
     for (const a of input.allowlist) zone(a, { rule: 'allowlist', zone: a, source: 'domain_allowlist' });
     const agent: NamedZone[] = [...(input.apiHost ? [{ name: input.apiHost, source: 'base_url' }] : []), ...(input.agentHosts ?? []).map((h) => (typeof h === 'string' ? { name: h, source: 'the agent\'s own traffic' } : h))];
     for (const h of agent) this.cover(h.name, { rule: 'allowlist', zone: h.name, source: h.source });
-    if (input.clusterDomain) zone(input.clusterDomain, { rule: 'cluster_domain', zone: input.clusterDomain, source: 'cluster_domain' });
-    for (const s of input.searchDomains ?? []) {
-      if (isPublicSuffix(s.name)) this.ignoredSearchDomains.push(s.name);
-      else zone(s.name, { rule: 'search_domain', zone: s.name, source: s.source });
-    }
+    // A listed public suffix never: `cluster_domain: "com"` or `search com` would keep every name under it.
+    const named = (z: NamedZone, rule: DomainVeto) => (isListedPublicSuffix(z.name) ? this.ignoredZones.push(z) : zone(z.name, { rule, zone: z.name, source: z.source }));
+    if (input.clusterDomain) named({ name: input.clusterDomain, source: 'cluster_domain' }, 'cluster_domain');
+    for (const s of input.searchDomains ?? []) named(s, 'search_domain');
     for (const n of SPECIAL_USE_NAMES) zone(n, { rule: 'special_use', zone: n, source: 'built in' });
     for (const n of REVERSE_ZONES) zone(n, { rule: 'reverse_zone', zone: n, source: 'built in' });
     this.shared = new Map([...SHARED_PLATFORMS.map((n) => [n, 'shipped list'] as const), ...input.sharedExtra.map((n) => [n, 'shared_domains'] as const)]);

@@ -49,6 +49,9 @@ describe('names never blocked', () => {
     const q = policy({ cluster_domain: 'K8s.Corp.Example.' });
     expect(config({ cluster_domain: 'K8s.Corp.Example.' }).cluster_domain).toBe('k8s.corp.example');
     for (const n of ['k8s.corp.example', 'svc.k8s.corp.example', 'kubernetes.default.svc.k8s.corp.example']) expect(q.keptBy(n), n).toEqual({ rule: 'cluster_domain', zone: 'k8s.corp.example', source: 'cluster_domain' });
+    // A cluster domain the Public Suffix List lists would keep every name under it: none is kept.
+    expect(policy({ cluster_domain: 'com' }).veto('evil.com')).toBeNull();
+    expect(policy({ cluster_domain: 'com' }).ignoredZones).toEqual([{ name: 'com', source: 'cluster_domain' }]);
     // A parent: blocking it would block the cluster's names too.
     expect(q.veto('corp.example')).toBe('cluster_domain');
     expect(q.veto('other.corp.example')).toBeNull();
@@ -68,12 +71,15 @@ describe('names never blocked', () => {
       { name: 'branch.corp2.example', source: '/run/systemd/resolve/resolv.conf' },
       { name: 'com', source: '/etc/resolv.conf' },
       { name: 'github.io', source: '/etc/resolv.conf' },
+      // A home router's: no suffix the list names, so kept.
+      { name: 'lan', source: '/etc/resolv.conf' },
     ]);
+    expect(p.keptBy('printer.lan')).toEqual({ rule: 'search_domain', zone: 'lan', source: '/etc/resolv.conf' });
     for (const n of ['corp.example', 'printer.corp.example']) expect(p.keptBy(n), n).toEqual({ rule: 'search_domain', zone: 'corp.example', source: '/etc/resolv.conf' });
     expect(p.keptBy('corp2.example')).toEqual({ rule: 'search_domain', zone: 'branch.corp2.example', source: '/run/systemd/resolve/resolv.conf' });
     expect(p.veto('evil.example')).toBeNull();
     // `search com` would keep every .com name: left out, and said.
-    expect(p.ignoredSearchDomains).toEqual(['com', 'github.io']);
+    expect(p.ignoredZones.map((z) => z.name)).toEqual(['com', 'github.io']);
     expect(p.veto('evil.com')).toBeNull();
     expect(p.veto('evil.github.io')).toBeNull();
   });
@@ -115,5 +121,17 @@ describe("the host's search domains", () => {
     // Into the policy, with the file each came from.
     const p = hostDomainPolicy(config(), logger, { paths, env: {} });
     expect(p.keptBy('nas.dc.corp.example')).toEqual({ rule: 'search_domain', zone: 'dc.corp.example', source: paths.resolvedUpstreams });
+  });
+
+  it('a search domain that is a public suffix is left out, with a warning naming it, its file and what to fix', () => {
+    const paths: HostPaths = { resolvConf: join(dir, 'psl.conf'), resolvedUpstreams: join(dir, 'none.conf'), netnsEtc: join(dir, 'netns'), utmp: join(dir, 'utmp'), procNetRoute: '/proc/net/route' };
+    writeFileSync(paths.resolvConf, 'search com corp.example\n');
+    const lines: string[] = [];
+    const capture = pino({ level: 'warn' }, { write: (l: string) => lines.push(l) });
+    const p = hostDomainPolicy(config(), capture, { paths, env: {} });
+    expect(p.veto('evil.com')).toBeNull();
+    expect(p.veto('printer.corp.example')).toBe('search_domain');
+    expect(lines).toHaveLength(1);
+    expect(JSON.parse(lines[0]!).msg).toBe(`public suffixes are not kept from blocking as a search or cluster domain (that would keep every name under them): com (${paths.resolvConf}); fix the search line of resolv.conf, or cluster_domain in config.json`);
   });
 });
