@@ -63,7 +63,10 @@ export class DomainPolicy {
     const agent: NamedZone[] = [...(input.apiHost ? [{ name: input.apiHost, source: 'base_url' }] : []), ...(input.agentHosts ?? []).map((h) => (typeof h === 'string' ? { name: h, source: 'the agent\'s own traffic' } : h))];
     for (const h of agent) this.cover(h.name, { rule: 'allowlist', zone: h.name, source: h.source });
     // A listed public suffix never: `cluster_domain: "com"` or `search com` would keep every name under it.
-    const named = (z: NamedZone, rule: DomainVeto) => (isListedPublicSuffix(z.name) ? this.ignoredZones.push(z) : zone(z.name, { rule, zone: z.name, source: z.source }));
+    const named = (z: NamedZone, rule: DomainVeto) => {
+      if (isListedPublicSuffix(z.name)) this.ignoredZones.push(z);
+      else zone(z.name, { rule, zone: z.name, source: z.source });
+    };
     if (input.clusterDomain) named({ name: input.clusterDomain, source: 'cluster_domain' }, 'cluster_domain');
     for (const s of input.searchDomains ?? []) named(s, 'search_domain');
     for (const n of SPECIAL_USE_NAMES) zone(n, { rule: 'special_use', zone: n, source: 'built in' });
