@@ -4,8 +4,8 @@
 // by a veth pair to a second one that plays a listed attacker. It shows what the kernel holds
 // (the set's size, read with nft or ipset themselves), `explain` of one blocked address, a packet
 // from that address dropped, and `hits` counting it; then removes both namespaces (the rules go
-// with them) and checks that the host's own ruleset is byte for byte what it was. Ctrl-C (SIGINT)
-// or SIGTERM at any point cleans up the same way.
+// with them) and checks that the host's own ruleset is byte for byte what it was. Ctrl-C (SIGINT),
+// SIGTERM or SIGHUP (the terminal closed) at any point cleans up the same way.
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -69,12 +69,27 @@ export async function enforceDemo(root) {
 
   const ns = `wcf-demo-${process.pid}`;
   const peer = `${ns}-peer`;
+  /** The namespaces the demo has made, or begun to make (an `ip netns add` cut short by a signal may have made one). */
   const namespaces = [];
   const children = new Set();
-  const dir = mkdtempSync(join(tmpdir(), 'wcf-demo-'));
-  const before = hostRuleset();
+  let dir;
+  let before;
   let sim;
   let interrupted = false;
+  let cleaned;
+  // Before anything is made: a signal from here on finds everything the demo makes listed for its clean-up.
+  const onSignal = (signal, code) => () => {
+    if (interrupted) return;
+    interrupted = true;
+    console.log(`\n== ${signal}: stopping, and removing what the demo made`);
+    void cleanup().then(() => process.exit(code));
+  };
+  process.on('SIGINT', onSignal('SIGINT', 130));
+  process.on('SIGTERM', onSignal('SIGTERM', 143));
+  // The terminal closed (or the ssh session dropped): the same clean-up. Whatever is printed then
+  // goes nowhere, and a write to the gone terminal fails (EIO): that must not stop the clean-up.
+  process.on('SIGHUP', onSignal('SIGHUP', 129));
+  for (const stream of [process.stdout, process.stderr]) stream.on('error', () => {});
 
   const ip = (...args) => {
     if (interrupted) throw new Interrupted();
@@ -98,15 +113,20 @@ export async function enforceDemo(root) {
       });
     });
   };
-  const configPath = join(dir, 'config.json');
-  const cli = (args, options) => run(process.execPath, [join(root, 'dist/cli.js'), ...args, '--config', configPath], options);
+  const configPath = () => join(dir, 'config.json');
+  const cli = (args, options) => run(process.execPath, [join(root, 'dist/cli.js'), ...args, '--config', configPath()], options);
   const must = async (what, p) => {
     const r = await p;
     if (r.code !== 0) throw new Error(`${what} failed (exit ${r.code})`);
     return r;
   };
 
-  let cleaned;
+  /** The demo's namespaces that exist now (`ip netns list` prints `NAME (id: N)`). */
+  const existing = () =>
+    spawnSync('ip', ['netns', 'list'], { encoding: 'utf8' })
+      .stdout.split('\n')
+      .map((l) => l.split(' ')[0])
+      .filter((n) => n === ns || n === peer);
   /** Idempotent: children stopped, namespaces removed (the rules with them), temp dir gone, the host compared. */
   const cleanup = () =>
     (cleaned ??= (async () => {
@@ -114,29 +134,29 @@ export async function enforceDemo(root) {
       await Promise.all([...children].map((c) => new Promise((r) => (c.exitCode !== null || c.signalCode !== null ? r() : c.once('close', r)))));
       sim?.stop();
       if (sim && sim.child.exitCode === null && sim.child.signalCode === null) await new Promise((r) => sim.child.once('close', r));
-      for (const n of namespaces.reverse()) spawnSync('ip', ['netns', 'del', n], { stdio: 'ignore' });
-      rmSync(dir, { recursive: true, force: true });
-      const left = spawnSync('ip', ['netns', 'list'], { encoding: 'utf8' }).stdout.split('\n').filter((l) => l.startsWith(ns));
-      console.log(`\n== removed the namespaces ${namespaces.join(' and ') || '(none made yet)'}${left.length ? `; STILL THERE: ${left.join(', ')}` : ''}`);
-      const same = hostRuleset() === before;
+      for (const n of [...namespaces].reverse()) spawnSync('ip', ['netns', 'del', n], { stdio: 'ignore' });
+      if (dir) rmSync(dir, { recursive: true, force: true });
+      const left = existing();
+      const made = namespaces.filter((n) => !left.includes(n));
+      console.log(`\n== removed the namespaces ${made.join(' and ') || '(none made yet)'}${left.length ? `; STILL THERE: ${left.join(', ')}` : ''}`);
+      const same = before === undefined || hostRuleset() === before;
       console.log(same ? "== the host's own ruleset is what it was before (nft list ruleset, iptables-save, ipset save)" : "== WARNING: the host's own ruleset changed while the demo ran (something else changed it?)");
       return left.length === 0 && same;
     })());
 
-  const onSignal = (signal, code) => () => {
-    if (interrupted) return;
-    interrupted = true;
-    console.log(`\n== ${signal}: stopping, and removing what the demo made`);
-    void cleanup().then(() => process.exit(code));
-  };
-  process.on('SIGINT', onSignal('SIGINT', 130));
-  process.on('SIGTERM', onSignal('SIGTERM', 143));
-
   try {
+    dir = mkdtempSync(join(tmpdir(), 'wcf-demo-'));
+    before = hostRuleset();
+    // A signal during the synchronous work above is handled only now: stop before making anything.
+    await new Promise((r) => setImmediate(r));
+    if (interrupted) throw new Interrupted();
     console.log(`\n== network namespaces: ${ns} (the agent's firewall) and ${peer} (a listed address), joined by a veth pair`);
+    const leftOver = existing();
+    if (leftOver.length) throw new Error(`network namespace ${leftOver.join(', ')} exists already (left by an earlier demo of the same process id?): remove it with ip netns del, then run the demo again`);
     for (const n of [ns, peer]) {
-      ip('netns', 'add', n);
+      // Listed before it is made: a signal that cuts `ip netns add` short still has it removed.
       namespaces.push(n);
+      ip('netns', 'add', n);
       ip('-n', n, 'link', 'set', 'lo', 'up');
     }
     ip('-n', ns, 'link', 'add', 'wcfdemo0', 'type', 'veth', 'peer', 'name', 'wcfdemo1', 'netns', peer);
@@ -145,16 +165,17 @@ export async function enforceDemo(root) {
     ip('-n', ns, 'link', 'set', 'wcfdemo0', 'up');
     ip('-n', peer, 'link', 'set', 'wcfdemo1', 'up');
 
-    sim = await startDemoSimulator(root, process.env.DEMO_INDICATORS ?? '20000');
-    children.add(sim.child);
-    sim.child.once('close', () => children.delete(sim.child));
+    sim = await startDemoSimulator(root, process.env.DEMO_INDICATORS ?? '20000', (child) => {
+      children.add(child);
+      child.once('close', () => children.delete(child));
+    });
     if (interrupted) throw new Interrupted();
     writeFileSync(
-      configPath,
+      configPath(),
       JSON.stringify({ agid: sim.agid, base_url: sim.url, token: sim.token, plugin, netns: ns, state_dir: 'state' }, null, 2),
       { mode: 0o600 },
     );
-    console.log(`== simulator: ${sim.url}; config: ${configPath} (plugin ${plugin}, netns ${ns}; removed at the end)`);
+    console.log(`== simulator: ${sim.url}; config: ${configPath()} (plugin ${plugin}, netns ${ns}; removed at the end)`);
 
     // One address the feed blocks, played by the peer: an address of its own, routed back to it.
     const plan = JSON.parse((await must('plan', cli(['plan', '--json'], { capture: true }))).stdout);
@@ -187,9 +208,11 @@ export async function enforceDemo(root) {
     console.log('\n== wcf-agent hits');
     await must('hits', cli(['hits']));
   } catch (err) {
-    if (err instanceof Interrupted) return new Promise(() => {}); // the signal handler exits once cleaned up
+    if (err instanceof Interrupted || interrupted) return new Promise(() => {}); // the signal handler exits once cleaned up
     console.error(`\nnpm run demo -- --enforce: ${err.message}`);
     await cleanup();
+    // A signal that also ended a child (the terminal's SIGHUP reaches them all) has its own exit code.
+    if (interrupted) return new Promise(() => {});
     return 1;
   }
   const clean = await cleanup();

@@ -8,13 +8,15 @@ import { createInterface } from 'node:readline';
  * Starts the simulator with `indicators` indicators (seed 1); resolves with { url, token, agid,
  * child, stop }. --no-batch-import: without the simulator's deliberate 1,500 items sharing one ts
  * (kept for the tests), which the agent must warn about; a newcomer's first line would read as
- * data loss.
+ * data loss. `onSpawn(child)` is told of the process at once, before it answers: a clean-up that
+ * runs while it starts can stop it.
  */
-export async function startDemoSimulator(root, indicators) {
+export async function startDemoSimulator(root, indicators, onSpawn = () => {}) {
   const child = spawn(join(root, 'node_modules/.bin/tsx'), ['test/simulator/main.ts', '--port', '0', '--indicators', String(indicators), '--seed', '1', '--no-batch-import'], {
     cwd: root,
     stdio: ['ignore', 'pipe', 'inherit'],
   });
+  onSpawn(child);
   const stop = () => {
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
   };

@@ -4,6 +4,7 @@ import { createDnsPlugin, dnsAnswerOf, dnsDryRunOutput, dnsOwnedFiles } from '..
 import { blockLine } from '../dns/where.js';
 import { errorMessage } from '../errors.js';
 import type { Logger } from '../log.js';
+import type { DomainPolicy } from '../policy/domain-policy.js';
 
 /** Where one name stands at the resolver, from the agent's own file and state (no resolver is asked). */
 export interface NameAtResolver {
@@ -20,9 +21,9 @@ export interface NameAtResolver {
 }
 
 /** `name` is the name that decides (the blocked parent for a covered name). */
-export async function nameAtResolver(config: AgentConfig, logger: Logger, name: string): Promise<NameAtResolver> {
+export async function nameAtResolver(config: AgentConfig, logger: Logger, name: string, policy: DomainPolicy): Promise<NameAtResolver> {
   const dryRun = config.plugin === 'dry-run';
-  const plugin = createDnsPlugin(config, { logger, dryRun });
+  const plugin = createDnsPlugin(config, { logger, dryRun, policy });
   const file = dryRun ? dnsDryRunOutput(config) : (dnsOwnedFiles(config)[0] ?? null);
   let inForce = false;
   let error: string | null = null;

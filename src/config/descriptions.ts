@@ -181,6 +181,11 @@ export const CONFIG_KEY_DOCS = {
   maximum_domains: { section: 'url', meaning: 'cap on blocked names' },
   domain_allowlist: { section: 'url', meaning: 'names never blocked (each covers its subdomains; their parents are not blocked either)' },
   shared_domains: { section: 'url', meaning: 'registrable domains added to the shipped shared-platform list' },
+  cluster_domain: {
+    section: 'url',
+    meaning:
+      "Kubernetes' cluster domain (kubelet's `clusterDomain`): it and every name under it are never blocked, nor its parents (see [names never blocked](url-feed.md#names-never-blocked))",
+  },
   dns_action: { section: 'url', meaning: '`nxdomain`, or `sinkhole` (answers `sinkhole_address`)' },
   sinkhole_address: { section: 'url', absent: 'required with `dns_action` `sinkhole`', meaning: 'IPv4/IPv6 address for `dns_action: sinkhole`' },
   unbound_control: { section: 'url', meaning: 'the unbound-control command, an argument array' },

@@ -27,6 +27,8 @@ export const dnsConfigKeys = {
   maximum_domains: z._default(intIn(1, DNS_LIMITS.maximum_domains), 100_000),
   domain_allowlist: z._default(z.array(dnsName), []),
   shared_domains: z._default(z.array(dnsName), []),
+  // Kubernetes' default (kubelet's clusterDomain); kept from blocking with every name under it.
+  cluster_domain: z._default(dnsName, 'cluster.local'),
   dns_action: z._default(z.enum(['nxdomain', 'sinkhole']), 'nxdomain'),
   sinkhole_address: z.optional(z.string().check(z.refine((s: string) => isIP(s) !== 0, 'must be an IPv4 or IPv6 address'))),
   unbound_control: z._default(argv, ['unbound-control']),

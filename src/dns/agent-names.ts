@@ -1,5 +1,6 @@
 import { proxyEnvFor } from '../api/http.js';
 import { isDnsName } from '../net/dns-name.js';
+import type { NamedZone } from '../policy/domain-policy.js';
 
 /** A host as a resolver sees it: lower case, no brackets, no trailing dot; undefined unless a DNS name. */
 function asName(host: string): string | undefined {
@@ -43,19 +44,20 @@ export function noProxyNames(list: string | undefined): string[] {
  * prefers the lower-case one): protecting one name too many costs nothing, missing the one
  * in use locks the agent out.
  */
-export function agentHostNames(o: { baseUrl: string; proxy: string | undefined; env: NodeJS.ProcessEnv }): string[] {
-  const names = new Set<string>();
+export function agentHostNames(o: { baseUrl: string; proxy: string | undefined; env: NodeJS.ProcessEnv }): NamedZone[] {
+  const names = new Map<string, string>();
+  const add = (name: string | undefined, source: string) => {
+    if (name && !names.has(name)) names.set(name, source);
+  };
   const api = URL.parse(o.baseUrl)?.hostname;
-  const apiName = api ? asName(api) : undefined;
-  if (apiName) names.add(apiName);
+  add(api ? asName(api) : undefined, 'base_url');
   const env = proxyEnvFor(o.proxy, o.env);
   if (env) {
-    for (const v of [env.https_proxy, env.HTTPS_PROXY, env.http_proxy, env.HTTP_PROXY]) {
-      const h = proxyHost(v);
-      if (h) names.add(h);
-    }
-    for (const list of [env.no_proxy, env.NO_PROXY]) for (const n of noProxyNames(list)) names.add(n);
+    // Where the transport's proxy came from: config `proxy` stands in all four variables.
+    const from = (variable: string) => (o.proxy ? 'proxy' : variable);
+    for (const k of ['https_proxy', 'HTTPS_PROXY', 'http_proxy', 'HTTP_PROXY'] as const) add(proxyHost(env[k]), from(k));
+    for (const k of ['no_proxy', 'NO_PROXY'] as const) for (const n of noProxyNames(env[k])) add(n, k);
   }
   // An address is no name (the firewall's protected set covers it).
-  return [...names].filter((n) => !isAddressLike(n));
+  return [...names].filter(([n]) => !isAddressLike(n)).map(([name, source]) => ({ name, source }));
 }

@@ -2,7 +2,7 @@ import { dirname, isAbsolute, join, resolve } from 'node:path';
 import type { AgentConfig } from '../config/load.js';
 import { blockRefusal, isDnsName } from '../net/dns-name.js';
 import type { Logger } from '../log.js';
-import { DomainPolicy } from '../policy/domain-policy.js';
+import { DomainPolicy, type NamedZone } from '../policy/domain-policy.js';
 import { agentHostNames } from './agent-names.js';
 import { createDnsmasqPlugin } from './dnsmasq/plugin.js';
 import { createDnsDryRun } from './dry-run.js';
@@ -10,27 +10,28 @@ import { createDnsRunner } from './exec.js';
 import { rpzOriginOf } from './rpz/origin.js';
 import { createRpzPlugin } from './rpz/plugin.js';
 import type { DnsAnswer, DnsPlugin, DnsPluginName } from './types.js';
-import { createUnboundPlugin } from './unbound/plugin.js';
+import { createUnboundPlugin, unboundRefusal } from './unbound/plugin.js';
 
 export type { DnsPlugin, DnsPluginName, DnsApplyResult, LeftAlone } from './types.js';
 
-/** The API host when base_url names one (an address is protected by the firewall rules instead). */
-export function apiHostName(baseUrl: string): string | undefined {
-  const h = URL.parse(baseUrl)?.hostname.replace(/\.+$/, '');
-  return h && isDnsName(h) ? h : undefined;
+/** What the host adds to the never-block rules (read by src/host, which the backends sit below). */
+export interface HostNames {
+  /** resolv.conf's search domains, each with the file naming it. */
+  searchDomains: readonly NamedZone[];
 }
 
 /**
- * The never-block rules of this configuration. `env` is where the API transport reads its proxy
- * settings from (the process's environment), so the proxies and NO_PROXY names it would use are
- * protected as the API host is.
+ * The never-block rules of this configuration on a host with `host`'s names. `env` is where the
+ * API transport reads its proxy settings from (the process's environment), so the proxies and
+ * NO_PROXY names it would use are protected as the API host is.
  */
-export function domainPolicyOf(config: AgentConfig, env: NodeJS.ProcessEnv = process.env): DomainPolicy {
+export function domainPolicyOf(config: AgentConfig, host: HostNames, env: NodeJS.ProcessEnv = process.env): DomainPolicy {
   return new DomainPolicy({
     allowlist: config.domain_allowlist,
-    apiHost: apiHostName(config.base_url),
     agentHosts: agentHostNames({ baseUrl: config.base_url, proxy: config.proxy, env }),
     sharedExtra: config.shared_domains,
+    clusterDomain: config.cluster_domain,
+    searchDomains: host.searchDomains,
   });
 }
 
@@ -59,11 +60,12 @@ export function dnsOwnedFiles(config: AgentConfig): string[] {
 /**
  * The DNS plugin named by config (`dry-run` when asked), behind the one filter every write
  * to the resolver goes through: a name the policy protects (allowlist, the names the agent
- * itself needs, public suffix, shared platform), that is no valid DNS name, that carries a
- * label RPZ reads as a policy, or that is too long for the RPZ zone never reaches a plugin,
- * whatever the caller passes.
+ * itself needs, reverse zones, special-use names, the cluster domain, the host's search domains,
+ * public suffix, shared platform), that is no valid DNS name, that carries a label RPZ reads as
+ * a policy, that is too long for the RPZ zone, or too long for unbound to list whole, never
+ * reaches a plugin, whatever the caller passes. `policy`: the host's (src/host's hostDomainPolicy), the one the selection used.
  */
-export function createDnsPlugin(config: AgentConfig, o: { logger: Logger; dryRun: boolean; now?: () => number; only?: DnsPluginName }): DnsPlugin {
+export function createDnsPlugin(config: AgentConfig, o: { logger: Logger; dryRun: boolean; policy: DomainPolicy; now?: () => number; only?: DnsPluginName }): DnsPlugin {
   const name: DnsPluginName = o.only ?? (o.dryRun ? 'dry-run' : config.dns_plugin);
   const answer = dnsAnswerOf(config);
   const now = o.now ?? (() => Math.floor(Date.now() / 1000));
@@ -83,9 +85,10 @@ export function createDnsPlugin(config: AgentConfig, o: { logger: Logger; dryRun
       inner = createDnsDryRun({ output: dnsDryRunOutput(config), answer, now });
       break;
   }
-  const policy = domainPolicyOf(config);
+  const policy = o.policy;
   // A dry run shows what the configured backend would be given.
   const origin = name === 'rpz' || (name === 'dry-run' && config.dns_plugin === 'rpz') ? rpzOriginOf(config.rpz_reload) : undefined;
+  const listedByUnbound = name === 'unbound' || (name === 'dry-run' && config.dns_plugin === 'unbound');
   return {
     name: inner.name,
     list: () => inner.list(),
@@ -95,7 +98,7 @@ export function createDnsPlugin(config: AgentConfig, o: { logger: Logger; dryRun
       const refused: { name: string; why: string }[] = [];
       let dropped = 0;
       for (const n of names) {
-        const why = blockRefusal(n, origin);
+        const why = blockRefusal(n, origin) ?? (listedByUnbound ? unboundRefusal(n) : undefined);
         if (why !== undefined) refused.push({ name: n, why });
         else if (policy.veto(n) === null) kept.push(n);
         else dropped++;

@@ -1,5 +1,5 @@
 import { isIPv4 } from 'node:net';
-import { getPublicSuffix } from 'tldts';
+import { getPublicSuffix, parse } from 'tldts';
 import { isDnsName, rpzLabelOf } from '../net/dns-name.js';
 
 /**
@@ -24,6 +24,16 @@ const HAS_SCHEME = /^[a-z][a-z0-9+.-]*:/i;
 /** The Public Suffix List, private section included (`github.io` is a suffix, `evil.github.io` is not). */
 export function isPublicSuffix(name: string): boolean {
   return getPublicSuffix(name, { allowPrivateDomains: true }) === name;
+}
+
+/**
+ * A suffix the Public Suffix List itself lists (`com`, `co.uk`, `github.io`), as opposed to an
+ * unknown top-level name that the list's default rule makes a suffix of its own (`lan`, `home`,
+ * `localdomain`: the search domains of home routers).
+ */
+export function isListedPublicSuffix(name: string): boolean {
+  const p = parse(name, { allowPrivateDomains: true });
+  return p.publicSuffix === name && (p.isIcann === true || p.isPrivate === true);
 }
 
 /** Classify a DNS name (already lower case, no trailing dot) as a URL host would be. */

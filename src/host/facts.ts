@@ -5,7 +5,7 @@ import { endianness } from 'node:os';
 import { join } from 'node:path';
 import { errorMessage } from '../errors.js';
 import type { CommandRunner } from '../exec/runner.js';
-import { parseResolvConf } from './resolv-conf.js';
+import { parseResolvConf, parseSearchDomains } from './resolv-conf.js';
 import { parseDefaultGateways, parseProcNetRoute } from './routes.js';
 import { parseUtmp, type UtmpSession } from './utmp.js';
 
@@ -53,13 +53,25 @@ function readIfPresent(path: string): string | undefined {
  * plus systemd-resolved's upstreams when that file exists.
  */
 export function readResolvers(paths: HostPaths, netns?: string): Found[] {
+  return resolvConfTexts(paths, netns).flatMap(([file, text]) => parseResolvConf(text).map((address) => ({ address, detail: file })));
+}
+
+/** The search domains of the same files as readResolvers, each with the file that names it first. */
+export function readSearchDomains(paths: HostPaths, netns?: string): { name: string; file: string }[] {
+  const out = new Map<string, string>();
+  for (const [file, text] of resolvConfTexts(paths, netns)) for (const name of parseSearchDomains(text)) if (!out.has(name)) out.set(name, file);
+  return [...out].map(([name, file]) => ({ name, file }));
+}
+
+/** The resolv.conf files the host's lookups read, as [file, text]: the namespace's own or /etc/resolv.conf, and systemd-resolved's. */
+function resolvConfTexts(paths: HostPaths, netns?: string): [string, string][] {
   const nsFile = netns ? join(paths.netnsEtc, netns, 'resolv.conf') : undefined;
   const nsText = nsFile === undefined ? undefined : readIfPresent(nsFile);
   const read: [string, string | undefined][] = [
     nsText !== undefined ? [nsFile!, nsText] : [paths.resolvConf, readIfPresent(paths.resolvConf)],
     [paths.resolvedUpstreams, readIfPresent(paths.resolvedUpstreams)],
   ];
-  return read.flatMap(([file, text]) => (text === undefined ? [] : parseResolvConf(text).map((address) => ({ address, detail: file }))));
+  return read.filter((r): r is [string, string] => r[1] !== undefined);
 }
 
 /**

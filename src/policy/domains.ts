@@ -4,7 +4,7 @@ import type { DomainPolicy, DomainVeto } from './domain-policy.js';
 
 export type DomainReason = 'manual' | 'score';
 export type DomainSkip = DomainVeto | 'whitelist' | 'threshold' | 'cap';
-export const DOMAIN_SKIPS: readonly DomainSkip[] = ['allowlist', 'public_suffix', 'shared_platform', 'whitelist', 'threshold', 'cap'];
+export const DOMAIN_SKIPS: readonly DomainSkip[] = ['allowlist', 'reverse_zone', 'special_use', 'cluster_domain', 'search_domain', 'public_suffix', 'shared_platform', 'whitelist', 'threshold', 'cap'];
 
 export interface DomainEntry {
   readonly name: string;
@@ -89,7 +89,8 @@ function aggregate(input: DomainSelectionInput): HostTable {
 
 /**
  * The blocked-name set at `now`, in the contract's order of precedence:
- *  1. never names the policy protects (allowlist and the API host, public suffixes, shared platforms);
+ *  1. never names the policy protects (allowlist and the agent's own names, reverse zones, special-use
+ *     names, the cluster domain, the host's search domains, public suffixes, shared platforms);
  *  2. never a host with any whitelisted URL;
  *  3. hosts of blacklisted URLs first;
  *  4. then hosts whose best decayed URL score is >= threshold, highest first, ties by name;
@@ -97,7 +98,7 @@ function aggregate(input: DomainSelectionInput): HostTable {
  * Pure and deterministic. IPv4-literal hosts are answered apart, for the firewall.
  */
 export function selectDomains(input: DomainSelectionInput): DomainSelection {
-  const skipped: Record<DomainSkip, number> = { allowlist: 0, public_suffix: 0, shared_platform: 0, whitelist: 0, threshold: 0, cap: 0 };
+  const skipped = Object.fromEntries(DOMAIN_SKIPS.map((k) => [k, 0])) as Record<DomainSkip, number>;
   const { urls, threshold, scoring, now } = input;
   const t = aggregate(input);
   const manual: number[] = [];

@@ -1,14 +1,15 @@
 import { classifyName, selfAndParents } from '../feed/host.js';
 import type { UrlCache } from '../feed/url-cache.js';
 import type { Scoring } from '../score/decay.js';
-import type { DomainPolicy } from './domain-policy.js';
+import type { DomainPolicy, KeptBy } from './domain-policy.js';
 import type { DomainEntry, DomainSelection, DomainSkip } from './domains.js';
 
 /**
  * The verdict for one name, in the selection's own words: `manual` / `score` (blocked),
- * `covered` (a blocked parent covers it), a skip reason (`allowlist`, `public_suffix`,
- * `shared_platform`, `whitelist`, `threshold`, `cap`), `not_in_feed`, or `ipv4` (an
- * address: the firewall's business) / `invalid`.
+ * `covered` (a blocked parent covers it), a skip reason (`allowlist`, `reverse_zone`,
+ * `special_use`, `cluster_domain`, `search_domain`, `public_suffix`, `shared_platform`,
+ * `whitelist`, `threshold`, `cap`), `not_in_feed`, or `ipv4` (an address: the firewall's
+ * business) / `invalid`.
  */
 export type NameVerdictWord = 'manual' | 'score' | 'covered' | DomainSkip | 'not_in_feed' | 'ipv4' | 'invalid';
 
@@ -22,6 +23,8 @@ export interface NameVerdict {
   urls: number;
   /** Its best URL's decayed score now (null: not in the feed). */
   score: number | null;
+  /** The never-block rule that keeps it, and the name that rule protects. */
+  keptBy?: KeptBy | undefined;
 }
 
 export interface ExplainInput {
@@ -62,9 +65,9 @@ export function explainName(host: string, o: ExplainInput): NameVerdict {
     const e = byName.get(p);
     if (e) return { name, verdict: 'covered', blocked: true, entry: e, ...at };
   }
-  if (h.kind === 'public_suffix') return { name, verdict: 'public_suffix', blocked: false, ...at };
-  const veto = o.policy.veto(name);
-  if (veto) return { name, verdict: veto, blocked: false, ...at };
+  const kept = o.policy.keptBy(name);
+  if (h.kind === 'public_suffix') return { name, verdict: 'public_suffix', blocked: false, ...at, keptBy: { rule: 'public_suffix', zone: name, source: 'Public Suffix List' } };
+  if (kept) return { name, verdict: kept.rule, blocked: false, ...at, keptBy: kept };
   if (urls === 0) return { name, verdict: 'not_in_feed', blocked: false, ...at };
   if (whitelisted) return { name, verdict: 'whitelist', blocked: false, ...at };
   // In the feed, allowed to be blocked, yet not selected: over the cap if it qualified, else below the threshold.

@@ -119,6 +119,11 @@ describe('history', () => {
       [['explain', '203.0.113.9', '--at', 'noon'], '--at:'],
       [['explain', '203.0.113.9', '--at', '1000', '--refresh'], '--refresh:'],
       [['explain', '203.0.113.9', '--at', String(Math.floor(Date.now() / 1000) + 86_400)], '--at:'],
+      // Dates that do not exist, which Date.parse would roll over into the next month.
+      [['history', '203.0.113.9', '--until', '2025-02-30'], '--until: "2025-02-30" is no date and time that exists (February 2025 has 28 days)'],
+      [['history', '203.0.113.9', '--since', '2025-04-31T08:00Z'], '--since: "2025-04-31T08:00Z" is no date and time that exists (April 2025 has 30 days)'],
+      [['explain', '203.0.113.9', '--at', '2025-02-29'], '--at: "2025-02-29" is no date and time that exists'],
+      [['explain', 'evil.example', '--at', '2025-06-01T24:00Z'], '--at: "2025-06-01T24:00Z" is no date and time that exists (hours go from 00 to 23)'],
     ] as const) {
       const r = await runCli([...args, '--config', path]);
       expect(r.exitCode, args.join(' ')).toBe(2);

@@ -88,7 +88,7 @@ export async function computePlan(deps: Omit<CycleDeps, 'state'> & { state: Plan
     rejectedFormulas.add(key);
     logger.warn({ field: `header.${field}`, error }, 'feed formula rejected; using the built-in decay formula');
   });
-  const dns = await finishDnsPlan(urlPull, { config, settings: resolved.settings, scoring, now });
+  const dns = await finishDnsPlan(urlPull, { config, logger, settings: resolved.settings, scoring, now });
   const ps = await protectedSet;
   const selected = selectEntries({
     now,

@@ -24,7 +24,7 @@ export function startUrlPull(o: { config: AgentConfig; client: ApiClient; logger
 }
 
 /** Select the names once the scoring is known; undefined when nothing was pulled. */
-export async function finishDnsPlan(started: UrlPullStarted | undefined, o: { config: AgentConfig; settings: Settings; scoring: Scoring; now: number }): Promise<DnsPlan | undefined> {
+export async function finishDnsPlan(started: UrlPullStarted | undefined, o: { config: AgentConfig; logger: Logger; settings: Settings; scoring: Scoring; now: number }): Promise<DnsPlan | undefined> {
   if (!started) return undefined;
   return (await dnsCycle()).finishDnsPlan(started, o);
 }

@@ -3,12 +3,14 @@ import { enforcedReason, reasonText } from '../../agent/state/history/codes.js';
 import type { StateStore } from '../../agent/state/store.js';
 import type { AgentConfig } from '../../config/load.js';
 import { createDnsPlugin } from '../../dns/index.js';
+import { hostDomainPolicy } from '../../host/domain-policy.js';
 import { UsageError } from '../../errors.js';
 import type { Logger } from '../../log.js';
 import { escapeControls } from '../../util/terminal-text.js';
 import { loadContext, openState, type GlobalOptions } from '../context.js';
 import { duration, isoTime, printJson } from '../format.js';
-import { eventJson, parseTarget, parseTime, targetText } from './history.js';
+import { parseTime } from '../time-arg.js';
+import { eventJson, parseTarget, targetText } from './history.js';
 
 /** The firewall backend whose record says what is in force now: the history's newest, else the configured one. */
 async function currentAddresses(state: StateStore, target: Target & { kind: 'addresses' }, plugin: string | undefined, now: number): Promise<CurrentEntry[]> {
@@ -31,7 +33,7 @@ async function currentAddresses(state: StateStore, target: Target & { kind: 'add
 async function currentNames(config: AgentConfig, logger: Logger, target: Target & { kind: 'names' }): Promise<CurrentEntry[]> {
   if (!config.url_feed) return [];
   try {
-    const names = await createDnsPlugin(config, { logger, dryRun: config.dns_plugin === 'dry-run' }).list();
+    const names = await createDnsPlugin(config, { logger, dryRun: config.dns_plugin === 'dry-run', policy: hostDomainPolicy(config, logger) }).list();
     return names.filter((n) => covers(n, target) || n.endsWith(`.${target.name}`)).map((entry) => ({ entry, reason: 'unknown' as const, expires: null }));
   } catch {
     return [];

@@ -8,6 +8,7 @@ import { parseCidr } from '../../net/ipv4.js';
 import { escapeControls, terminalSafe } from '../../util/terminal-text.js';
 import { loadContext, type GlobalOptions } from '../context.js';
 import { isoTime, printJson, table } from '../format.js';
+import { parseTime } from '../time-arg.js';
 
 /** The TARGET argument: an IPv4 address or network, else a host name (or a URL, for its host). */
 export function parseTarget(value: string, what = 'TARGET'): Target {
@@ -24,18 +25,6 @@ export function parseTarget(value: string, what = 'TARGET'): Target {
 }
 
 export const targetText = (t: Target) => (t.kind === 'addresses' ? t.cidr.text : t.name);
-
-/** A moment: epoch seconds, or an ISO 8601 date and time (`2025-06-01T14:03:00Z`; without a zone, UTC). */
-export function parseTime(value: string, flag: string): number {
-  const text = value.trim();
-  if (/^\d{1,12}$/.test(text)) return Number(text);
-  if (/^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?)?(Z|[+-]\d{2}:?\d{2})?$/i.test(text)) {
-    const zoned = /(Z|[+-]\d{2}:?\d{2})$/i.test(text) || text.length === 10 ? text : `${text}Z`;
-    const ms = Date.parse(zoned.replace(' ', 'T'));
-    if (Number.isFinite(ms)) return Math.floor(ms / 1000);
-  }
-  throw new UsageError(`${flag}: expected epoch seconds or an ISO 8601 time such as 2025-06-01T14:03:00Z, got ${JSON.stringify(terminalSafe(value, 60))}`);
-}
 
 const num = (s: number | null) => (s === null ? '-' : s.toFixed(2));
 /** A float32 score as the decimal it was (9.899999618530273 -> 9.9). */

@@ -8,7 +8,7 @@ import { readOwned } from '../../dns/owned-file.js';
 import type { CommandRunner } from '../../exec/runner.js';
 import { errorMessage } from '../../errors.js';
 import { check, type CheckResult } from './check.js';
-import { dnsmasqReadsCheck } from './dnsmasq-check.js';
+import { dnsmasqReadsCheck, dnsmasqReloadCheck } from './dnsmasq-check.js';
 
 /** `nameserver` addresses of a resolv.conf text. */
 export function nameservers(text: string): string[] {
@@ -109,6 +109,10 @@ export async function dnsChecks(config: AgentConfig, resolvConf = '/etc/resolv.c
     out.push(failed ? check('other', 'resolver answers', 'fail', `the host's resolver ${first ?? ''} does not answer: ${failed}`) : check('other', 'resolver answers', 'ok', `the host's resolver ${first} answers; ${loads}`));
   }
   if (config.dns_plugin === 'rpz' && !config.rpz_reload) out.push(check('other', 'rpz_reload', 'warn', 'rpz_reload is not set: the resolver picks up a new zone only on its own schedule', 'e.g. ["rndc","reload","rpz.wcf"] or ["unbound-control","auth_zone_reload","rpz.wcf"]'));
-  if (config.dns_plugin === 'dnsmasq') out.push(dnsmasqReadsCheck(config));
+  if (config.dns_plugin === 'dnsmasq') {
+    out.push(dnsmasqReadsCheck(config));
+    const reload = dnsmasqReloadCheck(config);
+    if (reload) out.push(reload);
+  }
   return out;
 }

@@ -1,3 +1,4 @@
+import { basename } from 'node:path';
 import type { AgentConfig } from '../../config/load.js';
 import { canonicalPath, runningDnsmasq, type RunningDnsmasq } from '../../dns/dnsmasq/running.js';
 import { dnsOwnedFiles } from '../../dns/index.js';
@@ -27,5 +28,36 @@ export function dnsmasqReadsCheck(config: AgentConfig, running: RunningDnsmasq[]
     'fail',
     `dnsmasq runs (pid ${pids(running)}) but does not read ${file}: ${others.length ? `its servers-file is ${others.join(', ')}` : 'it has no servers-file'}; the names are blocked nowhere`,
     hint,
+  );
+}
+
+/** pkill's options that take the next argument as their value (so that argument is no pattern). */
+const PKILL_VALUE_OPTIONS = new Set(['-F', '--pidfile', '-u', '--euid', '-U', '--uid', '-G', '--group', '-g', '--pgroup', '-P', '--parent', '-s', '--session', '-t', '--terminal', '--signal', '-q', '--queue', '--ns', '--nslist', '-c', '--cgroup']);
+
+/**
+ * A `dnsmasq_reload` that signals the process of a pid file without checking its name
+ * (`pkill -HUP -F FILE`): dnsmasq writes that file as its own user and leaves it behind when it
+ * exits, so it can name any process, and the agent would send it SIGHUP. Safe: `-x` with the
+ * process name last (`pkill -HUP -x -F FILE dnsmasq`), which pkill matches exactly.
+ */
+export function pidFileReloadUnchecked(argv: readonly string[] | undefined): boolean {
+  if (!argv || basename(argv[0] ?? '') !== 'pkill') return false;
+  const args = argv.slice(1);
+  if (!args.some((a) => a.startsWith('-F') || a.startsWith('--pidfile'))) return false;
+  const exact = args.includes('-x') || args.includes('--exact');
+  const last = args.at(-1) ?? '';
+  const pattern = !last.startsWith('-') && !PKILL_VALUE_OPTIONS.has(args.at(-2) ?? '');
+  return !(exact && pattern);
+}
+
+/** doctor: a warning when `dnsmasq_reload` would signal whatever process dnsmasq's pid file names. */
+export function dnsmasqReloadCheck(config: AgentConfig): CheckResult | undefined {
+  if (!pidFileReloadUnchecked(config.dnsmasq_reload)) return undefined;
+  return check(
+    'other',
+    'dnsmasq_reload',
+    'warn',
+    `dnsmasq_reload (${config.dnsmasq_reload!.join(' ')}) signals whatever process the pid file names: dnsmasq writes that file as its own user and leaves it when it exits, so it may name another process, which SIGHUP ends or reloads`,
+    'let pkill check the name: ["pkill","-HUP","-x","-F","/run/dnsmasq/dnsmasq.pid","dnsmasq"] (docs/url-feed.md, dnsmasq)',
   );
 }

@@ -10,6 +10,19 @@ import { LocalDataView } from './local-data.js';
 /** Lines per unbound-control call: large enough to stay quick, small enough to keep each call short. */
 export const BATCH = 10_000;
 
+/** The longest name unbound-control lists whole: it prints one of 253 characters (DNS's limit) cut short, ending in `&`. */
+export const UNBOUND_LISTED_NAME_MAX = 252;
+
+/**
+ * Why unbound must not be given `name` as a zone, or undefined. A zone of a name unbound lists
+ * cut short could never be found again in `list_local_zones`, so it would never be removed: it
+ * would stay blocked until unbound restarts.
+ */
+export function unboundRefusal(name: string): string | undefined {
+  if (name.length > UNBOUND_LISTED_NAME_MAX) return `too long for unbound (${name.length} characters; unbound-control lists a name of more than ${UNBOUND_LISTED_NAME_MAX} cut short, so its zone could never be removed)`;
+  return undefined;
+}
+
 export interface UnboundOptions {
   /** e.g. ['unbound-control'] or ['unbound-control', '-c', '/etc/unbound/unbound.conf']. */
   control: readonly string[];

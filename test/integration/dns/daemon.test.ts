@@ -13,8 +13,8 @@ describe('daemon with url_feed and unbound', () => {
   beforeAll(async () => {
     if (!isRoot) throw new Error('the resolver tests need root to create network namespaces');
     sim = await startSimulator({ indicators: 10, urls: 0, seed: 6, agentConfig: { score_threshold: '4', sync_time: '1' } });
-    sim.upsertUrl('https://evil-site.test/a', { score: 9 });
-    lab = await createResolverLab({ records: { 'evil-site.test': '198.18.0.10', 'later.test': '198.18.0.11' } });
+    sim.upsertUrl('https://evil-site.example/a', { score: 9 });
+    lab = await createResolverLab({ records: { 'evil-site.example': '198.18.0.10', 'later.example': '198.18.0.11' } });
   });
   afterAll(async () => {
     await lab?.destroy();
@@ -30,20 +30,20 @@ describe('daemon with url_feed and unbound', () => {
     const d = new DaemonProcess(cfg.path, { WCF_AGENT_MINUTE_MS: '1000' });
     try {
       await d.waitForLog(/resolver blocks applied/);
-      expect(await lab.status('evil-site.test')).toBe('NXDOMAIN');
-      expect(await lab.answers('later.test')).toEqual(['198.18.0.11']);
-      sim.upsertUrl('https://later.test/x', { score: 9 });
+      expect(await lab.status('evil-site.example')).toBe('NXDOMAIN');
+      expect(await lab.answers('later.example')).toEqual(['198.18.0.11']);
+      sim.upsertUrl('https://later.example/x', { score: 9 });
       const n = d.count(/resolver blocks applied/);
       // n + 2: a cycle already under way when the URL was added may not have it.
       await d.waitForLog(/resolver blocks applied/, n + 2);
-      expect(await lab.status('later.test')).toBe('NXDOMAIN');
+      expect(await lab.status('later.example')).toBe('NXDOMAIN');
     } finally {
       // SIGTERM straight to the daemon (not the helper's kill, which turns into SIGKILL after 5 s):
       // a stop waits for the cycle in flight and then flushes, which takes longer on a loaded machine.
       process.kill(d.pid, 'SIGTERM');
       expect(await d.exit()).toBe(0);
     }
-    expect(await lab.answers('evil-site.test')).toEqual(['198.18.0.10']);
-    expect((await lab.localZones()).some((z) => z.includes('evil-site.test'))).toBe(false);
+    expect(await lab.answers('evil-site.example')).toEqual(['198.18.0.10']);
+    expect((await lab.localZones()).some((z) => z.includes('evil-site.example'))).toBe(false);
   });
 });

@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -45,17 +46,42 @@ describe('dnsmasq: what is its own', () => {
     expect(readFileSync(lab.file, 'utf8')).toBe(renderServersFile([]));
     await lab.stop();
     await lab.start();
-    expect(await lab.answers('evil-site.test')).toEqual([RECORDS['evil-site.test']]);
+    expect(await lab.answers('evil-site.example')).toEqual([RECORDS['evil-site.example']]);
   });
 
   it('signals dnsmasq when the names change, and only then (SIGHUP empties its whole cache)', async () => {
     const start = cleared();
     expect((await runCli(['sync', '--once', '--config', cfg.path])).exitCode).toBe(0);
-    expect(await lab.status('www.evil-site.test')).toBe('NXDOMAIN');
+    expect(await lab.status('www.evil-site.example')).toBe('NXDOMAIN');
     expect(cleared()).toBe(start + 1);
     const r = await runCli(['sync', '--once', '--config', cfg.path]);
     expect(r.exitCode, r.stderr).toBe(0);
     expect(cleared()).toBe(start + 1);
+  });
+
+  it('the documented reload without systemd signals only a dnsmasq: another PID in the pid file is left alone and the reload fails (exit 4)', async () => {
+    const pidFile = join(lab.dir, 'dnsmasq.pid');
+    const real = readFileSync(pidFile, 'utf8');
+    // A process that is no dnsmasq holds the PID the file names (a stale file, or one dnsmasq's user
+    // wrote): SIGHUP would end it.
+    const other = spawn('sleep', ['600'], { stdio: 'ignore' });
+    const alive = () => other.exitCode === null && other.signalCode === null && !/^\S+ \(.*\) Z/.test(readFileSync(`/proc/${other.pid}/stat`, 'utf8'));
+    try {
+      writeFileSync(pidFile, `${other.pid}\n`);
+      sim.upsertUrl('https://pid-file.example/x', { score: 9 });
+      const r = await runCli(['sync', '--once', '--config', cfg.path]);
+      expect(r.exitCode, r.stderr).toBe(4);
+      expect(r.stderr).toContain('pkill');
+      expect(alive()).toBe(true);
+      expect(readFileSync(lab.file, 'utf8')).not.toContain('pid-file.example');
+    } finally {
+      writeFileSync(pidFile, real);
+      other.kill('SIGKILL');
+    }
+    // The real dnsmasq's PID back: the same command signals it.
+    const r = await runCli(['sync', '--once', '--config', cfg.path]);
+    expect(r.exitCode, r.stderr).toBe(0);
+    expect(await lab.status('pid-file.example')).toBe('NXDOMAIN');
   });
 
   it('doctor: the running dnsmasq reads the file; a dnsmasq_file it does not read fails', async () => {
@@ -69,9 +95,9 @@ describe('dnsmasq: what is its own', () => {
   });
 
   it('explain NAME shows the line dnsmasq has for the name; plan names the backend and its file', async () => {
-    const e = await runCli(['explain', 'www.evil-site.test', '--config', cfg.path]);
+    const e = await runCli(['explain', 'www.evil-site.example', '--config', cfg.path]);
     expect(e.exitCode, e.stderr).toBe(0);
-    expect(e.stdout).toContain(`at the resolver: dnsmasq, server=/evil-site.test/ in ${lab.file}`);
+    expect(e.stdout).toContain(`at the resolver: dnsmasq, server=/evil-site.example/ in ${lab.file}`);
     const p = await runCli(['plan', '--json', '--config', cfg.path]);
     expect(p.exitCode, p.stderr).toBe(0);
     expect((JSON.parse(p.stdout) as { dns: { plugin: string; files: string[] } }).dns).toMatchObject({ plugin: 'dnsmasq', files: [lab.file] });

@@ -21,7 +21,7 @@ describe('doctor with url_feed on', () => {
 
   beforeAll(async () => {
     if (!isRoot) throw new Error('the resolver tests need root to create network namespaces');
-    lab = await createResolverLab({ records: { 'good.test': '198.18.0.1' } });
+    lab = await createResolverLab({ records: { 'good.example': '198.18.0.1' } });
     etc = `/etc/netns/${lab.ns.name}`;
     mkdirSync(etc, { recursive: true });
   });

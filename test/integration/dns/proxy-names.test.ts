@@ -20,7 +20,7 @@ const PROXY_PORT = 3128;
 const RECORDS: Record<string, string> = {
   'proxy.corp.lan': '127.0.0.1',
   'corp.lan': '198.18.0.30',
-  'evil-site.test': '198.18.0.10',
+  'evil-site.example': '198.18.0.10',
 };
 
 describe.each(['config', 'environment'] as const)('the proxy named in the %s is never blocked (unbound)', (where) => {
@@ -41,7 +41,7 @@ describe.each(['config', 'environment'] as const)('the proxy named in the %s is 
     const now = sim.clock.now();
     sim.upsertUrl('http://proxy.corp.lan/login', { score: 9, ts: now });
     sim.upsertUrl('http://corp.lan/portal', { score: 9, ts: now });
-    sim.upsertUrl('http://evil-site.test/a', { score: 9, ts: now });
+    sim.upsertUrl('http://evil-site.example/a', { score: 9, ts: now });
     lab = await createResolverLab({ records: RECORDS });
     relay = await relayInto(lab.ns, '127.0.0.1', API_PORT, { host: '127.0.0.1', port: Number(new URL(sim.url).port) });
     proxy = await proxyIn(lab.ns, '127.0.0.1', PROXY_PORT);
@@ -76,7 +76,7 @@ describe.each(['config', 'environment'] as const)('the proxy named in the %s is 
   it('feed URLs on the proxy host and its parent are skipped; the next cycles still reach the API through the proxy', async () => {
     const first = await sync();
     expect(first.exitCode, first.stderr).toBe(0);
-    expect(await lab.status('evil-site.test')).toBe('NXDOMAIN');
+    expect(await lab.status('evil-site.example')).toBe('NXDOMAIN');
     expect(await lab.answers('proxy.corp.lan')).toEqual(['127.0.0.1']);
     expect(await lab.answers('corp.lan')).toEqual([RECORDS['corp.lan']]);
     const seen = proxy.lines.length;

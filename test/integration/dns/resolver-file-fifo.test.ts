@@ -25,7 +25,7 @@ describe('a FIFO at the resolver file', () => {
     if (!isRoot) throw new Error('this test needs root to create a network namespace');
     ns = await Netns.create();
     sim = await startSimulator({ indicators: 5, urls: 0, seed: 31 });
-    sim.upsertUrl('http://evil-site.test/a', { score: 9, ts: sim.clock.now(), tags: ['blacklisted'] });
+    sim.upsertUrl('http://evil-site.example/a', { score: 9, ts: sim.clock.now(), tags: ['blacklisted'] });
     dir = mkdtempSync(join(tmpdir(), 'wcf-fifo-'));
   });
   afterAll(async () => {

@@ -41,6 +41,8 @@ export interface ResolverLabOptions {
   rpz?: boolean;
   /** Extra `server:` lines (e.g. an operator's own local-zone). */
   serverLines?: string[];
+  /** Extra lines of the lab's root zone (records other than A: PTR, ...). */
+  zoneLines?: string[];
 }
 
 export async function createResolverLab(o: ResolverLabOptions): Promise<ResolverLab> {
@@ -55,6 +57,7 @@ export async function createResolverLab(o: ResolverLabOptions): Promise<Resolver
     '. IN NS ns.lab.',
     'ns.lab. IN A 127.0.0.1',
     ...Object.entries(o.records).map(([n, a]) => `${n}. IN A ${a}`),
+    ...(o.zoneLines ?? []),
   ];
   writeFileSync(join(dir, 'root.zone'), zone.join('\n') + '\n');
   if (o.rpz) writeFileSync(rpzFile, '');

@@ -19,9 +19,9 @@ const FITS = ['a'.repeat(63), 'b'.repeat(63), 'c'.repeat(63), 'd'.repeat(51)].jo
 const TOO_LONG = ['a'.repeat(63), 'b'.repeat(63), 'c'.repeat(63), 'e'.repeat(57)].join('.');
 
 const RECORDS: Record<string, string> = {
-  'evil-site.test': '198.18.0.10',
-  'www.evil-site.test': '198.18.0.11',
-  'good.test': '198.18.0.12',
+  'evil-site.example': '198.18.0.10',
+  'www.evil-site.example': '198.18.0.11',
+  'good.example': '198.18.0.12',
   [FITS]: '198.18.0.13',
   [TOO_LONG]: '198.18.0.14',
 };
@@ -38,7 +38,7 @@ describe('rpz plugin: hostile names in the feed', () => {
     expect(FITS.length).toBe(243);
     expect(TOO_LONG.length).toBe(249);
     sim = await startSimulator({ indicators: 20, urls: 0, seed: 28, agentConfig: { score_threshold: '4' } });
-    sim.upsertUrl('https://evil-site.test/a', { score: 9, ts: sim.clock.now() });
+    sim.upsertUrl('https://evil-site.example/a', { score: 9, ts: sim.clock.now() });
     lab = await createResolverLab({ records: RECORDS, rpz: true });
     cfg = writeConfig({ agid: sim.agid, base_url: sim.url, token: sim.token, plugin: 'nftables', netns: lab.ns.name, retries: 0, url_feed: true, dns_plugin: 'rpz', rpz_file: lab.rpzFile, rpz_reload: reload() });
   });
@@ -55,9 +55,9 @@ describe('rpz plugin: hostile names in the feed', () => {
     }
     const r = await sync();
     expect(r.exitCode, r.stderr).toBe(0);
-    expect(await lab.status('evil-site.test')).toBe('NXDOMAIN');
-    expect(await lab.answers('good.test')).toEqual([RECORDS['good.test']]);
-    expect(await lab.answers('www.evil-site.test')).toEqual([]);
+    expect(await lab.status('evil-site.example')).toBe('NXDOMAIN');
+    expect(await lab.answers('good.example')).toEqual([RECORDS['good.example']]);
+    expect(await lab.answers('www.evil-site.example')).toEqual([]);
     expect(readFileSync(lab.rpzFile, 'utf8')).not.toContain('rpz-');
   });
 
@@ -68,7 +68,7 @@ describe('rpz plugin: hostile names in the feed', () => {
     const r = await sync();
     expect(r.exitCode, r.stderr).toBe(0);
     expect(r.stderr).toContain(TOO_LONG.slice(0, 40));
-    expect(await lab.status('evil-site.test')).toBe('NXDOMAIN');
+    expect(await lab.status('evil-site.example')).toBe('NXDOMAIN');
     expect(await lab.status(FITS)).toBe('NXDOMAIN');
     expect(await lab.answers(TOO_LONG)).toEqual([RECORDS[TOO_LONG]]);
     // And the next cycle, with the name still in the feed, succeeds as well.
@@ -77,14 +77,14 @@ describe('rpz plugin: hostile names in the feed', () => {
 
   it('when the resolver refuses a zone, the previous file is put back and reloaded: the blocks stay in force', async () => {
     const before = readFileSync(lab.rpzFile, 'utf8');
-    expect(await lab.status('evil-site.test')).toBe('NXDOMAIN');
+    expect(await lab.status('evil-site.example')).toBe('NXDOMAIN');
     // The backend on its own, given a zone unbound refuses (the name sorts first, so unbound
     // has cleared the zone before it stops reading).
     const plugin = createRpzPlugin({ zoneFile: lab.rpzFile, reload: reload(), answer: { action: 'nxdomain' }, runner: createDnsRunner(), logger: pino({ level: 'silent' }), now: () => Math.floor(Date.now() / 1000) });
-    await expect(plugin.apply([TOO_LONG, 'evil-site.test'])).rejects.toThrow(/auth_zone_reload/);
+    await expect(plugin.apply([TOO_LONG, 'evil-site.example'])).rejects.toThrow(/auth_zone_reload/);
     expect(readFileSync(lab.rpzFile, 'utf8')).toBe(before);
-    expect(await lab.status('evil-site.test')).toBe('NXDOMAIN');
-    expect(await lab.status('www.evil-site.test')).toBe('NXDOMAIN');
+    expect(await lab.status('evil-site.example')).toBe('NXDOMAIN');
+    expect(await lab.status('www.evil-site.example')).toBe('NXDOMAIN');
     expect(await lab.status(FITS)).toBe('NXDOMAIN');
   });
 });

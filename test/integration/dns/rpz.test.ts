@@ -43,22 +43,22 @@ describe('rpz plugin', () => {
   it('blocked names and their subdomains answer NXDOMAIN; protected and other names resolve', async () => {
     const r = await sync();
     expect(r.exitCode, r.stderr).toBe(0);
-    for (const n of ['evil-site.test', 'www.evil-site.test', 'phish.co.uk']) expect(await lab.status(n), n).toBe('NXDOMAIN');
-    for (const n of ['good.test', 'docs.google.com', 'co.uk', 'white.test']) expect(await lab.answers(n), n).toEqual([RECORDS[n]]);
+    for (const n of ['evil-site.example', 'www.evil-site.example', 'phish.co.uk']) expect(await lab.status(n), n).toBe('NXDOMAIN');
+    for (const n of ['good.example', 'docs.google.com', 'co.uk', 'white.example']) expect(await lab.answers(n), n).toEqual([RECORDS[n]]);
     const zone = readFileSync(lab.rpzFile, 'utf8');
-    expect(zone).toContain('evil-site.test CNAME .');
-    expect(zone).toContain('*.evil-site.test CNAME .');
+    expect(zone).toContain('evil-site.example CNAME .');
+    expect(zone).toContain('*.evil-site.example CNAME .');
   });
 
   it('each write has a larger SOA serial; a restart of unbound keeps the blocks', async () => {
     const before = serial(readFileSync(lab.rpzFile, 'utf8'));
-    sim.upsertUrl('https://good.test/now-bad', { score: 9 });
+    sim.upsertUrl('https://good.example/now-bad', { score: 9 });
     expect((await sync()).exitCode).toBe(0);
     expect(serial(readFileSync(lab.rpzFile, 'utf8'))).toBeGreaterThan(before);
-    expect(await lab.status('good.test')).toBe('NXDOMAIN');
+    expect(await lab.status('good.example')).toBe('NXDOMAIN');
     await lab.stop();
     await lab.start();
-    expect(await lab.status('www.evil-site.test')).toBe('NXDOMAIN');
+    expect(await lab.status('www.evil-site.example')).toBe('NXDOMAIN');
   });
 
   it('a failed pull keeps the zone; a failed reload puts the previous file back (exit 4)', async () => {
@@ -67,9 +67,9 @@ describe('rpz plugin', () => {
     expect((await sync()).exitCode).toBe(3);
     sim.setFault(null);
     expect(readFileSync(lab.rpzFile, 'utf8')).toBe(zone);
-    expect(await lab.status('evil-site.test')).toBe('NXDOMAIN');
+    expect(await lab.status('evil-site.example')).toBe('NXDOMAIN');
 
-    sim.upsertUrl('https://new-evil.test/', { score: 9 });
+    sim.upsertUrl('https://new-evil.example/', { score: 9 });
     const broken = writeConfig({ ...JSON.parse(readFileSync(cfg.path, 'utf8')), state_dir: `${cfg.dir}/state`, rpz_reload: [...lab.control, 'auth_zone_reload', 'no-such-zone'] });
     const r = await sync(broken.path);
     expect(r.exitCode).toBe(4);
@@ -80,6 +80,6 @@ describe('rpz plugin', () => {
   it('flush empties the zone (the resolver still loads it) and unblocks', async () => {
     expect((await runCli(['flush', '--config', cfg.path])).exitCode).toBe(0);
     expect(readFileSync(lab.rpzFile, 'utf8')).not.toMatch(/CNAME/);
-    expect(await lab.answers('evil-site.test')).toEqual([RECORDS['evil-site.test']]);
+    expect(await lab.answers('evil-site.example')).toEqual([RECORDS['evil-site.example']]);
   });
 });

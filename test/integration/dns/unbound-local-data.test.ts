@@ -14,12 +14,12 @@ import { createResolverLab, type ResolverLab } from './resolver-lab.js';
  */
 
 const RECORDS: Record<string, string> = {
-  'evil.test': '198.18.0.10',
-  'www.evil.test': '198.18.0.11',
-  'other.test': '198.18.0.12',
+  'evil.example': '198.18.0.10',
+  'www.evil.example': '198.18.0.11',
+  'other.example': '198.18.0.12',
 };
-const ADMIN_A = 'www.evil.test. 300 IN A 10.9.9.9';
-const ADMIN_TXT = 'evil.test. 300 IN TXT "kept by the admin"';
+const ADMIN_A = 'www.evil.example. 300 IN A 10.9.9.9';
+const ADMIN_TXT = 'evil.example. 300 IN TXT "kept by the admin"';
 
 type SyncJson = { ok: boolean; dns?: { applied: number; result?: { foreign: string[] } } };
 
@@ -31,7 +31,7 @@ describe.each(['nxdomain', 'sinkhole'] as const)('unbound: an administrator\'s l
   // Below a sinkhole (a `redirect` zone) unbound refuses to start with data anywhere but the top
   // of the zone, so there the administrator's data sits at the blocked name itself.
   const adminLine = action === 'nxdomain' ? ADMIN_A : ADMIN_TXT;
-  const adminSees = async () => (action === 'nxdomain' ? (await lab.answers('www.evil.test')).join() : (await lab.ns.exec('dig', ['+short', '+time=2', '+tries=1', '@127.0.0.1', 'evil.test', 'TXT'])).trim());
+  const adminSees = async () => (action === 'nxdomain' ? (await lab.answers('www.evil.example')).join() : (await lab.ns.exec('dig', ['+short', '+time=2', '+tries=1', '@127.0.0.1', 'evil.example', 'TXT'])).trim());
   const adminValue = action === 'nxdomain' ? '10.9.9.9' : '"kept by the admin"';
   const blocked = async (name: string) => (action === 'nxdomain' ? (await lab.status(name)) === 'NXDOMAIN' : (await lab.answers(name)).join() === '198.18.0.99');
   const sync = async () => {
@@ -48,8 +48,8 @@ describe.each(['nxdomain', 'sinkhole'] as const)('unbound: an administrator\'s l
   beforeAll(async () => {
     if (!isRoot) throw new Error('the resolver tests need root to create network namespaces');
     sim = await startSimulator({ indicators: 20, urls: 0, seed: 30, agentConfig: { score_threshold: '4' } });
-    sim.upsertUrl('http://evil.test/login', { score: 9, ts: sim.clock.now() });
-    sim.upsertUrl('http://other.test/x', { score: 9, ts: sim.clock.now() });
+    sim.upsertUrl('http://evil.example/login', { score: 9, ts: sim.clock.now() });
+    sim.upsertUrl('http://other.example/x', { score: 9, ts: sim.clock.now() });
     lab = await createResolverLab({ records: RECORDS });
     pristine = readFileSync(lab.conf, 'utf8');
     cfg = writeConfig({
@@ -75,24 +75,24 @@ describe.each(['nxdomain', 'sinkhole'] as const)('unbound: an administrator\'s l
   it('flush keeps the administrator\'s data that a restart put inside the agent\'s zone', async () => {
     const first = await sync();
     expect(first.exitCode, first.stderr).toBe(0);
-    expect(await blocked('evil.test')).toBe(true);
+    expect(await blocked('evil.example')).toBe(true);
     // Its own sinkhole data is not someone else's: a second cycle keeps every block.
     expect((await sync()).json?.dns?.result?.foreign).toEqual([]);
     await adminConf(true);
     const r = await runCli(['flush', '--config', cfg.path]);
     expect(r.exitCode, r.stderr).toBe(0);
     expect(await adminSees()).toBe(adminValue);
-    expect(await blocked('other.test')).toBe(false);
+    expect(await blocked('other.example')).toBe(false);
   });
 
   it('a name carrying someone else\'s local data is not zoned by the next cycle (reported as foreign)', async () => {
     const r = await sync();
     expect(r.exitCode, r.stderr).toBe(0);
-    expect(r.json?.dns?.result?.foreign).toEqual(['evil.test']);
-    expect(await blocked('evil.test')).toBe(false);
+    expect(r.json?.dns?.result?.foreign).toEqual(['evil.example']);
+    expect(await blocked('evil.example')).toBe(false);
     expect(await adminSees()).toBe(adminValue);
-    expect(await blocked('other.test')).toBe(true);
-    expect(readFileSync(lab.includeFile, 'utf8')).not.toContain('"evil.test."');
+    expect(await blocked('other.example')).toBe(true);
+    expect(readFileSync(lab.includeFile, 'utf8')).not.toContain('"evil.example."');
   });
 
   it('a name left alone is logged once while it stays so, counted in status, and named with its record in explain', async () => {
@@ -105,9 +105,9 @@ describe.each(['nxdomain', 'sinkhole'] as const)('unbound: an administrator\'s l
     const text = await runCli(['status', '--config', cfg.path]);
     expect(text.stdout).toMatch(/names left alone +1: someone else's data/);
     const held = `local-data "${adminLine}" in unbound.conf`;
-    const e = await runCli(['explain', 'www.evil.test', '--config', cfg.path]);
+    const e = await runCli(['explain', 'www.evil.example', '--config', cfg.path]);
     expect(e.stdout).toContain(`left alone: ${held}`);
-    const j = JSON.parse((await runCli(['explain', 'evil.test', '--json', '--config', cfg.path])).stdout) as { blocked: boolean; resolver: { left_alone: string } };
+    const j = JSON.parse((await runCli(['explain', 'evil.example', '--json', '--config', cfg.path])).stdout) as { blocked: boolean; resolver: { left_alone: string } };
     expect(j).toMatchObject({ blocked: false, resolver: { left_alone: held } });
   });
 
@@ -116,15 +116,15 @@ describe.each(['nxdomain', 'sinkhole'] as const)('unbound: an administrator\'s l
     const freed = await sync();
     expect(freed.exitCode).toBe(0);
     expect(freed.stderr).toContain('no name is left alone at the resolver any more');
-    expect(await blocked('evil.test')).toBe(true);
+    expect(await blocked('evil.example')).toBe(true);
     await adminConf(true);
     const r = await sync();
     expect(r.exitCode, r.stderr).toBe(0);
-    expect(r.stderr).toContain(`1 names are left alone: someone else's data at unbound holds them, so the agent does not block them: evil.test (local-data`);
-    expect(r.json?.dns?.result?.foreign).toEqual(['evil.test']);
-    expect(await blocked('evil.test')).toBe(false);
+    expect(r.stderr).toContain(`1 names are left alone: someone else's data at unbound holds them, so the agent does not block them: evil.example (local-data`);
+    expect(r.json?.dns?.result?.foreign).toEqual(['evil.example']);
+    expect(await blocked('evil.example')).toBe(false);
     expect(await adminSees()).toBe(adminValue);
-    expect(await blocked('other.test')).toBe(true);
-    expect(readFileSync(lab.includeFile, 'utf8')).not.toContain('"evil.test."');
+    expect(await blocked('other.example')).toBe(true);
+    expect(readFileSync(lab.includeFile, 'utf8')).not.toContain('"evil.example."');
   });
 });

@@ -21,10 +21,10 @@ import { createResolverLab, type ResolverLab } from './resolver-lab.js';
  */
 
 const RECORDS: Record<string, string> = {
-  'evil-site.test': '198.18.0.10',
-  'new-evil.test': '198.18.0.11',
-  'third.test': '198.18.0.12',
-  'fourth.test': '198.18.0.13',
+  'evil-site.example': '198.18.0.10',
+  'new-evil.example': '198.18.0.11',
+  'third.example': '198.18.0.12',
+  'fourth.example': '198.18.0.13',
 };
 
 /** Fill the filesystem at `dir` until a write fails with ENOSPC. */
@@ -65,7 +65,7 @@ describe('unbound: names the agent added are never orphaned when the include fil
     mounted = true;
     include = join(blocks, 'wcf-agent.conf');
     sim = await startSimulator({ indicators: 20, urls: 0, seed: 29, agentConfig: { score_threshold: '4' } });
-    sim.upsertUrl('http://evil-site.test/a', { score: 9, ts: sim.clock.now() });
+    sim.upsertUrl('http://evil-site.example/a', { score: 9, ts: sim.clock.now() });
     lab = await createResolverLab({ records: RECORDS, serverLines: [`include: "${blocks}/*.conf"`] });
     zonesBefore = await lab.localZones();
     cfg = writeConfig({ agid: sim.agid, base_url: sim.url, token: sim.token, plugin: 'nftables', netns: lab.ns.name, retries: 0, url_feed: true, dns_plugin: 'unbound', unbound_control: lab.control, unbound_conf_file: include });
@@ -81,8 +81,8 @@ describe('unbound: names the agent added are never orphaned when the include fil
   it('ENOSPC before the resolver is touched: the cycle fails with the previous blocks in force, nothing new half-added', async () => {
     const first = await sync();
     expect(first.exitCode, first.stderr).toBe(0);
-    expect(await lab.status('evil-site.test')).toBe('NXDOMAIN');
-    sim.upsertUrl('http://new-evil.test/a', { score: 9, ts: sim.clock.now() });
+    expect(await lab.status('evil-site.example')).toBe('NXDOMAIN');
+    sim.upsertUrl('http://new-evil.example/a', { score: 9, ts: sim.clock.now() });
     fill(blocks);
     try {
       const r = await sync();
@@ -91,8 +91,8 @@ describe('unbound: names the agent added are never orphaned when the include fil
     } finally {
       free(blocks);
     }
-    expect(await lab.status('evil-site.test')).toBe('NXDOMAIN');
-    expect(await lab.answers('new-evil.test')).toEqual([RECORDS['new-evil.test']]);
+    expect(await lab.status('evil-site.example')).toBe('NXDOMAIN');
+    expect(await lab.answers('new-evil.example')).toEqual([RECORDS['new-evil.example']]);
     // Whatever unbound holds now, the include file names it all: nothing the agent cannot find again.
     const recorded = parseUnboundInclude(readFileSync(include, 'utf8'));
     for (const z of await agentZones()) expect(recorded, z).toContain(z.replace(/\.\s.*$/, ''));
@@ -102,7 +102,7 @@ describe('unbound: names the agent added are never orphaned when the include fil
     const r = await runCli(['flush', '--config', cfg.path]);
     expect(r.exitCode, r.stderr).toBe(0);
     expect(await lab.localZones()).toEqual(zonesBefore);
-    for (const n of ['evil-site.test', 'new-evil.test']) expect(await lab.answers(n), n).toEqual([RECORDS[n]]);
+    for (const n of ['evil-site.example', 'new-evil.example']) expect(await lab.answers(n), n).toEqual([RECORDS[n]]);
   });
 
   it('ENOSPC after the resolver was changed (the final write): the names stay recorded, flush removes them all', async () => {
@@ -117,16 +117,16 @@ describe('unbound: names the agent added are never orphaned when the include fil
     };
     const plugin = createUnboundPlugin({ control: lab.control, confFile: include, answer: { action: 'nxdomain' }, runner, logger: pino({ level: 'silent' }) });
     try {
-      await expect(plugin.apply(['third.test', 'fourth.test'])).rejects.toThrow(/ENOSPC|no space/i);
+      await expect(plugin.apply(['third.example', 'fourth.example'])).rejects.toThrow(/ENOSPC|no space/i);
     } finally {
       free(blocks);
     }
     // Added to the running unbound, and recorded as the agent's.
-    expect(await lab.status('third.test')).toBe('NXDOMAIN');
-    expect(parseUnboundInclude(readFileSync(include, 'utf8'))).toEqual(expect.arrayContaining(['third.test', 'fourth.test']));
+    expect(await lab.status('third.example')).toBe('NXDOMAIN');
+    expect(parseUnboundInclude(readFileSync(include, 'utf8'))).toEqual(expect.arrayContaining(['third.example', 'fourth.example']));
     const r = await runCli(['flush', '--config', cfg.path]);
     expect(r.exitCode, r.stderr).toBe(0);
     expect(await lab.localZones()).toEqual(zonesBefore);
-    expect(await lab.answers('third.test')).toEqual([RECORDS['third.test']]);
+    expect(await lab.answers('third.example')).toEqual([RECORDS['third.example']]);
   });
 });

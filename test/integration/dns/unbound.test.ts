@@ -12,34 +12,34 @@ import { createResolverLab, type ResolverLab } from './resolver-lab.js';
  */
 
 const RECORDS: Record<string, string> = {
-  'evil-site.test': '198.18.0.10',
-  'www.evil-site.test': '198.18.0.11',
-  'good.test': '198.18.0.12',
-  'low.test': '198.18.0.13',
-  'white.test': '198.18.0.14',
-  'manual.test': '198.18.0.15',
+  'evil-site.example': '198.18.0.10',
+  'www.evil-site.example': '198.18.0.11',
+  'good.example': '198.18.0.12',
+  'low.example': '198.18.0.13',
+  'white.example': '198.18.0.14',
+  'manual.example': '198.18.0.15',
   'docs.google.com': '198.18.0.16',
   'github.io': '198.18.0.17',
   'bad.github.io': '198.18.0.18',
   'www.bad.github.io': '198.18.0.19',
-  'admin-zone.test': '198.18.0.20',
-  'allowed.test': '198.18.0.21',
-  'a.allowed.test': '198.18.0.22',
+  'admin-zone.example': '198.18.0.20',
+  'allowed.example': '198.18.0.21',
+  'a.allowed.example': '198.18.0.22',
 };
 
 function seedUrls(sim: Simulator): void {
   const now = sim.clock.now();
-  sim.upsertUrl('https://evil-site.test/login.php?next=%2F', { score: 9, ts: now });
-  sim.upsertUrl('HTTPS://user:pw@EVIL-SITE.TEST.:8443/other', { score: 3, ts: now });
+  sim.upsertUrl('https://evil-site.example/login.php?next=%2F', { score: 9, ts: now });
+  sim.upsertUrl('HTTPS://user:pw@EVIL-SITE.EXAMPLE.:8443/other', { score: 3, ts: now });
   sim.upsertUrl('https://docs.google.com/forms/d/phish', { score: 10, ts: now });
   sim.upsertUrl('http://github.io/', { score: 10, ts: now });
   sim.upsertUrl('http://bad.github.io/x', { score: 9, ts: now });
-  sim.upsertUrl('http://low.test/a', { score: 1, ts: now });
-  sim.upsertUrl('http://white.test/bad', { score: 9, ts: now });
-  sim.upsertUrl('http://white.test/fine', { score: 9, ts: now, tags: ['whitelisted'] });
-  sim.upsertUrl('http://manual.test/', { score: 1, ts: now, tags: ['blacklisted'] });
-  sim.upsertUrl('http://admin-zone.test/', { score: 9, ts: now });
-  sim.upsertUrl('http://a.allowed.test/', { score: 9, ts: now });
+  sim.upsertUrl('http://low.example/a', { score: 1, ts: now });
+  sim.upsertUrl('http://white.example/bad', { score: 9, ts: now });
+  sim.upsertUrl('http://white.example/fine', { score: 9, ts: now, tags: ['whitelisted'] });
+  sim.upsertUrl('http://manual.example/', { score: 1, ts: now, tags: ['blacklisted'] });
+  sim.upsertUrl('http://admin-zone.example/', { score: 9, ts: now });
+  sim.upsertUrl('http://a.allowed.example/', { score: 9, ts: now });
   sim.upsertUrl('http://198.18.0.77:8080/payload', { score: 9, ts: now });
 }
 
@@ -62,7 +62,7 @@ describe.each(['nxdomain', 'sinkhole'] as const)('unbound plugin (%s)', (action)
     if (!isRoot) throw new Error('the resolver tests need root to create network namespaces');
     sim = await startSimulator({ indicators: 50, urls: 0, seed: 3, agentConfig: { score_threshold: '4', maximum_rules: '100' } });
     seedUrls(sim);
-    lab = await createResolverLab({ records: RECORDS, serverLines: ['local-zone: "admin-zone.test." transparent'] });
+    lab = await createResolverLab({ records: RECORDS, serverLines: ['local-zone: "admin-zone.example." transparent'] });
     zonesBefore = await lab.localZones();
     cfg = writeConfig({
       agid: sim.agid,
@@ -75,7 +75,7 @@ describe.each(['nxdomain', 'sinkhole'] as const)('unbound plugin (%s)', (action)
       dns_plugin: 'unbound',
       unbound_control: lab.control,
       unbound_conf_file: lab.includeFile,
-      domain_allowlist: ['allowed.test'],
+      domain_allowlist: ['allowed.example'],
       ...(action === 'sinkhole' ? { dns_action: 'sinkhole', sinkhole_address: '198.18.0.99' } : {}),
     });
   });
@@ -89,15 +89,15 @@ describe.each(['nxdomain', 'sinkhole'] as const)('unbound plugin (%s)', (action)
     const r = await sync();
     expect(r.exitCode, r.stderr).toBe(0);
     const domains = r.json!.plan.domains;
-    expect(domains.map((d) => d.name).sort()).toEqual(['admin-zone.test', 'bad.github.io', 'evil-site.test', 'manual.test']);
+    expect(domains.map((d) => d.name).sort()).toEqual(['admin-zone.example', 'bad.github.io', 'evil-site.example', 'manual.example']);
     // unbound already has an operator's zone of that name: selected, but never taken over.
-    expect(r.json!.dns.result.foreign).toEqual(['admin-zone.test']);
+    expect(r.json!.dns.result.foreign).toEqual(['admin-zone.example']);
     expect(r.json!.dns.applied).toBe(3);
-    expect(domains.find((d) => d.name === 'evil-site.test')!.urls).toBe(2);
-    expect(domains.find((d) => d.name === 'manual.test')!.reason).toBe('manual');
-    for (const n of ['evil-site.test', 'www.evil-site.test', 'manual.test', 'bad.github.io', 'www.bad.github.io']) expect(await blocked(n), n).toBe(true);
+    expect(domains.find((d) => d.name === 'evil-site.example')!.urls).toBe(2);
+    expect(domains.find((d) => d.name === 'manual.example')!.reason).toBe('manual');
+    for (const n of ['evil-site.example', 'www.evil-site.example', 'manual.example', 'bad.github.io', 'www.bad.github.io']) expect(await blocked(n), n).toBe(true);
     // shared platform, public suffix, whitelisted URL, below threshold, allowlisted, someone else's zone
-    for (const n of ['good.test', 'docs.google.com', 'github.io', 'white.test', 'low.test', 'a.allowed.test', 'admin-zone.test']) {
+    for (const n of ['good.example', 'docs.google.com', 'github.io', 'white.example', 'low.example', 'a.allowed.example', 'admin-zone.example']) {
       expect(await lab.answers(n), n).toEqual([RECORDS[n]]);
     }
     // The IP-literal URL joined the firewall selection.
@@ -106,11 +106,11 @@ describe.each(['nxdomain', 'sinkhole'] as const)('unbound plugin (%s)', (action)
   });
 
   it('keeps the blocks across an unbound restart (include file)', async () => {
-    expect(readFileSync(lab.includeFile, 'utf8')).toContain('local-zone: "evil-site.test."');
+    expect(readFileSync(lab.includeFile, 'utf8')).toContain('local-zone: "evil-site.example."');
     await lab.stop();
     await lab.start();
-    expect(await blocked('www.evil-site.test')).toBe(true);
-    expect(await lab.answers('good.test')).toEqual([RECORDS['good.test']]);
+    expect(await blocked('www.evil-site.example')).toBe(true);
+    expect(await lab.answers('good.example')).toEqual([RECORDS['good.example']]);
   });
 
   it('a failed pull keeps the blocks', async () => {
@@ -118,24 +118,24 @@ describe.each(['nxdomain', 'sinkhole'] as const)('unbound plugin (%s)', (action)
     const r = await sync();
     sim.setFault(null);
     expect(r.exitCode).toBe(3);
-    expect(await blocked('evil-site.test')).toBe(true);
-    expect(await blocked('manual.test')).toBe(true);
+    expect(await blocked('evil-site.example')).toBe(true);
+    expect(await blocked('manual.example')).toBe(true);
   });
 
   it('a URL decision takes effect at the next sync: whitelisting unblocks, blacklisting blocks', async () => {
     sim.decideUrl('http://bad.github.io/x', 0);
-    sim.decideUrl('http://low.test/a', 1);
+    sim.decideUrl('http://low.example/a', 1);
     const r = await sync();
     expect(r.exitCode, r.stderr).toBe(0);
     expect(await lab.answers('bad.github.io')).toEqual([RECORDS['bad.github.io']]);
-    expect(await blocked('low.test')).toBe(true);
+    expect(await blocked('low.example')).toBe(true);
   });
 
   it('flush removes exactly the agent\'s zones and nothing else', async () => {
     const r = await runCli(['flush', '--config', cfg.path]);
     expect(r.exitCode, r.stderr).toBe(0);
     expect(await lab.localZones()).toEqual(zonesBefore);
-    expect(await lab.answers('evil-site.test')).toEqual([RECORDS['evil-site.test']]);
+    expect(await lab.answers('evil-site.example')).toEqual([RECORDS['evil-site.example']]);
     expect(readFileSync(lab.includeFile, 'utf8')).not.toContain('local-zone');
   });
 });

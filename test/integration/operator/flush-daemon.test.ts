@@ -13,7 +13,7 @@ import { createResolverLab, type ResolverLab } from '../dns/resolver-lab.js';
  * nothing in the firewall or at the resolver. Real nftables and a real unbound in a test
  * namespace, the built CLI and daemon. Root required.
  */
-const NAME = 'evil-site.test';
+const NAME = 'evil-site.example';
 
 describe('flush with a daemon running', () => {
   let sim: Simulator;

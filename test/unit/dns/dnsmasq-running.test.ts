@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { confDirFiles, confLines, dnsmasqFilesOf, readCommandLine } from '../../../src/dns/dnsmasq/running.js';
-import { dnsmasqReadsCheck } from '../../../src/cli/doctor/dnsmasq-check.js';
+import { dnsmasqReadsCheck, dnsmasqReloadCheck, pidFileReloadUnchecked } from '../../../src/cli/doctor/dnsmasq-check.js';
 import { parseConfig } from '../../../src/config/load.js';
 
 /** A file system of configuration files for dnsmasqFilesOf. */
@@ -91,5 +91,33 @@ describe("doctor's dnsmasq check", () => {
 
   it('warns when dnsmasq also reads the file as configuration (in its conf-dir): those lines stay until a restart', () => {
     expect(dnsmasqReadsCheck(config, [{ pid: 9, serversFiles: [FILE], confFiles: [FILE] }])).toMatchObject({ status: 'warn', message: expect.stringContaining('configuration file too') });
+  });
+});
+
+describe("doctor's check of a dnsmasq_reload that signals a pid file's process", () => {
+  const unchecked = [
+    ['pkill', '-HUP', '-F', '/run/dnsmasq/dnsmasq.pid'],
+    ['/usr/bin/pkill', '-HUP', '--pidfile=/run/dnsmasq/dnsmasq.pid'],
+    ['pkill', '-HUP', '-F', '/run/dnsmasq/dnsmasq.pid', 'dnsmasq'],
+    ['pkill', '-HUP', '-x', '-F', '/run/dnsmasq/dnsmasq.pid'],
+    ['pkill', '-HUP', '-x', '-F', '/run/dnsmasq/dnsmasq.pid', '-u', 'dnsmasq'],
+  ];
+  const checked = [
+    ['pkill', '-HUP', '-x', '-F', '/run/dnsmasq/dnsmasq.pid', 'dnsmasq'],
+    ['pkill', '--signal', 'HUP', '--exact', '-F/run/dnsmasq/dnsmasq.pid', 'pihole-FTL'],
+    ['pkill', '-HUP', '-x', 'dnsmasq'],
+    ['systemctl', 'kill', '-s', 'HUP', 'dnsmasq'],
+  ];
+  const config = (reload: string[]) =>
+    parseConfig(JSON.stringify({ agid: 'a', base_url: 'https://ti.vendor.lan/api/v1', token: 't', url_feed: true, dns_plugin: 'dnsmasq', dnsmasq_reload: reload }), '/etc/wcf-agent/config.json');
+
+  it.each(unchecked)('warns about %s ... (no exact process name): it would signal whatever PID the file holds', (...argv) => {
+    expect(pidFileReloadUnchecked(argv)).toBe(true);
+    expect(dnsmasqReloadCheck(config(argv))).toMatchObject({ status: 'warn', name: 'dnsmasq_reload', hint: expect.stringContaining('"-x"') });
+  });
+
+  it.each(checked)('no warning for %s ...', (...argv) => {
+    expect(pidFileReloadUnchecked(argv)).toBe(false);
+    expect(dnsmasqReloadCheck(config(argv))).toBeUndefined();
   });
 });

@@ -36,6 +36,10 @@ export async function listedNames(plugin: DnsPlugin): Promise<string[] | undefin
 
 const LEFT: Record<DomainSkip, HistoryReason> = {
   allowlist: 'protected',
+  reverse_zone: 'protected',
+  special_use: 'protected',
+  cluster_domain: 'protected',
+  search_domain: 'protected',
   public_suffix: 'protected',
   shared_platform: 'protected',
   whitelist: 'whitelisted',

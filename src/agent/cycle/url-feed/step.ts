@@ -3,10 +3,12 @@ import type { Settings } from '../../../config/server.js';
 import { GuardError } from '../../../errors.js';
 import type { ApiClient } from '../../../api/client.js';
 import { UrlApi } from '../../../api/url-api.js';
-import { createDnsPlugin, dnsOwnedFiles, domainPolicyOf, type DnsApplyResult } from '../../../dns/index.js';
+import { createDnsPlugin, dnsOwnedFiles, type DnsApplyResult } from '../../../dns/index.js';
+import { hostDomainPolicy } from '../../../host/domain-policy.js';
 import type { UrlCache } from '../../../feed/url-cache.js';
 import { pullUrls } from '../../../feed/url-pull.js';
 import type { Logger } from '../../../log.js';
+import type { DomainPolicy } from '../../../policy/domain-policy.js';
 import { selectDomains, type DomainReason, type DomainSelection } from '../../../policy/domains.js';
 import type { Scoring } from '../../../score/decay.js';
 import { DnsStateStore } from '../../state/url-feed-state.js';
@@ -28,6 +30,8 @@ export interface DnsPlan {
   cache: UrlCache;
   /** Where the names go: the configured backend and the files it writes. */
   resolver: { plugin: string; files: string[] };
+  /** The never-block rules the selection used, which the resolver's last filter applies too. */
+  policy: DomainPolicy;
 }
 
 export interface UrlPullStarted {
@@ -57,20 +61,21 @@ export function startUrlPull(o: { config: AgentConfig; client: ApiClient; logger
 }
 
 /** Select the names (and IPv4-literal hosts) once the scoring is known (the URL feed carries no formula). */
-export async function finishDnsPlan(started: UrlPullStarted | undefined, o: { config: AgentConfig; settings: Settings; scoring: Scoring; now: number }): Promise<DnsPlan | undefined> {
+export async function finishDnsPlan(started: UrlPullStarted | undefined, o: { config: AgentConfig; logger: Logger; settings: Settings; scoring: Scoring; now: number }): Promise<DnsPlan | undefined> {
   if (!started) return undefined;
   const pulled = await started.result;
   const threshold = o.config.url_score_threshold ?? o.settings.score_threshold;
+  const policy = hostDomainPolicy(o.config, o.logger);
   const selection = selectDomains({
     now: o.now,
     urls: pulled.cache,
     scoring: o.scoring,
     threshold,
     maximumDomains: o.config.maximum_domains,
-    policy: domainPolicyOf(o.config),
+    policy,
   });
   const resolver = { plugin: o.config.dns_plugin, files: dnsOwnedFiles(o.config) };
-  return { selection, threshold, maximumDomains: o.config.maximum_domains, urls: pulled.cache.size, invalidUrls: pulled.cache.invalid, full: pulled.full, cursor: pulled.cursor, pages: pulled.pages, cache: pulled.cache, resolver };
+  return { selection, threshold, maximumDomains: o.config.maximum_domains, urls: pulled.cache.size, invalidUrls: pulled.cache.invalid, full: pulled.full, cursor: pulled.cursor, pages: pulled.pages, cache: pulled.cache, resolver, policy };
 }
 
 export interface DnsStepRecord {
@@ -105,8 +110,8 @@ export async function applyDnsStep(
     ...(plan.full ? { lastFullPullAt: o.now } : {}),
     lastSelection: { ts: o.now, hosts: s.hosts, skipped: s.skipped, addresses: s.addresses.length },
   });
-  const plugin = createDnsPlugin(o.config, { logger: o.logger, dryRun: o.dryRun });
-  await flushPreviousDnsPlugin(o, store, plugin.name);
+  const plugin = createDnsPlugin(o.config, { logger: o.logger, dryRun: o.dryRun, policy: plan.policy });
+  await flushPreviousDnsPlugin(o, store, plugin.name, plan.policy);
   const key = plugin.name === 'dry-run' ? 'dryRunApplied' : 'applied';
   const history = namesHistory(o.config, o.logger, plugin.name);
   if (!running) {
@@ -135,7 +140,7 @@ export async function applyDnsStep(
  * applied are removed first (with the files configured now), so no blocks are left behind
  * where nothing will ever update them. A failure is logged and retried next cycle.
  */
-async function flushPreviousDnsPlugin(o: { config: AgentConfig; logger: Logger; now: number }, store: DnsStateStore, current: string): Promise<void> {
+async function flushPreviousDnsPlugin(o: { config: AgentConfig; logger: Logger; now: number }, store: DnsStateStore, current: string, policy: DomainPolicy): Promise<void> {
   const prev = store.small.applied;
   // A dry run never touches a resolver, and keeps its own record (dryRunApplied).
   if (current === 'dry-run' || !prev || prev.plugin === current || prev.names === 0 || (prev.plugin !== 'unbound' && prev.plugin !== 'rpz' && prev.plugin !== 'dnsmasq')) return;
@@ -144,7 +149,7 @@ async function flushPreviousDnsPlugin(o: { config: AgentConfig; logger: Logger; 
     return;
   }
   try {
-    const old = createDnsPlugin(o.config, { logger: o.logger, dryRun: false, only: prev.plugin });
+    const old = createDnsPlugin(o.config, { logger: o.logger, dryRun: false, only: prev.plugin, policy });
     await recordNames(namesHistory(o.config, o.logger, old.name), old, { now: o.now, cause: 'flush', all: 'backend_changed' }, () => old.flush());
     o.logger.info({ previous: prev.plugin, now: current }, 'dns_plugin changed: removed the names the previous resolver backend applied');
     store.update({ applied: { ts: o.now, plugin: prev.plugin, names: 0, byReason: { manual: 0, score: 0 } } });
@@ -156,7 +161,7 @@ async function flushPreviousDnsPlugin(o: { config: AgentConfig; logger: Logger; 
 /** `flush`: remove the agent's names from the resolver (when `url_feed` is on), and nothing else. */
 export async function flushDns(o: { config: AgentConfig; logger: Logger; dryRun: boolean; now: number }): Promise<string | undefined> {
   if (!o.config.url_feed) return undefined;
-  const plugin = createDnsPlugin(o.config, { logger: o.logger, dryRun: o.dryRun });
+  const plugin = createDnsPlugin(o.config, { logger: o.logger, dryRun: o.dryRun, policy: hostDomainPolicy(o.config, o.logger) });
   await recordNames(namesHistory(o.config, o.logger, plugin.name), plugin, { now: o.now, cause: 'flush', all: 'flushed' }, () => plugin.flush());
   const dryRun = plugin.name === 'dry-run';
   new DnsStateStore(o.config.state_dir, o.logger).update({

@@ -12,13 +12,14 @@ export const AUTHORITY = { address: '127.0.0.1', port: 5300 } as const;
  * its own (every test name, TTL 60) on 127.0.0.1:5300 of the namespace and nothing else, so
  * the resolver's answers come from a real upstream and no query leaves the namespace.
  */
-export async function startAuthority(ns: Netns, dir: string, records: Record<string, string>): Promise<void> {
+export async function startAuthority(ns: Netns, dir: string, records: Record<string, string>, zoneLines: readonly string[] = []): Promise<void> {
   const zone = [
     '$TTL 60',
     '. IN SOA ns.lab. hostmaster.lab. 1 3600 600 86400 60',
     '. IN NS ns.lab.',
     'ns.lab. IN A 127.0.0.1',
     ...Object.entries(records).map(([n, a]) => `${n}. IN A ${a}`),
+    ...zoneLines,
   ];
   writeFileSync(join(dir, 'authority.zone'), zone.join('\n') + '\n');
   const conf = join(dir, 'authority.conf');
@@ -36,8 +37,10 @@ export async function startAuthority(ns: Netns, dir: string, records: Record<str
       '  logfile: ""',
       '  do-ip6: no',
       '  access-control: 127.0.0.0/8 allow',
-      // "test." is one of unbound's built-in empty zones: let the zone answer for it.
+      // "test." and the private reverse zones are among unbound's built-in empty zones: let the zone answer for them.
       '  local-zone: "test." nodefault',
+      '  local-zone: "10.in-addr.arpa." nodefault',
+      '  local-zone: "168.192.in-addr.arpa." nodefault',
       'auth-zone:',
       '  name: "."',
       `  zonefile: "${dir}/authority.zone"`,

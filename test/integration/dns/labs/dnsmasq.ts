@@ -10,7 +10,7 @@ const DOC_PID_FILE = '/run/dnsmasq/dnsmasq.pid';
 /**
  * dnsmasq: the `servers-file=` line of docs/url-feed.md in a dnsmasq that forwards everything
  * to the lab's authority. No systemd runs here, so the reload is the documented one for hosts
- * without it (pkill -HUP -F PIDFILE), with the lab's pid file.
+ * without it (pkill -HUP -x -F PIDFILE dnsmasq), with the lab's pid file.
  */
 export const dnsmasq: ResolverSpec = {
   daemon: 'dnsmasq',
@@ -29,7 +29,7 @@ export const dnsmasq: ResolverSpec = {
       argv: ['dnsmasq', '-k', '-u', 'root', '-C', join(dir, 'dnsmasq.conf'), '-x', pidFile, '--log-facility=-'],
       agent: { ...agent, dnsmasq_file: file, dnsmasq_reload: reload },
       // No process has that pid file: pkill fails, dnsmasq is not signalled.
-      failingReload: ['pkill', '-HUP', '-F', join(dir, 'no-such.pid')],
+      failingReload: ['pkill', '-HUP', '-x', '-F', join(dir, 'no-such.pid'), 'dnsmasq'],
     };
   },
 };

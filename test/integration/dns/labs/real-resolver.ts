@@ -8,7 +8,7 @@ import { startAuthority } from './authority.js';
 import { digAnswers, digStatus } from './dig.js';
 
 /** A name the authority answers and nothing blocks: the resolver answers it once it is up. */
-const READY_NAME = 'ready.lab.test';
+const READY_NAME = 'ready.lab.example';
 
 /** How one resolver is set up in a lab, from the configuration snippets of docs/url-feed.md. */
 export interface ResolverSpec {
@@ -45,14 +45,17 @@ export interface RealResolverLab {
   destroy(): Promise<void>;
 }
 
-/** `initial`: the agent's file as the resolver finds it at its first start (what install.sh writes), none: no file. */
-export async function createRealResolverLab(spec: ResolverSpec, o: { records: Record<string, string>; file: string; initial?: string }): Promise<RealResolverLab> {
+/**
+ * `initial`: the agent's file as the resolver finds it at its first start (what install.sh writes), none: no file;
+ * `zoneLines`: more lines of the authority's zone (records other than A).
+ */
+export async function createRealResolverLab(spec: ResolverSpec, o: { records: Record<string, string>; file: string; initial?: string; zoneLines?: readonly string[] }): Promise<RealResolverLab> {
   const ns = await Netns.create();
   const dir = mkdtempSync(join(tmpdir(), `wcf-${spec.daemon}-`));
   const file = join(dir, o.file);
   let out = '';
   try {
-    await startAuthority(ns, dir, { [READY_NAME]: '198.18.9.9', ...o.records });
+    await startAuthority(ns, dir, { [READY_NAME]: '198.18.9.9', ...o.records }, o.zoneLines);
   } catch (err) {
     await ns.destroy();
     throw err;
