@@ -66,11 +66,13 @@ export interface ApplyOptions {
   /** The caller logs what was repaired itself (the watcher's one line per repair); the plugin then does not. */
   readonly callerLogsRepairs?: boolean;
   /**
-   * The entries are the last applied set (a restore, a re-assertion, a watcher's repair): a backend
-   * that has no record of its own yet (a new process) may check that the kernel holds them instead
-   * of reading its sets back, and write only what is missing.
+   * What the kernel is believed to hold: the last applied set as of now (a restore, a
+   * re-assertion, a watcher's repair; the entries to apply may be fewer, the protected set having
+   * taken some out, or other, with the local overrides). A backend that has no record of its own
+   * yet (a new process) may check that the kernel holds these instead of reading its sets back,
+   * then write only the difference to the entries.
    */
-  readonly lastApplied?: boolean;
+  readonly held?: FirewallEntries;
 }
 
 export interface ApplyResult {

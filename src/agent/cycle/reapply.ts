@@ -2,7 +2,7 @@ import { errorMessage, type WcfError } from '../../errors.js';
 import { EntryColumns, timeoutUntil, type ApplyResult, type FirewallPlugin } from '../../firewall/index.js';
 import type { Logger } from '../../log.js';
 import type { ProtectedMember, ProtectedSet } from '../../policy/protect.js';
-import { AppliedColumns } from '../state/applied-columns.js';
+import { AppliedColumns, liveColumns } from '../state/applied-columns.js';
 import type { AppliedEntry } from '../state/applied-entry.js';
 import type { StateStore } from '../state/store.js';
 import type { AppliedRecordColumns } from '../state/applied-record.js';
@@ -78,7 +78,8 @@ export async function reapplyLast(o: ReapplyOptions): Promise<Reapplied | undefi
   const { kept, removed } = keepUnprotected(last.columns, o.protectedSet, o.now);
   if (o.onlyWhenRemoved && removed.length === 0) return { last, kept, removed: 0 };
   const entries = o.shape ? o.shape(kept) : kept;
-  const result = await o.plugin.apply(toFirewall(entries, o.now), { capacity: o.capacity, appliedBefore: true, callerLogsRepairs: o.callerLogsRepairs, lastApplied: true });
+  // What the kernel holds, as far as the record says: the entries before the protected set and the overrides.
+  const result = await o.plugin.apply(toFirewall(entries, o.now), { capacity: o.capacity, appliedBefore: true, callerLogsRepairs: o.callerLogsRepairs, held: toFirewall(liveColumns(last.columns, o.now), o.now) });
   // The record is what the kernel holds: saved when the protected set took something out, and
   // (the restore) when the local overrides changed what goes back; expiries alone wait for the next write.
   if (removed.length || o.shape) {

@@ -270,7 +270,7 @@ export class Watcher {
         stage('entriesMs');
         const entries = await this.opts.protect(now.entries);
         stage('protectMs');
-        result = await plugin.apply(entries, { capacity: now.capacity, appliedBefore: true, callerLogsRepairs: true, lastApplied: true });
+        result = await plugin.apply(entries, { capacity: now.capacity, appliedBefore: true, callerLogsRepairs: true, held: now.entries });
         stage('applyMs');
       });
     } catch (err) {

@@ -136,7 +136,7 @@ export class NftablesPlugin extends KernelPlugin implements FirewallPlugin {
         this.ledger.record(wanted.hosts, wanted.nets, this.appliedAt, 0);
         return this.done(repairs, this.fields(), { added: size, updated: 0, removed: 0 }, 'full', size, how);
       }
-      if (doubt !== undefined && this.ledger.empty && options.lastApplied) return { ...(await this.applyVerified(wanted, repairs, fresh)), ...how };
+      if (doubt !== undefined && this.ledger.empty && options.held) return { ...(await this.applyVerified(wanted, this.wantedParts(options.held), repairs, fresh)), ...how };
       const recorded = doubt === undefined ? this.ledger.current() : undefined;
       if (recorded) return { ...(await this.applyTrusted(wanted, recorded, repairs, fresh)), ...how };
       this.log.debug({ why: doubt }, 'nft: reading the agent’s sets back before this apply');
@@ -168,15 +168,16 @@ export class NftablesPlugin extends KernelPlugin implements FirewallPlugin {
 
   /**
    * A new process putting back the last applied set (the start-up restore): the kernel is asked in
-   * check mode whether it holds each entry (verify.ts) instead of listing its sets (at a million, a
-   * listing took nft 18 s and 645 MB), and only the slices it lacks are written. An entry the
-   * kernel holds that was not applied (one another process added) is not seen here: the periodic
-   * full read finds it (see NftLedger).
+   * check mode whether it holds each entry it is believed to hold (`held`, verify.ts) instead of
+   * listing its sets (at a million, a listing took nft 18 s and 645 MB); then the delta from that
+   * to the wanted entries is written, with the slices it lacks. An entry the kernel holds that was
+   * not applied (one another process added) is not seen here: the periodic full read finds it
+   * (see NftLedger).
    */
-  private async applyVerified(wanted: NftParts, repairs: Repairs, fresh: Fresh): Promise<ApplyResult> {
+  private async applyVerified(wanted: NftParts, held: NftParts, repairs: Repairs, fresh: Fresh): Promise<ApplyResult> {
     const none = new EntryColumns(1);
-    const found = await verifyNft(this.runner, this.layout, fresh.hosts ? none : wanted.hosts, fresh.nets ? none : wanted.nets, 0, nftTimeoutMs(VERIFY_SLICE));
-    this.ledger.record(wanted.hosts, wanted.nets, this.appliedAt, 0);
+    const found = await verifyNft(this.runner, this.layout, fresh.hosts ? none : held.hosts, fresh.nets ? none : held.nets, 0, nftTimeoutMs(VERIFY_SLICE));
+    this.ledger.record(held.hosts, held.nets, this.appliedAt, 0);
     this.ledger.suspect(found.hostsSuspect, found.netsSuspect);
     this.log.debug({ checked: found.checked, suspect: found.hostsSuspect.length + found.netsSuspect.length }, 'nft: the last applied set checked in the kernel, not read back');
     return this.applyTrusted(wanted, this.ledger.current()!, repairs, fresh);

@@ -127,7 +127,6 @@ export async function checkBatch(runner: CommandRunner, commands: readonly strin
   return out;
 }
 
-const EXISTS = /File exists/;
 
 /**
  * The handles to ask about: just above the table's first chain, as many as a layout of the agent's
@@ -162,8 +161,11 @@ export async function probeNft(runner: CommandRunner, l: NftLayout, span = layou
     }
   }
   const said = await checkBatch(runner, lines);
-  const shadow = EXISTS.test(said.get(2) ?? '');
-  if (!EXISTS.test(said.get(1) ?? '')) {
+  // Any answer to `create table` means the table is there: "File exists", or "Operation not
+  // permitted" for a table another process made with `flags owner` (whose then it is, and that it
+  // is not the agent's, the ownership check says).
+  const shadow = said.has(2);
+  if (!said.has(1)) {
     return { table: false, missing: [`nft table ${t}`], sets: new Map(), chains: [], rules: new Map(), rewrite: true, intruders: false, shadow };
   }
   const sets = new Map<string, SetState>();
