@@ -19,7 +19,8 @@
 # The package (packaging/rpm/wcf-agent.spec): /usr/bin/wcf-agent, the systemd unit in
 # /usr/lib/systemd/system, the tmpfiles entry, /etc/wcf-agent/config.json (0600,
 # %config(noreplace), from config.json.example), /var/lib/wcf-agent (0700), both man
-# pages, README.md and a licence notice; Requires: (nftables or (iptables and ipset)).
+# pages, the bash, zsh and fish completions, README.md and a licence notice;
+# Requires: (nftables or (iptables and ipset)).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 
@@ -64,9 +65,14 @@ install -m 0644 packaging/tmpfiles.d/wcf-agent.conf "$SRC/tmpfiles.conf"
 install -m 0600 config.json.example "$SRC/config.json"
 install -m 0644 README.md "$SRC/README.md"
 # The man pages, from the program's own command definitions and config schema.
-"$NODE" --import tsx scripts/man.ts --out "$WORK/man" || { echo "build-rpm: scripts/man.ts failed (npm ci?)" >&2; exit 1; }
+"$NODE" --import tsx scripts/man.ts --out "$WORK/man" --completion "$WORK/completion" || { echo "build-rpm: scripts/man.ts failed (npm ci?)" >&2; exit 1; }
 gzip -9n <"$WORK/man/man8/wcf-agent.8" >"$SRC/wcf-agent.8.gz"
 gzip -9n <"$WORK/man/man5/wcf-agent.json.5" >"$SRC/wcf-agent.json.5.gz"
+# The shell completions, as the .deb has them (the spec puts zsh's where Fedora's and RHEL's
+# zsh loads vendor functions, site-functions, not Debian's vendor-completions).
+install -m 0644 "$WORK/completion/usr/share/bash-completion/completions/wcf-agent" "$SRC/completion.bash"
+install -m 0644 "$WORK/completion/usr/share/zsh/vendor-completions/_wcf-agent" "$SRC/completion.zsh"
+install -m 0644 "$WORK/completion/usr/share/fish/vendor_completions.d/wcf-agent.fish" "$SRC/completion.fish"
 {
   echo "wcf-agent: Apache License 2.0."
   echo
