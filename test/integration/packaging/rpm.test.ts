@@ -93,6 +93,7 @@ describe('build-rpm.sh', () => {
       '/usr/lib/tmpfiles.d/wcf-agent.conf': '-rw-r--r--',
       '/usr/share/doc/wcf-agent': 'drwxr-xr-x',
       '/usr/share/doc/wcf-agent/README.md': '-rw-r--r--',
+      '/usr/share/doc/wcf-agent/sbom.cdx.json': '-rw-r--r--',
       '/usr/share/licenses/wcf-agent': 'drwxr-xr-x',
       '/usr/share/licenses/wcf-agent/NOTICE': '-rw-r--r--',
       '/usr/share/man/man5/wcf-agent.json.5.gz': '-rw-r--r--',
