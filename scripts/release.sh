@@ -24,6 +24,9 @@
 # an administrator checks its fingerprint against one published elsewhere.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
+# Files and directories made here get the same modes whatever the caller's umask (a build under
+# umask 027 gave the image other directory modes).
+umask 022
 
 KEY=
 PASSFILE=

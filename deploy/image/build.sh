@@ -33,6 +33,9 @@
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
+# Files and directories made here get the same modes whatever the caller's umask (a build under
+# umask 027 gave the image other directory modes).
+umask 022
 
 OUT=
 ARCHES=(amd64 arm64)

@@ -25,6 +25,9 @@
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
+# Files and directories made here get the same modes whatever the caller's umask (a build under
+# umask 027 gave the image other directory modes).
+umask 022
 
 VARIANT=
 INCLUDE=
