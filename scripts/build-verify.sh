@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the release's artifacts twice from this checkout's commit and compares them byte for
 # byte (`npm run build:verify`): two fresh clones, at two paths of different lengths, one after
-# the other, under a different umask, time zone and locale; each runs `scripts/release.sh`
+# the other, under a different umask, time zone, locale and (as root) host name; each runs `scripts/release.sh`
 # (both binaries, .debs, RPMs, the image archive and every SBOM). Exit 0 when every artifact is
 # the same; 1 naming the first that differs, and the first file inside it that differs.
 #
@@ -56,7 +56,11 @@ build() {
     cp -al "$ROOT/packaging/node-arm64/node_modules" "$dir/packaging/node-arm64/" 2>/dev/null ||
       cp -a "$ROOT/packaging/node-arm64/node_modules" "$dir/packaging/node-arm64/"
   fi
-  (cd "$dir" && umask "$2" && TZ=$3 LC_ALL=$4 bash scripts/release.sh "${ARCH_ARGS[@]}" >"$WORK/$1.log" 2>&1) ||
+  # As root, each build in a UTS namespace of its own with its own host name, so a host name
+  # that got into an artifact would differ between the two.
+  local uts=()
+  if [ "$(id -u)" = 0 ] && unshare --uts true 2>/dev/null; then uts=(unshare --uts sh -c 'hostname "$0" && exec "$@"' "wcf-verify-$1"); fi
+  (cd "$dir" && umask "$2" && TZ=$3 LC_ALL=$4 "${uts[@]}" bash scripts/release.sh "${ARCH_ARGS[@]}" >"$WORK/$1.log" 2>&1) ||
     { tail -30 "$WORK/$1.log" >&2; echo "build-verify: the build in $dir failed (log: $WORK/$1.log)" >&2; exit 1; }
   echo "build-verify: built ${COMMIT:0:12} in $dir in $(($(date +%s) - start)) s" >&2
   echo "$dir"
