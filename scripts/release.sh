@@ -2,7 +2,8 @@
 # A release (`npm run release`): every artifact with its SBOM, dist/SHA256SUMS over them and,
 # given a key, the signatures an administrator checks (docs/deployment.md, Verifying a release).
 #
-#   bash scripts/release.sh [--sign-key FILE] [--passphrase-file FILE] [--no-build] [--arch x64|arm64] [--dist DIR]
+#   bash scripts/release.sh [--sign-key FILE] [--passphrase-file FILE] [--no-build] [--arch x64|arm64]
+#                           [--dist DIR] [--skip-audit]
 #
 #   --sign-key FILE         a secret key, never committed: an OpenPGP one (armoured or binary,
 #                           as `gpg --export-secret-keys` writes it) or a minisign one (as
@@ -11,6 +12,9 @@
 #   --no-build              take the artifacts of this version already in DIR (at least one)
 #   --arch ARCH             build one architecture's binary, .deb, RPM and image only (default: both)
 #   --dist DIR              where the artifacts are built and the release is written (default dist/)
+#   --skip-audit            do not run `npm audit --omit=dev` first (by default a high or critical
+#                           advisory for a production dependency, or no answer from the
+#                           registry's advisory service, stops the release)
 #
 # Builds (unless --no-build): both single binaries, both .debs, both RPMs and the image
 # archive, each with its SBOM (ARTIFACT.cdx.json), from this checkout; the image needs root and
@@ -33,6 +37,7 @@ PASSFILE=
 BUILD=1
 DIST=$ROOT/dist
 ARCHES=(x64 arm64)
+AUDIT=1
 while [ $# -gt 0 ]; do
   case $1 in
     --sign-key) KEY=$(realpath -- "$2"); shift 2 ;;
@@ -40,7 +45,8 @@ while [ $# -gt 0 ]; do
     --no-build) BUILD=0; shift ;;
     --dist) DIST=$(realpath -m -- "$2"); shift 2 ;;
     --arch) case $2 in x64|arm64) ARCHES=("$2") ;; *) echo "release: --arch must be x64 or arm64" >&2; exit 2 ;; esac; shift 2 ;;
-    -h|--help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --skip-audit) AUDIT=0; shift ;;
+    -h|--help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "release: unknown argument: $1" >&2; exit 2 ;;
   esac
 done
@@ -68,6 +74,22 @@ if [ -n "$KEY" ]; then
   fi
 fi
 [ -z "$PASSFILE" ] || [ "$KIND" = openpgp ] || { echo "release: --passphrase-file is for an OpenPGP key" >&2; exit 2; }
+
+# The advisories for what the artifacts bundle (the production dependencies), before any build.
+if [ "$AUDIT" = 1 ]; then
+  audit=$(npm audit --omit=dev --json 2>/dev/null || true)
+  verdict=$(printf '%s' "$audit" | "$NODE" -e '
+    let a; try { a = JSON.parse(require("fs").readFileSync(0, "utf8")); } catch { a = {}; }
+    const v = a.metadata?.vulnerabilities;
+    if (!v) { console.log(`no answer: ${a.message ?? a.error?.summary ?? "npm audit printed no report"}`); process.exit(); }
+    const bad = Object.values(a.vulnerabilities ?? {}).filter((x) => x.severity === "high" || x.severity === "critical");
+    console.log(bad.length ? `${bad.length} high or critical: ${bad.map((x) => `${x.name} (${x.severity})`).join(", ")}` : "ok");')
+  case $verdict in
+    ok) ;;
+    "no answer: "*) echo "release: npm audit --omit=dev got no report (${verdict#no answer: }): check the advisories of the production dependencies another way, then release with --skip-audit" >&2; exit 1 ;;
+    *) echo "release: npm audit --omit=dev: $verdict (docs/deployment.md says what to do)" >&2; exit 1 ;;
+  esac
+fi
 
 mkdir -p "$DIST"
 if [ "$BUILD" = 1 ]; then
