@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Builds the release's artifacts twice from this checkout's commit and compares them byte for
 # byte (`npm run build:verify`): two fresh clones, at two paths of different lengths, one after
-# the other, under a different umask, time zone, locale and (as root) host name; each runs `scripts/release.sh`
-# (both binaries, .debs, RPMs, the image archive and every SBOM). Exit 0 when every artifact is
-# the same; 1 naming the first that differs, and the first file inside it that differs.
+# the other, under a different umask, time zone, locale and (as root) host name; each runs
+# `scripts/release.sh --skip-audit` (both binaries, .debs, RPMs, the image archive and every
+# SBOM; the advisories are not what is checked here). Exit 0 when every artifact is the same;
+# 1 naming the first that differs, and the first file inside it that differs.
 #
 #   bash scripts/build-verify.sh [--arch x64|arm64] [--work DIR] [--keep]
 #   bash scripts/build-verify.sh --compare FILE FILE
@@ -35,7 +36,7 @@ while [ $# -gt 0 ]; do
     --keep) KEEP=1; shift ;;
     --compare) [ $# -ge 3 ] || { echo "build-verify: --compare needs two files" >&2; exit 2; }
       COMPARE=("$(realpath -- "$2")" "$(realpath -- "$3")"); shift 3 ;;
-    -h|--help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "build-verify: unknown argument: $1" >&2; exit 2 ;;
   esac
 done
@@ -60,7 +61,7 @@ build() {
   # that got into an artifact would differ between the two.
   local uts=()
   if [ "$(id -u)" = 0 ] && unshare --uts true 2>/dev/null; then uts=(unshare --uts sh -c 'hostname "$0" && exec "$@"' "wcf-verify-$1"); fi
-  (cd "$dir" && umask "$2" && TZ=$3 LC_ALL=$4 "${uts[@]}" bash scripts/release.sh "${ARCH_ARGS[@]}" >"$WORK/$1.log" 2>&1) ||
+  (cd "$dir" && umask "$2" && TZ=$3 LC_ALL=$4 "${uts[@]}" bash scripts/release.sh --skip-audit "${ARCH_ARGS[@]}" >"$WORK/$1.log" 2>&1) ||
     { tail -30 "$WORK/$1.log" >&2; echo "build-verify: the build in $dir failed (log: $WORK/$1.log)" >&2; exit 1; }
   echo "build-verify: built ${COMMIT:0:12} in $dir in $(($(date +%s) - start)) s" >&2
   echo "$dir"
