@@ -83,8 +83,10 @@ first_difference() {
   rm -rf "$x" && mkdir -p "$x/a" "$x/b"
   case $a in
     *.deb)
-      dpkg-deb -R "$a" "$x/a" && dpkg-deb -R "$b" "$x/b"
+      # The installed files first, then the control files (whose md5sums follow from them).
+      dpkg-deb -x "$a" "$x/a" && dpkg-deb -x "$b" "$x/b" && dpkg-deb -e "$a" "$x/ca" && dpkg-deb -e "$b" "$x/cb"
       f=$(first_file "$x/a" "$x/b")
+      [ -n "$f" ] || f=$(first_file "$x/ca" "$x/cb" | sed 's|^|DEBIAN/|')
       [ -n "$f" ] || f="member list: $(first_listing <(dpkg-deb -c "$a") <(dpkg-deb -c "$b"))"
       echo "$f" ;;
     *.rpm)
