@@ -90,7 +90,8 @@ first_difference() {
       [ -n "$f" ] || f="member list: $(first_listing <(dpkg-deb -c "$a") <(dpkg-deb -c "$b"))"
       echo "$f" ;;
     *.rpm)
-      (cd "$x/a" && rpm2cpio "$a" | cpio -idm --quiet) && (cd "$x/b" && rpm2cpio "$b" | cpio -idm --quiet)
+      # rpm2archive (rpm's own, 4.15 and later) writes the payload as a tar: no cpio needed.
+      rpm2archive - <"$a" | tar -C "$x/a" -xzf - && rpm2archive - <"$b" | tar -C "$x/b" -xzf -
       f=$(first_file "$x/a" "$x/b")
       [ -n "$f" ] || f="header: $(first_listing <(rpm -qp --nosignature --xml "$a") <(rpm -qp --nosignature --xml "$b"))"
       echo "$f" ;;

@@ -36,8 +36,8 @@ describe('npm run build:verify', () => {
   }, 1_500_000);
 
   it('--compare names the first file inside two differing packages, and says when two are the same bytes', async () => {
-    // Two .debs that differ in the binary only (stand-ins: /bin/true and /bin/false).
-    const debs: string[] = [];
+    // Two .debs and two RPMs that differ in the binary only (stand-ins: /bin/true and /bin/false).
+    const packages: Record<'deb' | 'rpm', string[]> = { deb: [], rpm: [] };
     for (const [name, program] of [
       ['a', '/bin/true'],
       ['b', '/bin/false'],
@@ -46,15 +46,20 @@ describe('npm run build:verify', () => {
       mkdirSync(dir);
       copyFileSync(program, join(dir, 'wcf-agent-linux-x64'));
       writeFileSync(join(dir, 'wcf-agent-linux-x64.cdx.json'), '{"comment":"stand-in"}\n');
-      const b = await runScript('build-deb.sh', ['--binary', join(dir, 'wcf-agent-linux-x64'), '--out', dir], { DEB_COMPRESSION: 'gzip' });
-      expect(b.exitCode, b.stderr).toBe(0);
-      debs.push(join(dir, `wcf-agent_${PKG_VERSION}_amd64.deb`));
+      const deb = await runScript('build-deb.sh', ['--binary', join(dir, 'wcf-agent-linux-x64'), '--out', dir], { DEB_COMPRESSION: 'gzip' });
+      expect(deb.exitCode, deb.stderr).toBe(0);
+      const rpm = await runScript('build-rpm.sh', ['--arch', 'x86_64', '--binary', join(dir, 'wcf-agent-linux-x64'), '--out', dir], { RPM_COMPRESSION: 'w1.gzdio' });
+      expect(rpm.exitCode, rpm.stderr).toBe(0);
+      packages.deb.push(join(dir, `wcf-agent_${PKG_VERSION}_amd64.deb`));
+      packages.rpm.push(join(dir, `wcf-agent-${PKG_VERSION}-1.x86_64.rpm`));
     }
-    const differ = await runScript('build-verify.sh', ['--compare', debs[0]!, debs[1]!]);
-    expect(differ.exitCode).toBe(1);
-    expect(differ.stderr).toMatch(/^build-verify: {3}first difference: (\.\/)?usr\/bin\/wcf-agent$/m);
-    const same = await runScript('build-verify.sh', ['--compare', debs[0]!, debs[0]!]);
-    expect(same.exitCode, same.stderr).toBe(0);
-    expect(same.stderr).toContain(`the same bytes: ${(await run('sha256sum', [debs[0]!])).stdout.slice(0, 64)}`);
+    for (const [a, b] of Object.values(packages)) {
+      const differ = await runScript('build-verify.sh', ['--compare', a!, b!]);
+      expect(differ.exitCode, a).toBe(1);
+      expect(differ.stderr).toMatch(/^build-verify: {3}first difference: (\.\/)?usr\/bin\/wcf-agent$/m);
+      const same = await runScript('build-verify.sh', ['--compare', a!, a!]);
+      expect(same.exitCode, same.stderr).toBe(0);
+      expect(same.stderr).toContain(`the same bytes: ${(await run('sha256sum', [a!])).stdout.slice(0, 64)}`);
+    }
   });
 });
