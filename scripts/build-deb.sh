@@ -126,7 +126,7 @@ YEAR=$(date -u -d "@$SOURCE_DATE_EPOCH" +%Y)
 chmod 0644 "$STAGE/usr/share/doc/wcf-agent/changelog.gz"
 
 # copyright: the agent, Node.js (the binary IS a Node.js executable), and the npm
-# packages bundled into it (the production dependency tree of package-lock.json).
+# packages bundled into it (as its SBOM lists them).
 {
   cat <<EOF
 Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/
@@ -148,7 +148,7 @@ License: MIT and others
 EOF
   echo " ."
   echo " Bundled npm packages (name version: license):"
-  "$NODE" scripts/bundled-licenses.mjs
+  "$NODE" scripts/bundled-licenses.mjs "$SBOM"
 } >"$STAGE/usr/share/doc/wcf-agent/copyright"
 chmod 0644 "$STAGE/usr/share/doc/wcf-agent/copyright"
 

@@ -75,16 +75,6 @@ gzip -9n <"$WORK/man/man5/wcf-agent.json.5" >"$SRC/wcf-agent.json.5.gz"
 install -m 0644 "$WORK/completion/usr/share/bash-completion/completions/wcf-agent" "$SRC/completion.bash"
 install -m 0644 "$WORK/completion/usr/share/zsh/vendor-completions/_wcf-agent" "$SRC/completion.zsh"
 install -m 0644 "$WORK/completion/usr/share/fish/vendor_completions.d/wcf-agent.fish" "$SRC/completion.fish"
-{
-  echo "wcf-agent: Apache License 2.0."
-  echo
-  echo "/usr/bin/wcf-agent is a Node.js single executable application: the official Node.js"
-  echo "binary (MIT, with third-party code under its own terms, listed in"
-  echo "https://github.com/nodejs/node/blob/main/LICENSE) with the agent and these npm"
-  echo "packages bundled in (name version: license):"
-  echo
-  "$NODE" scripts/bundled-licenses.mjs
-} >"$SRC/NOTICE"
 
 for arch in "${ARCHES[@]}"; do
   case $arch in x86_64) node_arch=x64 elf=003e ;; aarch64) node_arch=arm64 elf=00b7 ;; esac
@@ -99,6 +89,16 @@ for arch in "${ARCHES[@]}"; do
   sbom=$("$NODE" scripts/sbom.mjs check --binary "$bin") || exit 1
   install -m 0755 "$bin" "$SRC/wcf-agent"
   install -m 0644 "$sbom" "$SRC/sbom.cdx.json"
+  {
+    echo "wcf-agent: Apache License 2.0."
+    echo
+    echo "/usr/bin/wcf-agent is a Node.js single executable application: the official Node.js"
+    echo "binary (MIT, with third-party code under its own terms, listed in"
+    echo "https://github.com/nodejs/node/blob/main/LICENSE) with the agent and these npm"
+    echo "packages bundled in (name version: license), as its SBOM lists them:"
+    echo
+    "$NODE" scripts/bundled-licenses.mjs "$sbom"
+  } >"$SRC/NOTICE"
   rpmbuild -bb --quiet --target "$arch-linux" \
     --define "_topdir $WORK/top" --define "_sourcedir $SRC" --define "_rpmdir $WORK/rpms" \
     --define "_build_name_fmt %{NAME}-%{VERSION}-%{RELEASE}.%{ARCH}.rpm" \

@@ -182,6 +182,17 @@ describe('rpm --root install, upgrade and erase', () => {
     expect((await rpmIn(root, '-q', 'wcf-agent')).stdout.trim()).toBe(`wcf-agent-${RPM_VERSION}-1.x86_64`);
   });
 
+  it('installs the binary’s SBOM, and a licence notice naming exactly the npm packages the SBOM lists', () => {
+    const sbom = JSON.parse(readFileSync(at('usr/share/doc/wcf-agent/sbom.cdx.json'), 'utf8')) as { components: { name: string; group?: string; version: string; purl: string }[] };
+    expect(readFileSync(`${rpmFile('x86_64')}.cdx.json`, 'utf8')).toBe(readFileSync(at('usr/share/doc/wcf-agent/sbom.cdx.json'), 'utf8'));
+    const npm = sbom.components.filter((c) => c.purl.startsWith('pkg:npm/') && c.name !== 'node').map((c) => `${c.group ? `${c.group}/` : ''}${c.name} ${c.version}`);
+    expect(npm.length).toBeGreaterThan(10);
+    const listed = readFileSync(at('usr/share/licenses/wcf-agent/NOTICE'), 'utf8')
+      .split('\n')
+      .flatMap((l) => /^ (\S+ \S+): /.exec(l)?.[1] ?? []);
+    expect(listed.sort()).toEqual(npm.sort());
+  });
+
   it('installs the shell completions the program writes, where bash, zsh and fish load them on RPM distributions', async () => {
     for (const [shell, file] of Object.entries(RPM_COMPLETION_FILES)) {
       const program = await run(process.execPath, [join(ROOT, 'dist/cli.js'), 'completion', shell]);
