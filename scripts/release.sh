@@ -40,8 +40,8 @@ ARCHES=(x64 arm64)
 AUDIT=1
 while [ $# -gt 0 ]; do
   case $1 in
-    --sign-key) KEY=$(realpath -- "$2"); shift 2 ;;
-    --passphrase-file) PASSFILE=$(realpath -- "$2"); shift 2 ;;
+    --sign-key) KEY=$(realpath -m -- "$2"); shift 2 ;;
+    --passphrase-file) PASSFILE=$(realpath -m -- "$2"); shift 2 ;;
     --no-build) BUILD=0; shift ;;
     --dist) DIST=$(realpath -m -- "$2"); shift 2 ;;
     --arch) case $2 in x64|arm64) ARCHES=("$2") ;; *) echo "release: --arch must be x64 or arm64" >&2; exit 2 ;; esac; shift 2 ;;
@@ -63,17 +63,21 @@ if [ -n "$KEY" ]; then
   if head -1 "$KEY" | grep -q '^untrusted comment: .*minisign.*secret key'; then
     KIND=minisign
     command -v minisign >/dev/null 2>&1 || { echo "release: minisign not found (apt-get install minisign)" >&2; exit 1; }
-  elif gpg --batch --show-keys --with-colons "$KEY" 2>/dev/null | grep -q '^sec'; then
+  elif probe=$(mktemp -d) && gpg --homedir "$probe" --batch --show-keys --with-colons "$KEY" 2>/dev/null | grep -q '^sec'; then
+    # (in a keyring of its own: the caller's ~/.gnupg is never read or made)
+    rm -rf "$probe"
     KIND=openpgp
     for tool in rpmsign apt-ftparchive; do
       command -v "$tool" >/dev/null 2>&1 || { echo "release: $tool not found (apt-get install rpm apt-utils): an OpenPGP key signs the RPMs and the apt repository" >&2; exit 1; }
     done
   else
+    rm -rf "${probe:-}"
     echo "release: --sign-key $KEY is neither a minisign secret key nor an OpenPGP secret key (gpg --export-secret-keys)" >&2
     exit 2
   fi
 fi
 [ -z "$PASSFILE" ] || [ "$KIND" = openpgp ] || { echo "release: --passphrase-file is for an OpenPGP key" >&2; exit 2; }
+[ -z "$PASSFILE" ] || [ -r "$PASSFILE" ] || { echo "release: --passphrase-file $PASSFILE: cannot read it" >&2; exit 2; }
 
 # The advisories for what the artifacts bundle (the production dependencies), before any build.
 if [ "$AUDIT" = 1 ]; then
