@@ -25,13 +25,21 @@
 #      fuse is a string in .rodata, which strip keeps; checked below), then
 #      postject injects the blob and flips the fuse.
 #   4. The result is run with an empty environment: `--version` must print
-#      `wcf-agent <package.json's version> (...)` (a plain `node` would print v24.x).
+#      `wcf-agent <package.json's version> (...)` (a plain `node` would print v24.x), and
+#      `version --json` must name the SBOM written beside it.
+#
+# Besides the executable: OUT.cdx.json, its CycloneDX SBOM (scripts/sbom.mjs), whose SHA-256
+# the executable holds. The same commit gives the same bytes (docs/deployment.md, Reproducible
+# builds; `npm run build:verify`).
 #
 # Why not pkg / @yao-pkg/pkg: both download prebuilt, patched Node base
 # binaries at build time (from GitHub releases), which this offline build cannot
 # do, and they ship a patched Node rather than the official one.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
+# Files and directories made here get the same modes whatever the caller's umask (a build under
+# umask 027 gave the image other directory modes).
+umask 022
 
 ARCH=x64
 OUT=
@@ -101,14 +109,43 @@ case $("${RUN_TARGET[@]}" "$TARGET_NODE" --version) in
   *) echo "build-binary: $TARGET_NODE is not Node 24" >&2; exit 1 ;;
 esac
 
+# The runtime is the one pinned: its version by the lock (npm ci checked npm's published SHA-512
+# of the package), and its binary's SHA-256 by packaging/node-runtime.sha256, so that a node
+# binary changed after the install, or another version, is never built into the agent.
+runtime_pkg=node-linux-$ARCH
+runtime_version=$("$NODE" -p 'require(process.argv[1]).version' "$(dirname "$TARGET_NODE")/../package.json")
+runtime_sum=$(sha256sum "$TARGET_NODE" | cut -d' ' -f1)
+pinned_sum=$(awk -v want="$runtime_pkg@$runtime_version" '$2 == want { print $1 }' packaging/node-runtime.sha256)
+if [ -z "$pinned_sum" ]; then
+  echo "build-binary: packaging/node-runtime.sha256 pins no SHA-256 for $runtime_pkg@$runtime_version (a new Node: add the SHA-256 of its bin/node, installed by npm ci, which checked the package's SHA-512)" >&2
+  exit 1
+elif [ "$runtime_sum" != "$pinned_sum" ]; then
+  echo "build-binary: $TARGET_NODE has SHA-256 $runtime_sum, packaging/node-runtime.sha256 pins $pinned_sum for $runtime_pkg@$runtime_version: run npm ci" >&2
+  exit 1
+fi
+
 VERSION=$("$NODE" -p 'require("./package.json").version')
 START=$(date +%s%N)
 mkdir -p "$WORK" "$(dirname "$OUT")"
 rm -f "$WORK"/wcf-agent.cjs "$WORK"/wcf-agent.meta.json "$WORK"/sea-config.json "$WORK"/sea-prep.blob \
-  "$WORK"/wcf-agent "$WORK"/wcf-agent.stripped "$WORK"/*.log
+  "$WORK"/wcf-agent "$WORK"/wcf-agent.stripped "$WORK"/wcf-agent.cdx.json "$WORK"/*.log
 
 # 1. bundle
 "$NODE" scripts/bundle.mjs --outfile "$WORK/wcf-agent.cjs"
+
+# 1b. The SBOM (scripts/sbom.mjs): the npm packages of the bundle's metafile and the runtime. Its
+#     SHA-256 replaces the bundle's placeholder, so `wcf-agent version --json` names it.
+"$NODE" scripts/sbom.mjs binary --metafile "$WORK/wcf-agent.meta.json" --arch "$ARCH" --runtime "$TARGET_NODE" \
+  --out "$WORK/wcf-agent.cdx.json" || { echo "build-binary: the SBOM could not be written" >&2; exit 1; }
+SBOM_SHA256=$(sha256sum "$WORK/wcf-agent.cdx.json" | cut -d' ' -f1)
+"$NODE" -e '
+  const fs = require("fs");
+  const [file, hash] = process.argv.slice(1);
+  const text = fs.readFileSync(file, "utf8");
+  const found = text.match(/wcf-agent:sbom-sha256-placeholder:-+/g) ?? [];
+  // esbuild may copy the constant where it is used: every copy gets the hash.
+  if (found.length === 0 || found.some((f) => f.length !== 64)) { console.error(`build-binary: ${file} holds no SBOM placeholder of 64 characters`); process.exit(1); }
+  fs.writeFileSync(file, text.replaceAll(found[0], hash));' "$WORK/wcf-agent.cjs" "$SBOM_SHA256"
 
 # 2. blob.
 #    useCodeCache: V8 compiles the bundle at build time and stores the code cache in
@@ -132,7 +169,13 @@ cat >"$WORK/sea-config.json" <<EOF
   "execArgvExtension": "none"
 }
 EOF
-(cd "$WORK" && "${RUN_TARGET[@]}" "$TARGET_NODE" --experimental-sea-config sea-config.json >sea-config.log 2>&1) ||
+#    --random-seed=1, for this blob-making process only: with V8's seed left to chance the code
+#      cache came out different at every build (three builds: 1,330,363 to 1,330,459 bytes,
+#      216,597 bytes apart), with it fixed the same bytes each time, and the running agent
+#      still takes the cache (a fixed --hash-seed would also give the same bytes, but the
+#      running agent then rejects the cache: "Code cache data rejected"). The agent itself
+#      runs with its own random seed: execArgv above does not carry this flag.
+(cd "$WORK" && "${RUN_TARGET[@]}" "$TARGET_NODE" --random-seed=1 --experimental-sea-config sea-config.json >sea-config.log 2>&1) ||
   { cat "$WORK/sea-config.log" >&2; echo "build-binary: blob generation failed" >&2; exit 1; }
 
 # 3. base binary: copy, strip (if it still runs), inject
@@ -156,13 +199,23 @@ fi
   --sentinel-fuse "$FUSE" >"$WORK/postject.log" 2>&1 ||
   { cat "$WORK/postject.log" >&2; echo "build-binary: postject failed" >&2; exit 1; }
 
-# 4. check: alone, empty environment
+# 4. check: alone, empty environment; it names its SBOM, which is beside it.
 got=$(env -i "${RUN_TARGET[@]}" "$WORK/wcf-agent" --version 2>&1) || true
+# A code cache V8 will not take costs every start ~30%, with a warning on stderr.
+case $got in *"Code cache data rejected"*) echo "build-binary: the built binary rejects its own code cache: $got" >&2; exit 1 ;; esac
 if [ "${got%% (*}" != "wcf-agent $VERSION" ]; then
   echo "build-binary: the built binary printed '$got' for --version, expected 'wcf-agent $VERSION (...)'" >&2
   exit 1
 fi
+sbom=$(env -i "${RUN_TARGET[@]}" "$WORK/wcf-agent" version --json 2>&1 | "$NODE" -e '
+  const v = JSON.parse(require("fs").readFileSync(0, "utf8"));
+  process.stdout.write(`${v.sbom?.sha256} ${v.sbom?.matches}`);') || true
+if [ "$sbom" != "$SBOM_SHA256 true" ]; then
+  echo "build-binary: the built binary's version --json names SBOM '$sbom', expected '$SBOM_SHA256 true'" >&2
+  exit 1
+fi
 mv -f "$WORK/wcf-agent" "$OUT"
+mv -f "$WORK/wcf-agent.cdx.json" "$OUT.cdx.json"
 END=$(date +%s%N)
 size=$(stat -c %s "$OUT")
 echo "build-binary: ${OUT#"$ROOT"/} ($VERSION, $((size / 1024 / 1024)) MiB, $(((END - START) / 1000000)) ms)" >&2

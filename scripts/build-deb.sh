@@ -4,10 +4,11 @@
 #   bash scripts/build-deb.sh [--arch amd64|arm64] [--binary PATH] [--out DIR]
 #
 #   --arch ARCH    the package's Debian architecture (default amd64)
-#   --binary PATH  the executable to package, of that architecture (default:
-#                  scripts/build-binary.sh builds dist/wcf-agent-linux-x64 or -arm64
-#                  from the current sources first)
-#   --out DIR      where the .deb goes (default dist/)
+#   --binary PATH  the executable to package, of that architecture, with its SBOM beside it
+#                  as PATH.cdx.json, or installed as a package installs it, for a binary taken
+#                  from an installed tree (default: scripts/build-binary.sh builds
+#                  dist/wcf-agent-linux-x64 or -arm64 and its SBOM from the current sources first)
+#   --out DIR      where the .deb goes (default dist/), and beside it the SBOM, DEB.cdx.json
 #
 # Environment: DEB_MAINTAINER (default: DEBFULLNAME <DEBEMAIL> when both are set, else the author
 # of the last commit, as git knows them: whoever made the source the package is built from),
@@ -24,6 +25,8 @@
 #   /usr/share/doc/wcf-agent/docs/...           0644  config.json.example, which it links to
 #   /usr/share/doc/wcf-agent/config.json.example 0644 (scripts/doc-tree.mjs)
 #   /usr/share/doc/wcf-agent/copyright          0644
+#   /usr/share/doc/wcf-agent/sbom.cdx.json      0644  the binary's CycloneDX SBOM (the package adds no
+#                                                     other third-party code), named by `wcf-agent version`
 #   /usr/share/doc/wcf-agent/changelog.gz       0644
 #   /usr/share/man/man8/wcf-agent.8.gz          0644  written by scripts/man.ts from the program's
 #   /usr/share/man/man5/wcf-agent.json.5.gz     0644  commands and the config schema, gzip -9n
@@ -93,6 +96,7 @@ chmod 0755 "$STAGE"
 umask 022
 
 # --- files ---------------------------------------------------------------------------
+SBOM=$("$NODE" scripts/sbom.mjs check --binary "$BINARY") || exit 1
 install -D -m 0755 "$BINARY" "$STAGE/usr/bin/wcf-agent"
 install -D -m 0644 systemd/wcf-agent.service "$STAGE/lib/systemd/system/wcf-agent.service"
 install -D -m 0644 packaging/tmpfiles.d/wcf-agent.conf "$STAGE/usr/lib/tmpfiles.d/wcf-agent.conf"
@@ -100,6 +104,7 @@ install -D -m 0600 config.json.example "$STAGE/etc/wcf-agent/config.json"
 # README.md and what it links to, so its links resolve on the host too.
 "$NODE" scripts/doc-tree.mjs "$STAGE/usr/share/doc/wcf-agent" || { echo "build-deb: scripts/doc-tree.mjs failed" >&2; exit 1; }
 install -D -m 0644 packaging/deb/lintian-overrides "$STAGE/usr/share/lintian/overrides/wcf-agent"
+install -D -m 0644 "$SBOM" "$STAGE/usr/share/doc/wcf-agent/sbom.cdx.json"
 # The man pages, from the program's own command definitions and config schema (so they
 # describe this source), compressed as Debian ships man pages.
 MANTMP=$STAGE/.man
@@ -121,7 +126,7 @@ YEAR=$(date -u -d "@$SOURCE_DATE_EPOCH" +%Y)
 chmod 0644 "$STAGE/usr/share/doc/wcf-agent/changelog.gz"
 
 # copyright: the agent, Node.js (the binary IS a Node.js executable), and the npm
-# packages bundled into it (the production dependency tree of package-lock.json).
+# packages bundled into it (as its SBOM lists them).
 {
   cat <<EOF
 Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/
@@ -143,7 +148,7 @@ License: MIT and others
 EOF
   echo " ."
   echo " Bundled npm packages (name version: license):"
-  "$NODE" scripts/bundled-licenses.mjs
+  "$NODE" scripts/bundled-licenses.mjs "$SBOM"
 } >"$STAGE/usr/share/doc/wcf-agent/copyright"
 chmod 0644 "$STAGE/usr/share/doc/wcf-agent/copyright"
 
@@ -187,4 +192,5 @@ find "$STAGE" -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +
 
 DEB=$OUTDIR/wcf-agent_${DEB_VERSION}_${ARCH}.deb
 dpkg-deb --root-owner-group "-Z${DEB_COMPRESSION:-xz}" --build "$STAGE" "$DEB" >/dev/null
+install -m 0644 "$SBOM" "$DEB.cdx.json"
 echo "build-deb: ${DEB#"$ROOT"/} ($(($(stat -c %s "$DEB") / 1024)) KiB, Depends: $SHLIBS, iptables | nftables)" >&2

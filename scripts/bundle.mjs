@@ -82,6 +82,13 @@ function buildCommit() {
   }
 }
 const BUILD_DEFINE = { __WCF_BUILD_COMMIT__: JSON.stringify(buildCommit()) };
+/**
+ * --target binary: the SHA-256 of the binary's SBOM is not known yet (the SBOM lists what this
+ * bundle holds, read from its metafile), so the bundle holds this 64-character placeholder
+ * (where esbuild copied it, more than once), and scripts/build-binary.sh replaces it with the
+ * hash once the SBOM is written. Unreplaced, it is not a hash, and the agent reports no SBOM.
+ */
+const SBOM_PLACEHOLDER = 'wcf-agent:sbom-sha256-placeholder:'.padEnd(64, '-');
 
 /** What both targets share. */
 const common = {
@@ -136,6 +143,7 @@ if (values.target === 'dist') {
     format: 'cjs',
     define: {
       ...BUILD_DEFINE,
+      __WCF_SBOM_SHA256__: JSON.stringify(SBOM_PLACEHOLDER),
       'import.meta.url': '__wcf_import_meta_url',
       'import.meta.filename': '__filename',
       'import.meta.dirname': '__dirname',

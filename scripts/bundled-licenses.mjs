@@ -1,15 +1,23 @@
 // Prints the npm packages bundled into the single binary, one a line, as
-// ` name version: license`: the production dependency tree of package-lock.json. The
-// .deb's copyright file and the RPM's licence notice list them.
+// ` name version: license`: the npm components of the binary's SBOM (scripts/sbom.mjs), which
+// lists exactly what esbuild bundled. The .deb's copyright file and the RPM's licence notice
+// list them.
 //
-//   node scripts/bundled-licenses.mjs
+//   node scripts/bundled-licenses.mjs SBOM.cdx.json
 import { readFileSync } from 'node:fs';
 
-const lock = JSON.parse(readFileSync(new URL('../package-lock.json', import.meta.url), 'utf8'));
-const seen = new Map();
-for (const [key, p] of Object.entries(lock.packages ?? {})) {
-  if (!key || p.dev || p.devOptional || p.link) continue;
-  const name = key.slice(key.lastIndexOf('node_modules/') + 13);
-  seen.set(`${name} ${p.version}`, p.license ?? 'see the package');
+const file = process.argv[2];
+if (!file) {
+  console.error('usage: node scripts/bundled-licenses.mjs SBOM.cdx.json');
+  process.exit(2);
 }
-for (const k of [...seen.keys()].sort()) console.log(` ${k}: ${seen.get(k)}`);
+const bom = JSON.parse(readFileSync(file, 'utf8'));
+const lines = (bom.components ?? [])
+  // The Node runtime is named on its own in both notices.
+  .filter((c) => c.purl?.startsWith('pkg:npm/') && c.name !== 'node')
+  .map((c) => {
+    const name = c.group ? `${c.group}/${c.name}` : c.name;
+    const licence = (c.licenses ?? []).map((l) => l.license?.id ?? l.license?.name ?? l.expression).filter(Boolean).join(' AND ') || 'see the package';
+    return ` ${name} ${c.version}: ${licence}`;
+  });
+for (const l of lines.sort()) console.log(l);

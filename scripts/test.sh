@@ -42,6 +42,11 @@ command -v promtool >/dev/null 2>&1 || missing+=(prometheus)
 # installed into a throwaway root.
 command -v qemu-aarch64-static >/dev/null 2>&1 || missing+=(qemu-user-static)
 command -v rpmbuild >/dev/null 2>&1 || missing+=(rpm)
+# A release is signed with gpg (RPMs through rpmsign, the apt repository's Release file made by
+# apt-ftparchive) or minisign, and the release test checks it as the docs say.
+command -v apt-ftparchive >/dev/null 2>&1 || missing+=(apt-utils)
+command -v minisign >/dev/null 2>&1 || missing+=(minisign)
+command -v gpgv >/dev/null 2>&1 || missing+=(gpgv)
 # Coexistence with the firewall managers of RHEL and Ubuntu, run for real in namespaces
 # (firewalld talks D-Bus: the test starts a bus of its own).
 command -v firewall-cmd >/dev/null 2>&1 || missing+=(firewalld)

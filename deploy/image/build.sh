@@ -7,9 +7,11 @@
 #
 #   bash deploy/image/build.sh [--out PATH] [--arch amd64|arm64] [--binary PATH] [--binary-arm64 PATH] [--no-cache]
 #
-#   --out PATH           the archive (default dist/wcf-agent-<version>-image.tar)
+#   --out PATH           the archive (default dist/wcf-agent-<version>-image.tar), and beside it
+#                        PATH.cdx.json, the SBOM of both platforms
 #   --arch ARCH          one platform only (default: both)
-#   --binary PATH        the amd64 single binary to put in (default: built from the sources first)
+#   --binary PATH        the amd64 single binary to put in, with its SBOM beside it as
+#                        PATH.cdx.json (default: both built from the sources first)
 #   --binary-arm64 PATH  the arm64 one (default: built from the sources first, under qemu)
 #   --no-cache           build the Debian root file systems again (default: reused for 7 days)
 #
@@ -24,11 +26,16 @@
 # libraries from Debian (mmdebstrap's extract variant: the packages unpacked, no shell, no
 # dpkg, no apt), stdbuf from coreutils and flock from util-linux (each alone: the other
 # programs are removed), libstdc++ and glibc for the binary, /etc/os-release and a dpkg
-# record per package in /var/lib/dpkg/status.d for image scanners. The environment of the
+# record per package in /var/lib/dpkg/status.d for image scanners, and the SBOMs in
+# /usr/share/doc/wcf-agent: sbom.cdx.json (the binary's) and image.cdx.json (the platform's,
+# with its Debian packages). The environment of the
 # systemd unit (glibc's allocator settings) is copied from systemd/wcf-agent.service.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
+# Files and directories made here get the same modes whatever the caller's umask (a build under
+# umask 027 gave the image other directory modes).
+umask 022
 
 OUT=
 ARCHES=(amd64 arm64)
@@ -43,7 +50,7 @@ while [ $# -gt 0 ]; do
     --binary) BINARY[amd64]=$(realpath -m -- "$2"); shift 2 ;;
     --binary-arm64) BINARY[arm64]=$(realpath -m -- "$2"); shift 2 ;;
     --no-cache) CACHE_ARGS=(--no-cache); shift ;;
-    -h|--help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "build-image: unknown argument: $1" >&2; exit 2 ;;
   esac
 done
@@ -91,6 +98,7 @@ for arch in "${ARCHES[@]}"; do
     bash scripts/build-binary.sh --arch "${NODE_ARCH[$arch]}" --sysroot "$R" --out "$bin" --work "$WORK/sea-$arch" >&2
   fi
   [ -x "$bin" ] || { echo "build-image: $bin is not an executable" >&2; exit 1; }
+  sbom=$("$NODE" scripts/sbom.mjs check --binary "$bin") || exit 1
   echo "build-image: $arch binary ready at $(ms) ms" >&2
 
   # 3. What the packages' maintainer scripts and the .deb would have set up.
@@ -132,6 +140,12 @@ for arch in "${ARCHES[@]}"; do
   # iptables-legacy opens /run/xtables.lock with O_CREAT: present, it opens on a read-only
   # root too (a Kubernetes pod mounts the host's over it, shared with kube-proxy).
   install -m 0600 /dev/null "$R/run/xtables.lock"
+  # The SBOMs: the binary's (which `wcf-agent version` names) and the platform's, which adds the
+  # Debian packages as their records in /var/lib/dpkg/status.d name them.
+  install -D -m 0644 "$sbom" "$R/usr/share/doc/wcf-agent/sbom.cdx.json"
+  "$NODE" scripts/sbom.mjs image --binary-sbom "$sbom" --root "$R" --arch "$arch" --out "$WORK/image-$arch.cdx.json" ||
+    { echo "build-image: the $arch image's SBOM could not be written" >&2; exit 1; }
+  install -m 0644 "$WORK/image-$arch.cdx.json" "$R/usr/share/doc/wcf-agent/image.cdx.json"
 
   # 4. The layer.
   tar -C "$R" --sort=name --numeric-owner --mtime="@$SOURCE_DATE_EPOCH" --clamp-mtime \
@@ -178,6 +192,10 @@ mkdir -p "$(dirname "$OUT")"
 tar -C "$WORK/oci" --sort=name --numeric-owner --owner=0 --group=0 --mtime="@$SOURCE_DATE_EPOCH" \
   --format=posix --pax-option=exthdr.name=%d/PaxHeaders/%f,delete=atime,delete=ctime -cf "$OUT.tmp" .
 mv -f "$OUT.tmp" "$OUT"
+# Beside the archive, the SBOM of all of its platforms.
+sboms=()
+for arch in "${ARCHES[@]}"; do sboms+=("$WORK/image-$arch.cdx.json"); done
+"$NODE" scripts/sbom.mjs merge --out "$OUT.cdx.json" "${sboms[@]}" || { echo "build-image: the archive's SBOM could not be written" >&2; exit 1; }
 unpacked=
 for arch in "${ARCHES[@]}"; do unpacked+=" $arch $(( $(stat -c %s "$WORK/layer-$arch.tar") / 1024 / 1024 )) MiB"; done
 echo "build-image: ${OUT#"$ROOT"/} (wcf-agent:$VERSION, ${ARCHES[*]}; archive $(( $(stat -c %s "$OUT") / 1024 / 1024 )) MiB, unpacked$unpacked, $(ms) ms)" >&2

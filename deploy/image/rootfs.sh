@@ -25,6 +25,9 @@
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
+# Files and directories made here get the same modes whatever the caller's umask (a build under
+# umask 027 gave the image other directory modes).
+umask 022
 
 VARIANT=
 INCLUDE=
@@ -114,13 +117,18 @@ if [ "$VARIANT" = extract ]; then
   mkdir -p "$work/var/lib/dpkg/status.d"
   for deb in "$work"/var/cache/apt/archives/*.deb; do
     pkg=$(dpkg-deb -f "$deb" Package)
-    { dpkg-deb -f "$deb" | sed '/^Description:/,$d'; echo "Status: install ok installed"; } >"$work/var/lib/dpkg/status.d/$pkg"
+    # SHA256: the .deb's own, as Debian's Packages index has it, for the image's SBOM (dpkg
+    # keeps fields it does not know; scanners read Package, Version, Architecture, Source).
+    { dpkg-deb -f "$deb" | sed '/^Description:/,$d'; echo "SHA256: $(sha256sum "$deb" | cut -d' ' -f1)"; echo "Status: install ok installed"; } >"$work/var/lib/dpkg/status.d/$pkg"
     dpkg-deb --info "$deb" md5sums >"$work/var/lib/dpkg/status.d/$pkg.md5sums" 2>/dev/null || rm -f "$work/var/lib/dpkg/status.d/$pkg.md5sums"
   done
   find "$work/var/lib/dpkg" -mindepth 1 -maxdepth 1 ! -name status.d -exec rm -rf {} +
   rm -rf "$work/var/lib/apt" "$work/var/cache/apt" "$work/var/cache/ldconfig" "$work/var/log/apt"
-  find "$work/usr/share/doc" -mindepth 1 ! -type d ! -name copyright -delete
+  # A package's doc directory may be a link to another's (libstdc++6 -> gcc-12-base): kept, so
+  # its copyright file is found under its own name too, unless what it points to is gone.
+  find "$work/usr/share/doc" -mindepth 1 ! -type d ! -type l ! -name copyright -delete
   find "$work/usr/share/doc" -mindepth 1 -type d -empty -delete
+  find "$work/usr/share/doc" -mindepth 1 -xtype l -delete
   rm -rf "$work/usr/share/man" "$work/usr/share/info" "$work/usr/share/locale" "$work/usr/share/lintian" \
     "$work/usr/share/bash-completion" "$work/usr/share/gdb" "$work/usr/share/gcc"
   # The file lists name only what is left.

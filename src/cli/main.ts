@@ -238,7 +238,7 @@ export function buildProgram(): Command {
   program
     .command('version')
     .description('the agent version, the Node.js inside it, the commit it was built from, and the firewall and resolver tools found')
-    .addOption(jsonOption('print {version, commit, node, firewall_tools, resolver_tools} on stdout'))
+    .addOption(jsonOption('print {version, commit, node, firewall_tools, resolver_tools, sbom} on stdout'))
     .action(async (o) => setExit(await (await commands.version()).versionCommand(o)));
 
   program

@@ -69,10 +69,10 @@ describe('the Ansible role', () => {
   beforeAll(async () => {
     podman = Podman.create();
     dir = mkdtempSync(join(tmpdir(), 'wcf-ansible-'));
-    // The .deb from the image's own binary, taken from the archive's layer.
+    // The .deb from the image's own binary and its SBOM, taken from the archive's layer.
     const archive = await ensureImage();
     const layer = (JSON.parse((await execa('tar', ['-xOf', archive, './manifest.json'])).stdout) as { Layers: string[] }[])[0]!.Layers[0]!;
-    await execa('bash', ['-c', 'tar -xOf "$1" "$2" | tar -xzf - -C "$3" ./usr/bin/wcf-agent', 'extract', archive, `./${layer}`, dir]);
+    await execa('bash', ['-c', 'tar -xOf "$1" "$2" | tar -xzf - -C "$3" ./usr/bin/wcf-agent ./usr/share/doc/wcf-agent/sbom.cdx.json', 'extract', archive, `./${layer}`, dir]);
     const deb = await execa('bash', [join(ROOT, 'scripts', 'build-deb.sh'), '--binary', join(dir, 'usr', 'bin', 'wcf-agent'), '--out', dir], {
       cwd: ROOT,
       reject: false,

@@ -120,6 +120,8 @@ export async function ensureImage(): Promise<string> {
     'src',
     'scripts/build-binary.sh',
     'scripts/bundle.mjs',
+    'scripts/sbom.mjs',
+    'packaging/node-runtime.sha256',
     'scripts/node-arm64.sh',
     'deploy/image',
     'package.json',

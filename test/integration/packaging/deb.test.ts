@@ -15,6 +15,7 @@ import { COMPLETION_FILES } from '../../../src/cli/completion/index.js';
 import { DOC_FILES } from './doc-files.js';
 
 const DEB_VERSION = VERSION.replace('-', '~');
+const STAND_IN_SBOM = '{"bomFormat":"CycloneDX","specVersion":"1.6","comment":"stand-in"}\n';
 let work: string;
 let deb: string;
 
@@ -22,6 +23,8 @@ beforeAll(async () => {
   work = tempDir('deb');
   const bin = join(work, 'wcf-agent-linux-x64');
   copyFileSync('/bin/true', bin);
+  // The SBOM build-binary.sh writes beside a binary (a stand-in's: sbom.test.ts checks real ones).
+  writeFileSync(`${bin}.cdx.json`, STAND_IN_SBOM);
   // No maintainer given: the package's default (the source's last commit author) is what is tested.
   const r = await runScript('build-deb.sh', ['--binary', bin, '--out', work], { DEB_MAINTAINER: '', DEBFULLNAME: '', DEBEMAIL: '' });
   expect(r.exitCode, r.stderr).toBe(0);
@@ -85,6 +88,7 @@ describe('build-deb.sh', () => {
       ...Object.fromEntries(Object.values(COMPLETION_FILES).map((f) => [`/${f}`, '-rw-r--r--'])),
       '/usr/share/doc/wcf-agent/copyright': '-rw-r--r--',
       '/usr/share/doc/wcf-agent/changelog.gz': '-rw-r--r--',
+      '/usr/share/doc/wcf-agent/sbom.cdx.json': '-rw-r--r--',
       '/usr/share/lintian/overrides/wcf-agent': '-rw-r--r--',
       '/usr/share/man/man8/wcf-agent.8.gz': '-rw-r--r--',
       '/usr/share/man/man5/wcf-agent.json.5.gz': '-rw-r--r--',
@@ -126,8 +130,8 @@ describe('build-deb.sh', () => {
       await ok('sh', ['-n', join(x, 'DEBIAN', s)]);
     }
     const sums = readFileSync(join(x, 'DEBIAN/md5sums'), 'utf8').trim().split('\n');
-    // Every file but the conffile: binary, unit, tmpfiles, copyright, changelog, lintian, 2 man pages, the docs, the completions.
-    expect(sums.length).toBe(8 + DOC_FILES.length + Object.keys(COMPLETION_FILES).length);
+    // Every file but the conffile: binary, unit, tmpfiles, copyright, changelog, SBOM, lintian, 2 man pages, the docs, the completions.
+    expect(sums.length).toBe(9 + DOC_FILES.length + Object.keys(COMPLETION_FILES).length);
     for (const line of sums) {
       const [sum, path] = line.split(/\s+/);
       expect(createHash('md5').update(readFileSync(join(x, path!))).digest('hex'), path).toBe(sum);
@@ -143,6 +147,23 @@ describe('what the package documents', () => {
     const pages = DOC_FILES.filter((f) => f.endsWith('.md'));
     expect(pages.length).toBeGreaterThan(5);
     expect(brokenLinksIn(pages, doc)).toEqual([]);
+  });
+
+  it('installs the binary’s SBOM where `wcf-agent version` looks for it, and leaves a copy beside the .deb', async () => {
+    const x = join(work, 'extracted-sbom');
+    await ok('dpkg-deb', ['-x', deb, x]);
+    expect(readFileSync(join(x, 'usr/share/doc/wcf-agent/sbom.cdx.json'), 'utf8')).toBe(STAND_IN_SBOM);
+    expect(readFileSync(`${deb}.cdx.json`, 'utf8')).toBe(STAND_IN_SBOM);
+  });
+
+  it('refuses a binary without its SBOM beside it, naming the file to make', async () => {
+    const bin = join(work, 'no-sbom', 'wcf-agent-linux-x64');
+    mkdirSync(join(work, 'no-sbom'));
+    copyFileSync('/bin/true', bin);
+    const r = await runScript('build-deb.sh', ['--binary', bin, '--out', join(work, 'no-sbom')], { DEB_COMPRESSION: 'gzip' });
+    expect(r.exitCode).not.toBe(0);
+    expect(r.stderr).toContain(`no SBOM ${bin}.cdx.json`);
+    expect(readdirSync(join(work, 'no-sbom'))).toEqual(['wcf-agent-linux-x64']);
   });
 
   it('installs the shell completions the program writes, where each shell loads them', async () => {

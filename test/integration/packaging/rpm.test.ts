@@ -12,10 +12,20 @@ import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSyn
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { versionLine } from '../../helpers/packaging.js';
-import { VERSION, modeOf, octal, run, runScript, tempDir } from '../../helpers/packaging.js';
+import { ROOT, VERSION, modeOf, octal, run, runScript, tempDir } from '../../helpers/packaging.js';
+import type { Shell } from '../../../src/cli/completion/index.js';
 import { EM_AARCH64, EM_X86_64, arm64Sysroot, elfMachine, requireQemu, runArm64 } from '../../helpers/arm64.js';
 
 const BUILD_TIMEOUT_MS = 600_000;
+/**
+ * Where each shell loads a completion on demand on RPM distributions: bash-completion's and
+ * fish's directories are Debian's too, zsh's vendor functions are in site-functions there.
+ */
+const RPM_COMPLETION_FILES: Record<Shell, string> = {
+  bash: '/usr/share/bash-completion/completions/wcf-agent',
+  zsh: '/usr/share/zsh/site-functions/_wcf-agent',
+  fish: '/usr/share/fish/vendor_completions.d/wcf-agent.fish',
+};
 const RPM_VERSION = VERSION.replace('-', '~');
 let work: string;
 const rpmFile = (arch: string, release = 1) => join(work, `wcf-agent-${RPM_VERSION}-${release}.${arch}.rpm`);
@@ -83,10 +93,12 @@ describe('build-rpm.sh', () => {
       '/usr/lib/tmpfiles.d/wcf-agent.conf': '-rw-r--r--',
       '/usr/share/doc/wcf-agent': 'drwxr-xr-x',
       '/usr/share/doc/wcf-agent/README.md': '-rw-r--r--',
+      '/usr/share/doc/wcf-agent/sbom.cdx.json': '-rw-r--r--',
       '/usr/share/licenses/wcf-agent': 'drwxr-xr-x',
       '/usr/share/licenses/wcf-agent/NOTICE': '-rw-r--r--',
       '/usr/share/man/man5/wcf-agent.json.5.gz': '-rw-r--r--',
       '/usr/share/man/man8/wcf-agent.8.gz': '-rw-r--r--',
+      ...Object.fromEntries(Object.values(RPM_COMPLETION_FILES).map((f) => [f, '-rw-r--r--'])),
       '/var/lib/wcf-agent': 'drwx------',
     });
     expect((await query(rpmFile('x86_64'), '--configfiles')).trim()).toBe('/etc/wcf-agent/config.json');
@@ -168,6 +180,25 @@ describe('rpm --root install, upgrade and erase', () => {
     const verify = await rpmIn(root, '-V', '--nodeps', 'wcf-agent');
     expect(verify.exitCode, verify.stdout).toBe(0);
     expect((await rpmIn(root, '-q', 'wcf-agent')).stdout.trim()).toBe(`wcf-agent-${RPM_VERSION}-1.x86_64`);
+  });
+
+  it('installs the binary’s SBOM, and a licence notice naming exactly the npm packages the SBOM lists', () => {
+    const sbom = JSON.parse(readFileSync(at('usr/share/doc/wcf-agent/sbom.cdx.json'), 'utf8')) as { components: { name: string; group?: string; version: string; purl: string }[] };
+    expect(readFileSync(`${rpmFile('x86_64')}.cdx.json`, 'utf8')).toBe(readFileSync(at('usr/share/doc/wcf-agent/sbom.cdx.json'), 'utf8'));
+    const npm = sbom.components.filter((c) => c.purl.startsWith('pkg:npm/') && c.name !== 'node').map((c) => `${c.group ? `${c.group}/` : ''}${c.name} ${c.version}`);
+    expect(npm.length).toBeGreaterThan(10);
+    const listed = readFileSync(at('usr/share/licenses/wcf-agent/NOTICE'), 'utf8')
+      .split('\n')
+      .flatMap((l) => /^ (\S+ \S+): /.exec(l)?.[1] ?? []);
+    expect(listed.sort()).toEqual(npm.sort());
+  });
+
+  it('installs the shell completions the program writes, where bash, zsh and fish load them on RPM distributions', async () => {
+    for (const [shell, file] of Object.entries(RPM_COMPLETION_FILES)) {
+      const program = await run(process.execPath, [join(ROOT, 'dist/cli.js'), 'completion', shell]);
+      expect(program.exitCode, program.stderr).toBe(0);
+      expect(readFileSync(at(file), 'utf8'), file).toBe(program.stdout + '\n');
+    }
   });
 
   it('the installed binary answers --version, and check-config names the example’s placeholders until a real config is in place', async () => {
